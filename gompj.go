@@ -1,0 +1,160 @@
+package gompj
+
+import (
+	"time"
+
+	"gompj/node"
+	"gompj/ranks"
+)
+
+// Config configures a job run with RunWith; zero fields take defaults (see node.Config).
+type Config = node.Config
+
+// Status describes a received or probed message: Source, Tag, and Count() elements.
+type Status = ranks.Status
+
+// Request is the handle of a nonblocking operation.
+type Request = ranks.Request
+
+// Type is a message's element type.
+type Type = ranks.Type
+
+// Wildcards and special values.
+const (
+	AnySource = ranks.AnySource
+	AnyTag    = ranks.AnyTag
+	ProcNull  = ranks.ProcNull
+	Undefined = ranks.Undefined
+	MaxTag    = ranks.MaxTag
+)
+
+// Error classes, for errors.Is.
+var (
+	ErrTruncate = ranks.ErrTruncate
+	ErrType     = ranks.ErrType
+	ErrRank     = ranks.ErrRank
+	ErrTag      = ranks.ErrTag
+	ErrAborted  = ranks.ErrAborted
+	ErrComm     = ranks.ErrComm
+	ErrBuffer   = ranks.ErrBuffer
+	ErrArg      = ranks.ErrArg
+	ErrRequest  = ranks.ErrRequest
+	ErrOp       = ranks.ErrOp
+	ErrRoot     = ranks.ErrRoot
+	ErrInternal = ranks.ErrInternal
+)
+
+// RankError says which rank failed a job, and why (its error, or its panic and stack).
+type RankError = ranks.RankError
+
+// AbortError is the cause of a job ended by Comm.Abort; its Code is the job's exit code.
+type AbortError = ranks.AbortError
+
+// Comm is a communicator: a group of ranks and a private context for their messages.
+type Comm struct {
+	c *ranks.Comm
+}
+
+func wrap(c *ranks.Comm) *Comm {
+	if c == nil {
+		return nil
+	}
+	return &Comm{c}
+}
+
+// Run runs body on every rank of the job, configured from the environment (set by `gompj run`) or defaults, and
+// returns once every rank has returned. The first failure (an error, a panic, an Abort) ends the job and is
+// returned.
+func Run(body func(c *Comm) error) error {
+	cfg, err := node.FromEnv(Config{})
+	if err != nil {
+		return err
+	}
+	return RunWith(cfg, body)
+}
+
+// RunWith is Run with an explicit configuration; zero fields are filled from the environment, then defaults.
+func RunWith(cfg Config, body func(c *Comm) error) error {
+	cfg, err := node.FromEnv(cfg)
+	if err != nil {
+		return err
+	}
+	return node.Run(cfg, func(c *ranks.Comm) error { return body(&Comm{c}) })
+}
+
+var start = time.Now()
+
+// Wtime is the wall-clock time in seconds since an arbitrary moment fixed for the process (MPI_Wtime).
+func Wtime() float64 { return time.Since(start).Seconds() }
+
+// Rank is this rank's rank in the communicator.
+func (c *Comm) Rank() int { return c.c.Rank() }
+
+// Size is the number of ranks in the communicator.
+func (c *Comm) Size() int { return c.c.Size() }
+
+// Send sends buf to rank dest with tag. It returns once buf may be reused.
+func (c *Comm) Send(buf any, dest, tag int) error { return c.c.Send(buf, dest, tag) }
+
+// Ssend sends buf to dest and returns only once the matching receive has started.
+func (c *Comm) Ssend(buf any, dest, tag int) error { return c.c.Ssend(buf, dest, tag) }
+
+// Recv receives into buf a message from source (or AnySource) with tag (or AnyTag).
+func (c *Comm) Recv(buf any, source, tag int) (Status, error) { return c.c.Recv(buf, source, tag) }
+
+// Isend starts a send; buf must not change until the request completes.
+func (c *Comm) Isend(buf any, dest, tag int) (*Request, error) { return c.c.Isend(buf, dest, tag) }
+
+// Issend starts a synchronous send.
+func (c *Comm) Issend(buf any, dest, tag int) (*Request, error) { return c.c.Issend(buf, dest, tag) }
+
+// Irecv starts a receive into buf.
+func (c *Comm) Irecv(buf any, source, tag int) (*Request, error) { return c.c.Irecv(buf, source, tag) }
+
+// Sendrecv sends and receives in one call, without deadlock against a matching Sendrecv.
+func (c *Comm) Sendrecv(sendBuf any, dest, sendTag int, recvBuf any, source, recvTag int) (Status, error) {
+	return c.c.Sendrecv(sendBuf, dest, sendTag, recvBuf, source, recvTag)
+}
+
+// Probe waits for a message from source with tag and returns its status without receiving it.
+func (c *Comm) Probe(source, tag int) (Status, error) { return c.c.Probe(source, tag) }
+
+// Iprobe reports whether a message from source with tag is waiting, and its status.
+func (c *Comm) Iprobe(source, tag int) (Status, bool, error) { return c.c.Iprobe(source, tag) }
+
+// Dup returns a communicator with the same group and a new context. Collective.
+func (c *Comm) Dup() (*Comm, error) {
+	d, err := c.c.Dup()
+	return wrap(d), err
+}
+
+// Split partitions the communicator by color, ordering each part by key. Color Undefined returns nil, nil.
+func (c *Comm) Split(color, key int) (*Comm, error) {
+	s, err := c.c.Split(color, key)
+	return wrap(s), err
+}
+
+// SplitNode returns the communicator of the ranks on this node (MPI_Comm_split_type, shared memory).
+func (c *Comm) SplitNode() (*Comm, error) {
+	s, err := c.c.SplitNode()
+	return wrap(s), err
+}
+
+// Free releases the communicator.
+func (c *Comm) Free() error { return c.c.Free() }
+
+// Abort ends the whole job with code: every rank's blocked call returns ErrAborted. It does not return.
+func (c *Comm) Abort(code int) { c.c.Abort(code) }
+
+// Internal returns the rank-layer communicator (for gompj's own packages: collectives, nbc, benchmarks).
+func (c *Comm) Internal() *ranks.Comm { return c.c }
+
+// Waitall waits for every request; nil requests are skipped.
+func Waitall(reqs ...*Request) error { return ranks.Waitall(reqs...) }
+
+// Waitany waits for one request to complete and returns its index; nil requests are skipped, and with none left
+// the index is -1.
+func Waitany(reqs ...*Request) (int, Status, error) { return ranks.Waitany(reqs...) }
+
+// Testall reports whether every request has completed; nil requests are skipped.
+func Testall(reqs ...*Request) (bool, error) { return ranks.Testall(reqs...) }

@@ -1,0 +1,90 @@
+// Package netdev is gompj's TCP network device: one per node process, shared by all of the node's ranks, carrying
+// every inter-node message keyed by destination world rank. It implements device.Device and delivers inbound
+// traffic to a device.Sink.
+//
+// # Progress
+//
+// One progress-loop goroutine per device owns an epoll set (golang.org/x/sys/unix) holding every connection's
+// non-blocking socket, edge-triggered, plus an eventfd for tasks posted by other goroutines. After the last event
+// the loop keeps polling with a zero timeout for Config.BusyPoll (default 50µs, negative disables) before it sleeps
+// in epoll_wait, which keeps the half round trip short. There is no goroutine per connection; the only other
+// goroutines are the accept loop and short-lived dial/handshake goroutines.
+//
+// A sending rank writes its frame (header and payload gathered by one writev, no copy) straight to the socket when
+// nothing is queued on the connection; whatever the socket does not take is copied to the connection's queue, where
+// small frames are packed into 64 KiB buffers and flushed by the loop on EPOLLOUT, many per writev. Rendezvous
+// payloads are streamed from the sender's slice in DATA frames of at most Config.ChunkSize (1 MiB); after each
+// chunk the stream goes to the back of the queue so that other traffic interleaves.
+//
+// # Frames
+//
+// Every frame is a 48-byte little-endian header followed by payloadLen bytes:
+//
+//	offset size field
+//	0      1    kind     1 eager, 2 RTS, 3 CTS, 4 DATA, 5 ACK, 6 control (device.Kind); 0x20 credit, 0x21 goodbye
+//	1      1    flags    bit 0 = device.FlagSync; other bits must be 0
+//	2      1    type     element type code (opaque)
+//	3      1    version  1
+//	4      4    context  u32 communicator context
+//	8      4    source   i32 world rank of the sender of the message
+//	12     4    dest     i32 world rank of the receiver of the message
+//	16     4    tag      i32
+//	20     4    credit   u32 receive credit returned to the frame's receiver (see Flow control)
+//	24     8    length   u64: payload bytes of an eager, DATA or control frame; the whole message for RTS/CTS
+//	32     8    seq      u64 the sending node's message id; CTS, DATA and ACK echo the id of their message
+//	40     4    srcrank  i32 the sender's rank in the communicator (the matching key); 0 on node-level frames
+//	44     4    reserved must be 0
+//
+// payloadLen is length for eager, DATA and control frames and 0 for the others. Source and dest are always the
+// message's ranks, also in the replies (CTS, ACK) that travel the other way. Node-level frames (control, credit,
+// goodbye) have source = dest = -1 and type, flags, context, tag, seq and srcrank zero.
+//
+// Decoding validates everything before any payload byte is read: version, kind, flags; ranks in [0, Ranks); for
+// eager, RTS and DATA the source rank lives on the peer and the dest rank on this node, the other way round for CTS
+// and ACK; lengths under the limits (eager limit, chunk size, Config.MaxMessage, Config.MaxControl); CTS, ACK and
+// DATA must name a message this node is waiting on with the same ranks, context and tag, and DATA must not overrun
+// it. A bad frame fails the connection's peer: its sockets are closed, everything pending on it completes with a
+// *PeerError wrapping ErrPeerLost, and Sink.PeerLost names the node. Nothing panics.
+//
+// # Protocols
+//
+//   - eager: SendEager writes header and payload; the receiver reads the payload into a pooled buffer (power-of-two
+//     size classes, recycled with their device.Inbound, so the steady state allocates nothing) and hands the
+//     Inbound to Sink.DeliverEager. FlagSync sends keep their Completer by seq until the ACK (Device.Ack) arrives.
+//   - rendezvous: SendRendezvous sends an RTS (length = message size) and keeps payload and Completer by seq.
+//     The receiving sink calls ClearToSend with its own slice: the device records it by (peer, seq) and sends a CTS;
+//     the sender streams DATA frames from its slice and completes once the last byte is in the kernel; the receiver
+//     reads DATA straight into the slice (payload remainders of 16 KiB and more bypass the read buffer entirely) and
+//     completes when all bytes arrived. Rendezvous needs no credit, so it always makes progress.
+//   - control: opaque node-to-node payloads, delivered in a fresh slice the sink owns.
+//
+// # Flow control
+//
+// Each node grants every peer Config.UnexpectedLimit/(nodes-1) bytes of receive credit (the same on every node, so
+// no grant is exchanged). An eager message costs its payload plus 64 bytes. The sender subtracts the cost when it
+// sends; EagerLimit(dest) returns 0 once the credit left toward dest's node is below the eager limit plus 64, which
+// tells the rank layer to use rendezvous (even for empty messages). The receiver adds the cost to what it owes the
+// peer when the sink releases the Inbound; owed credit rides in the credit field of the next frame to that peer,
+// or, once it reaches a quarter of the grant, in a credit frame of its own. Unexpected eager bytes held per peer
+// are thus bounded by the grant plus what concurrent senders that saw a positive EagerLimit had in flight (at most
+// ranks-per-node × eager limit).
+//
+// # Connections and security
+//
+// Config.Stripes connections join each pair of nodes (default 1); a message goes on the stripe chosen by hashing
+// (source rank, dest rank), so each pair's messages stay in order (control and credit frames use stripe 0). Node i
+// dials nodes j < i; with Config.Lazy a node instead dials a stripe the first time it has a frame for it, and if
+// both ends dial at once each keeps writing on the connection it got first and only reads the other. Every
+// connection proves the job secret in both directions (package auth, HMAC-SHA256 challenge-response with a
+// deadline) before a single frame is read; a stranger gets a random challenge and a closed socket. The listener
+// binds to the configured address only.
+//
+// # Close and peer loss
+//
+// Close stops new sends, waits (up to CloseTimeout) until the queues are flushed and no rendezvous is in flight
+// either way, sends a goodbye frame on every connection and closes each once the peer's goodbye came back (a peer
+// answers a goodbye with its own after flushing). A connection that ends without a goodbye (EOF, reset, EPOLLHUP:
+// the process died) fails its peer at once and Sink.PeerLost is called exactly once for that node.
+//
+// Imports: gompj/device, gompj/netdev/auth, golang.org/x/sys/unix and the standard library (not queues or ranks).
+package netdev

@@ -1,0 +1,321 @@
+package netdev
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"gompj/device"
+	"gompj/netdev/auth"
+)
+
+func TestMain(m *testing.M) {
+	if addr := os.Getenv("GOMPJ_NETDEV_CHILD"); addr != "" {
+		os.Exit(childMain(addr))
+	}
+	os.Exit(m.Run())
+}
+
+// childMain is node 1 of a two-node job whose node 0 (the test) listens at addr: it connects, sends one message,
+// says "ready" and waits to be killed.
+func childMain(addr string) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 2
+	}
+	d, err := New(Config{Node: 1, Addrs: []string{addr, ln.Addr().String()}, Ranks: 2, NodeOf: func(r int) int { return r },
+		Secret: testSecret, Sink: newSink(), Listener: ln})
+	if err != nil {
+		os.Stderr.WriteString(err.Error())
+		return 2
+	}
+	if err := d.WaitConnected(10 * time.Second); err != nil {
+		os.Stderr.WriteString(err.Error())
+		return 2
+	}
+	if err := d.SendEager(&device.Header{Source: 1, Dest: 0}, []byte("child"), nil); err != nil {
+		return 2
+	}
+	os.Stdout.WriteString("ready\n")
+	select {}
+}
+
+func TestPeerDeathSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a child process")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSink()
+	d, err := New(Config{Node: 0, Addrs: []string{ln.Addr().String(), "127.0.0.1:1"}, Ranks: 2, NodeOf: func(r int) int { return r },
+		Secret: testSecret, Sink: s, Listener: ln})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "GOMPJ_NETDEV_CHILD="+ln.Addr().String())
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || line != "ready\n" {
+		t.Fatalf("child: %q %v", line, err)
+	}
+	s.wait(t, waitLong, "the child's message", func() bool { return len(s.eager) == 1 })
+	// a rendezvous to the child that it will never clear: it must fail when the child dies
+	pending := newCompleter()
+	if err := d.SendRendezvous(&device.Header{Source: 0, Dest: 1}, make([]byte, 1<<20), pending); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	s.wait(t, 5*time.Second, "PeerLost after SIGKILL", func() bool { return len(s.lost) > 0 })
+	t.Logf("PeerLost %v after SIGKILL: %v", time.Since(killed), s.lost[0].err)
+	if s.lost[0].node != 1 || !errors.Is(s.lost[0].err, ErrPeerLost) || !strings.Contains(s.lost[0].err.Error(), "node 1") {
+		t.Fatalf("PeerLost(%d, %v)", s.lost[0].node, s.lost[0].err)
+	}
+	if err := pending.wait(t, waitLong, "the pending send"); !errors.Is(err, ErrPeerLost) {
+		t.Fatalf("pending send completed with %v", err)
+	}
+	if err := d.SendEager(&device.Header{Source: 0, Dest: 1}, nil, nil); !errors.Is(err, ErrPeerLost) {
+		t.Fatalf("send to the dead node: %v", err)
+	}
+	cmd.Wait()
+	s.mu.Lock()
+	n := len(s.lost)
+	s.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("PeerLost reported %d times", n)
+	}
+}
+
+func TestPeerDeathInProcess(t *testing.T) {
+	c := startCluster(t, 3, 1, nil)
+	pending := newCompleter()
+	if err := c.devs[0].SendRendezvous(eagerHeader(0, 2, 1), make([]byte, 100), pending); err != nil {
+		t.Fatal(err)
+	}
+	sync := newCompleter()
+	h := eagerHeader(0, 2, 2)
+	h.Flags = device.FlagSync
+	if err := c.devs[0].SendEager(h, []byte("x"), sync); err != nil {
+		t.Fatal(err)
+	}
+	c.sinks[2].wait(t, waitLong, "the rts and the sync message", func() bool {
+		return len(c.sinks[2].rts) == 1 && len(c.sinks[2].eager) == 1
+	})
+	c.devs[2].crash()
+	for _, i := range []int{0, 1} {
+		s := c.sinks[i]
+		s.wait(t, 5*time.Second, "PeerLost", func() bool { return len(s.lost) == 1 })
+		if s.lost[0].node != 2 {
+			t.Fatalf("node %d: PeerLost(%d, %v)", i, s.lost[0].node, s.lost[0].err)
+		}
+	}
+	for _, cm := range []completer{pending, sync} {
+		if err := cm.wait(t, waitLong, "a pending send"); !errors.Is(err, ErrPeerLost) {
+			t.Fatalf("pending send completed with %v", err)
+		}
+	}
+	// the survivors still talk
+	if err := c.devs[0].SendEager(eagerHeader(0, 1, 9), []byte("ok"), nil); err != nil {
+		t.Fatal(err)
+	}
+	c.sinks[1].wait(t, waitLong, "message between survivors", func() bool { return len(c.sinks[1].eager) == 1 })
+}
+
+// oneDevice starts node 0 of a two-node job (node 1 is the test) with ranks 0,1 on node 0 and 2,3 on node 1.
+func oneDevice(t *testing.T, mod func(*Config)) (*Device, *sink) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSink()
+	cfg := Config{Node: 0, Addrs: []string{ln.Addr().String(), "127.0.0.1:1"}, Ranks: 4, NodeOf: func(r int) int { return r / 2 },
+		Secret: testSecret, Sink: s, Listener: ln, HandshakeTimeout: time.Second, EagerLimit: 1024}
+	if mod != nil {
+		mod(&cfg)
+	}
+	d, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d, s
+}
+
+// impostor connects to d as node 1 with the job secret.
+func impostor(t *testing.T, d *Device) net.Conn {
+	t.Helper()
+	nc, err := net.Dial("tcp", d.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := auth.Dial(nc, testSecret, Purpose, auth.Hello{From: 1, To: 0}, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return nc
+}
+
+func rawHeader(h device.Header, credit uint32) []byte {
+	b := make([]byte, HeaderSize)
+	putHeader(b, &h, credit)
+	return b
+}
+
+func TestBadFrameFromPeer(t *testing.T) {
+	cases := map[string][]byte{
+		"unknown kind":        rawHeader(device.Header{Kind: 9, Source: 2, Dest: 0}, 0),
+		"dest on other node":  rawHeader(device.Header{Kind: device.KindEager, Source: 2, Dest: 3}, 0),
+		"source out of range": rawHeader(device.Header{Kind: device.KindEager, Source: 99, Dest: 0}, 0),
+		"eager over limit":    rawHeader(device.Header{Kind: device.KindEager, Source: 2, Dest: 0, Length: 1 << 40}, 0),
+		"cts unknown seq":     rawHeader(device.Header{Kind: device.KindCTS, Source: 0, Dest: 2, Seq: 77}, 0),
+		"data unknown seq":    rawHeader(device.Header{Kind: device.KindData, Source: 2, Dest: 0, Length: 10, Seq: 5}, 0),
+		"ack unknown seq":     rawHeader(device.Header{Kind: device.KindAck, Source: 0, Dest: 2, Seq: 5}, 0),
+		"unknown flags":       rawHeader(device.Header{Kind: device.KindEager, Flags: 0x80, Source: 2, Dest: 0}, 0),
+		"bad version": func() []byte {
+			b := rawHeader(device.Header{Kind: device.KindEager, Source: 2, Dest: 0}, 0)
+			b[3] = 7
+			return b
+		}(),
+		"garbage": []byte(strings.Repeat("\xff", 100)),
+	}
+	for name, frame := range cases {
+		t.Run(name, func(t *testing.T) {
+			d, s := oneDevice(t, nil)
+			nc := impostor(t, d)
+			defer nc.Close()
+			// one good frame first: it must be delivered, the bad one must not
+			nc.Write(append(rawHeader(device.Header{Kind: device.KindEager, Source: 2, Dest: 1, Length: 2}, 0), 'o', 'k'))
+			nc.Write(frame)
+			s.wait(t, 5*time.Second, "PeerLost", func() bool { return len(s.lost) == 1 })
+			if s.lost[0].node != 1 || !errors.Is(s.lost[0].err, ErrFrame) || !strings.Contains(s.lost[0].err.Error(), "node 1") {
+				t.Fatalf("PeerLost(%d, %v)", s.lost[0].node, s.lost[0].err)
+			}
+			t.Log(s.lost[0].err)
+			if e, r, c, _ := s.counts(); e != 1 || r != 0 || c != 0 {
+				t.Fatalf("delivered eager %d rts %d control %d", e, r, c)
+			}
+			nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if _, err := io.ReadAll(nc); err != nil {
+				t.Fatalf("the device did not close the connection: %v", err)
+			}
+		})
+	}
+}
+
+func TestStrangers(t *testing.T) {
+	c := startCluster(t, 2, 1, func(i int, cfg *Config) { cfg.HandshakeTimeout = 300 * time.Millisecond })
+	d := c.devs[1]
+	addr := d.Addr().String()
+	expectRejected := func(n int64) {
+		t.Helper()
+		waitUntil(t, waitLong, "the handshake to be rejected", func() bool { return d.Stats().Rejected >= n })
+	}
+	// garbage
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Write([]byte(strings.Repeat("GET / HTTP/1.1\r\n", 20)))
+	expectRejected(1)
+	nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	got, _ := io.ReadAll(nc)
+	if len(got) != 40 {
+		t.Fatalf("the stranger got %d bytes, want only the 40-byte challenge", len(got))
+	}
+	nc.Close()
+	// right shape, wrong MAC
+	nc, _ = net.Dial("tcp", addr)
+	ch := make([]byte, 40) // the handshake challenge, not a frame header
+	io.ReadFull(nc, ch)
+	ans := make([]byte, 84)
+	copy(ans, ch[:8])
+	binary.LittleEndian.PutUint32(ans[40:], 0)
+	binary.LittleEndian.PutUint32(ans[44:], 1)
+	nc.Write(ans)
+	expectRejected(2)
+	nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if rest, _ := io.ReadAll(nc); len(rest) != 0 {
+		t.Fatalf("a wrong MAC got %d bytes back", len(rest))
+	}
+	nc.Close()
+	// wrong secret through the real handshake
+	nc, _ = net.Dial("tcp", addr)
+	if err := auth.Dial(nc, []byte("not-the-secret-at-all-0000"), Purpose, auth.Hello{From: 0, To: 1}, time.Second); !errors.Is(err, auth.ErrAuth) {
+		t.Fatalf("wrong secret: %v", err)
+	}
+	nc.Close()
+	expectRejected(3)
+	// right secret, impossible identity
+	nc, _ = net.Dial("tcp", addr)
+	auth.Dial(nc, testSecret, Purpose, auth.Hello{From: 7, To: 1}, time.Second)
+	nc.Close()
+	expectRejected(4)
+	// silent: times out
+	nc, _ = net.Dial("tcp", addr)
+	expectRejected(5)
+	nc.Close()
+
+	if e, r, ctl, l := c.sinks[1].counts(); e+r+ctl+l != 0 {
+		t.Fatalf("strangers caused deliveries: eager %d rts %d control %d lost %d", e, r, ctl, l)
+	}
+	if err := c.devs[0].SendEager(eagerHeader(0, 1, 1), []byte("still fine"), nil); err != nil {
+		t.Fatal(err)
+	}
+	s := c.sinks[1]
+	s.wait(t, waitLong, "a real message", func() bool { return len(s.eager) == 1 })
+	if string(s.eager[0].Payload) != "still fine" {
+		t.Fatalf("got %q", s.eager[0].Payload)
+	}
+}
+
+func TestEagerZeroAlloc(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under the race detector")
+	}
+	c := startCluster(t, 2, 1, nil)
+	got := make(chan struct{}, 1)
+	s := c.sinks[1]
+	s.mu.Lock()
+	s.onEager = func(in *device.Inbound) bool {
+		in.Done()
+		got <- struct{}{}
+		return true
+	}
+	s.mu.Unlock()
+	h := eagerHeader(0, 1, 1)
+	payload := make([]byte, 1000)
+	send := func() {
+		if err := c.devs[0].SendEager(h, payload, nil); err != nil {
+			t.Fatal(err)
+		}
+		<-got
+	}
+	for range 100 {
+		send()
+	}
+	if a := testing.AllocsPerRun(2000, send); a != 0 {
+		t.Fatalf("%v allocations per eager message", a)
+	}
+}

@@ -1,0 +1,678 @@
+package netdev
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"gompj/device"
+	"gompj/netdev/auth"
+)
+
+// readBudget bounds the bytes read from one connection per turn, so that one busy peer cannot starve the others.
+const readBudget = 4 << 20
+
+// maxHandshakes bounds concurrent inbound handshakes; connections beyond it are closed at once.
+const maxHandshakes = 64
+
+// loop is the device's progress engine: one goroutine, one epoll set holding every connection.
+func (d *Device) loop() {
+	defer close(d.loopDone)
+	evs := make([]unix.EpollEvent, 128)
+	lastActive := time.Now()
+	for {
+		timeout := -1
+		switch {
+		case len(d.pendingRead) > 0:
+			timeout = 0
+		case d.closeState > 0:
+			timeout = 5 // ms: Close's deadlines are checked between events
+		case d.busy > 0 && time.Since(lastActive) < d.busy:
+			timeout = 0
+		}
+		var n int
+		var err error
+		if timeout == 0 {
+			n, err = pollNow(d.ep, evs)
+		} else {
+			n, err = unix.EpollWait(d.ep, evs, timeout)
+		}
+		if err != nil {
+			if err == unix.EINTR {
+				continue
+			}
+			d.closeReport = fmt.Errorf("netdev: node %d: epoll_wait: %w", d.self, err)
+			d.killAll(d.closeReport)
+			d.loopExited = true
+			return
+		}
+		if n > 0 {
+			lastActive = time.Now()
+		}
+		if len(d.pendingRead) > 0 {
+			pend := d.pendingRead
+			d.pendingRead = nil
+			for _, c := range pend {
+				d.readConn(c)
+			}
+		}
+		for i := range n {
+			ev := &evs[i]
+			if ev.Fd == 0 {
+				var b [8]byte
+				unix.Read(d.evfd, b[:])
+				d.runTasks()
+				continue
+			}
+			c := d.conns[ev.Fd]
+			if c == nil {
+				continue // closed earlier in this batch
+			}
+			if ev.Events&unix.EPOLLOUT != 0 {
+				d.flushConn(c)
+			}
+			if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 && !c.closed {
+				d.readConn(c)
+			}
+		}
+		if d.closeState > 0 && d.closeStep() {
+			d.loopExited = true
+			return
+		}
+	}
+}
+
+func (d *Device) runTasks() {
+	for {
+		d.taskMu.Lock()
+		t := d.tasks
+		d.tasks = d.spare[:0]
+		d.spare = nil
+		d.taskMu.Unlock()
+		if len(t) == 0 {
+			d.taskMu.Lock()
+			d.spare = t
+			d.taskMu.Unlock()
+			return
+		}
+		for i, f := range t {
+			f()
+			t[i] = nil
+		}
+		d.taskMu.Lock()
+		if d.spare == nil {
+			d.spare = t[:0]
+		}
+		d.taskMu.Unlock()
+	}
+}
+
+// flushConn writes what is queued on c (the loop's EPOLLOUT path) and completes streams fully written.
+func (d *Device) flushConn(c *conn) {
+	c.mu.Lock()
+	var err error
+	if c.fd >= 0 && c.dead == nil && !c.q.empty() {
+		if err = c.flushLocked(); err != nil {
+			c.failLocked(err)
+		}
+	}
+	done := c.completed
+	c.completed = nil
+	finished := c.byeSent && c.q.empty() && c.dead == nil
+	c.mu.Unlock()
+	for _, r := range done {
+		d.finishSend(r, nil)
+	}
+	if finished && c.byeRecv {
+		d.closeConn(c)
+	}
+}
+
+func (d *Device) finishSend(r *rdvSend, err error) {
+	d.inflightRdv.Add(-1)
+	if r.done != nil {
+		r.done.Complete(err)
+	}
+}
+
+// readConn reads what c has, until the socket is drained or the turn's budget is spent.
+func (d *Device) readConn(c *conn) {
+	if c.closed {
+		return
+	}
+	budget := readBudget
+	for budget > 0 && !c.closed {
+		var n int
+		var err error
+		if t := c.rx.direct(); t != nil {
+			n, err = readFd(c.fd, t)
+			if n > 0 {
+				budget -= n
+				if perr := c.rx.advanceDirect(n, c); perr != nil {
+					d.failPeer(c.p, d.lostErr(c, perr), true)
+					return
+				}
+			}
+			if err == nil && n > 0 && n < len(t) {
+				return // drained: edge-triggered epoll reports the next arrival
+			}
+		} else {
+			sp := c.rx.space()
+			n, err = readFd(c.fd, sp)
+			if n > 0 {
+				budget -= n
+				c.rx.w += n
+				if perr := c.rx.parse(&c.lim, c); perr != nil {
+					d.failPeer(c.p, d.lostErr(c, perr), true)
+					return
+				}
+			}
+			if err == nil && n > 0 && n < len(sp) {
+				return
+			}
+		}
+		switch {
+		case err == unix.EAGAIN:
+			return
+		case err != nil:
+			d.connBroken(c, err)
+			return
+		case n == 0:
+			d.connBroken(c, io.EOF)
+			return
+		}
+	}
+	if !c.closed {
+		d.pendingRead = append(d.pendingRead, c)
+	}
+}
+
+func (d *Device) lostErr(c *conn, err error) error {
+	return &PeerError{Node: c.p.id, Addr: c.p.addr, Kind: ErrPeerLost, Err: err}
+}
+
+// connBroken handles end-of-stream or a read error on c.
+func (d *Device) connBroken(c *conn, err error) {
+	if c.byeRecv {
+		// The peer said goodbye on this connection, so its end is clean.
+		d.closeConn(c)
+		return
+	}
+	if err == io.EOF {
+		err = errors.New("connection closed without goodbye (process died?)")
+	}
+	d.failPeer(c.p, d.lostErr(c, err), true)
+}
+
+// header is the read state machine's callback for each validated header (see frameHandler).
+func (c *conn) header(h *device.Header, credit uint32) ([]byte, error) {
+	d, p := c.d, c.p
+	if c.byeRecv {
+		return nil, badf(p.id, "kind %d after goodbye", h.Kind)
+	}
+	if credit > 0 {
+		p.credit.Add(int64(credit))
+	}
+	switch h.Kind {
+	case device.KindEager:
+		c.cur = d.inPool.get(int(h.Length))
+		return c.cur.Payload, nil
+	case device.KindCTS:
+		p.mu.Lock()
+		s := p.rdvSend[h.Seq]
+		if s == nil || !sameMessage(&s.h, h) || s.h.Length != h.Length {
+			p.mu.Unlock()
+			return nil, badf(p.id, "CTS for unknown message %d", h.Seq)
+		}
+		delete(p.rdvSend, h.Seq)
+		p.mu.Unlock()
+		d.startStream(p, s)
+	case device.KindData:
+		p.mu.Lock()
+		r := p.rdvRecv[h.Seq]
+		p.mu.Unlock()
+		if r == nil || !sameMessage(&r.h, h) {
+			return nil, badf(p.id, "data for unknown message %d", h.Seq)
+		}
+		if h.Length > uint64(len(r.dst)-r.got) {
+			return nil, badf(p.id, "data frame of %d bytes overruns message %d (%d of %d bytes left)", h.Length, h.Seq, len(r.dst)-r.got, len(r.dst))
+		}
+		c.curRecv = r
+		return r.dst[r.got : r.got+int(h.Length)], nil
+	case device.KindAck:
+		p.mu.Lock()
+		e := p.syncWait[h.Seq]
+		if e == nil || !sameMessage(&e.h, h) {
+			p.mu.Unlock()
+			return nil, badf(p.id, "ack for unknown message %d", h.Seq)
+		}
+		delete(p.syncWait, h.Seq)
+		p.mu.Unlock()
+		e.done.Complete(nil)
+	case device.KindControl:
+		c.ctl = make([]byte, h.Length)
+		return c.ctl, nil
+	}
+	return nil, nil
+}
+
+func sameMessage(a, b *device.Header) bool {
+	return a.Source == b.Source && a.Dest == b.Dest && a.Context == b.Context && a.Tag == b.Tag && a.Seq == b.Seq
+}
+
+// payload is the read state machine's callback once a frame's payload is complete.
+func (c *conn) payload(h *device.Header) error {
+	d, p := c.d, c.p
+	switch h.Kind {
+	case device.KindEager:
+		in := c.cur
+		c.cur = nil
+		in.Header = *h
+		in.Release = d.releaseFn
+		d.sink.DeliverEager(in)
+	case device.KindRTS:
+		rts := new(device.Header)
+		*rts = *h
+		d.sink.DeliverRTS(rts)
+	case device.KindData:
+		r := c.curRecv
+		c.curRecv = nil
+		r.got += int(h.Length)
+		if r.got == len(r.dst) {
+			p.mu.Lock()
+			_, mine := p.rdvRecv[r.h.Seq]
+			delete(p.rdvRecv, r.h.Seq)
+			p.mu.Unlock()
+			if mine && r.done != nil {
+				r.done.Complete(nil)
+			}
+		}
+	case device.KindControl:
+		b := c.ctl
+		c.ctl = nil
+		d.sink.DeliverControl(p.id, b)
+	case kindBye:
+		c.byeRecv = true
+		d.onBye(c)
+	}
+	return nil
+}
+
+// startStream queues the payload of a cleared rendezvous send on its stripe's connection.
+func (d *Device) startStream(p *peer, s *rdvSend) {
+	if len(s.payload) == 0 {
+		d.finishSend(s, nil)
+		return
+	}
+	c := p.slots[s.stripe]
+	c.mu.Lock()
+	if c.dead != nil {
+		err := c.dead
+		c.mu.Unlock()
+		d.finishSend(s, err)
+		return
+	}
+	wasEmpty := c.q.empty()
+	c.q.push(seg{rdv: s})
+	c.mu.Unlock()
+	if wasEmpty && c.fd >= 0 {
+		d.flushConn(c)
+	}
+}
+
+// onBye: the peer will send nothing more on c. Answer with our own goodbye (after what we have queued) unless we
+// sent one already; the connection closes once both are through. When every connection of the peer said goodbye,
+// the peer is closed: what still waits on it fails with ErrPeerClosed (no PeerLost).
+func (d *Device) onBye(c *conn) {
+	c.queueBye()
+	d.flushConn(c)
+	p := c.p
+	for _, o := range p.conns {
+		if !o.byeRecv && !o.closed {
+			return
+		}
+	}
+	for _, o := range p.slots {
+		o.mu.Lock()
+		up := o.fd >= 0 || o.dead != nil
+		o.mu.Unlock()
+		if !up && !o.closed {
+			return // a stripe never connected; the peer could still use it
+		}
+	}
+	d.failPeer(p, &PeerError{Node: p.id, Addr: p.addr, Kind: ErrPeerClosed, Err: errors.New("it closed its device")}, false)
+}
+
+// closeConn closes c's socket (loop only).
+func (d *Device) closeConn(c *conn) {
+	if c.closed {
+		return
+	}
+	c.closed = true
+	c.mu.Lock()
+	fd := c.fd
+	c.fd = -1
+	if c.dead == nil {
+		c.dead = &PeerError{Node: c.p.id, Addr: c.p.addr, Kind: ErrPeerClosed, Err: errors.New("connection closed")}
+	}
+	streams := c.dropQueueLocked()
+	c.mu.Unlock()
+	if c.registered {
+		unix.EpollCtl(d.ep, unix.EPOLL_CTL_DEL, fd, nil)
+		delete(d.conns, c.id)
+		c.registered = false
+	}
+	if fd >= 0 {
+		unix.Close(fd)
+	}
+	if c.cur != nil {
+		d.inPool.put(c.cur)
+		c.cur = nil
+	}
+	for _, s := range streams {
+		d.finishSend(s, c.dead)
+	}
+	d.signalState()
+}
+
+// failPeer makes p unusable: closes its connections, fails everything waiting on it and, for a loss (not a clean
+// close), tells the sink once. Loop only.
+func (d *Device) failPeer(p *peer, err error, lost bool) {
+	if p.failed {
+		return
+	}
+	p.failed = true
+	p.mu.Lock()
+	if p.err == nil {
+		p.err = err
+	}
+	sw, rs, rr := p.syncWait, p.rdvSend, p.rdvRecv
+	p.syncWait, p.rdvSend, p.rdvRecv = map[uint64]*syncEntry{}, map[uint64]*rdvSend{}, map[uint64]*rdvRecv{}
+	p.mu.Unlock()
+	for _, c := range p.slots {
+		c.mu.Lock()
+		if c.dead == nil {
+			c.dead = err
+		}
+		c.mu.Unlock()
+	}
+	for _, c := range append(p.slots, p.conns...) {
+		d.closeConn(c)
+	}
+	for _, e := range sw {
+		e.done.Complete(err)
+	}
+	for _, s := range rs {
+		d.finishSend(s, err)
+	}
+	for _, r := range rr {
+		if r.done != nil {
+			r.done.Complete(err)
+		}
+	}
+	if lost {
+		d.lostCount.Add(1)
+		d.sink.PeerLost(p.id, err)
+	}
+	d.signalState()
+}
+
+// killAll fails every peer (the loop cannot go on).
+func (d *Device) killAll(err error) {
+	for _, p := range d.peers {
+		if p != nil {
+			d.failPeer(p, &PeerError{Node: p.id, Addr: p.addr, Kind: ErrPeerLost, Err: err}, true)
+		}
+	}
+}
+
+// attach adds an authenticated socket for (p, stripe): it becomes the stripe's connection if that has none yet,
+// else an extra connection that is only read (and said goodbye on).
+func (d *Device) attach(fd int, p *peer, stripe int) {
+	if d.loopExited || p.failed || d.closeState >= 2 {
+		unix.Close(fd)
+		return
+	}
+	c := p.slots[stripe]
+	c.mu.Lock()
+	if c.fd >= 0 || c.dead != nil || c.closed {
+		c.mu.Unlock()
+		c = d.newConn(p, stripe)
+		c.mu.Lock()
+	}
+	c.fd = fd
+	c.dialing = false
+	c.mu.Unlock()
+	c.id = d.nextID
+	d.nextID++
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: c.id}
+	if err := unix.EpollCtl(d.ep, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		d.failPeer(p, d.lostErr(c, fmt.Errorf("epoll add: %w", err)), true)
+		unix.Close(fd)
+		return
+	}
+	d.conns[c.id] = c
+	c.registered = true
+	p.conns = append(p.conns, c)
+	d.attached.Add(1)
+	if d.closeState >= 1 {
+		c.queueBye()
+	}
+	d.signalState()
+	// EPOLLOUT fires for the fresh registration and flushes whatever was queued before the connection was up.
+}
+
+// acceptLoop authenticates inbound connections, each in a short-lived goroutine bounded by maxHandshakes.
+func (d *Device) acceptLoop() {
+	sem := make(chan struct{}, maxHandshakes)
+	for {
+		nc, err := d.ln.Accept()
+		if err != nil {
+			if d.closing.Load() {
+				return
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			select {
+			case <-d.quit:
+				return
+			case <-time.After(10 * time.Millisecond): // e.g. EMFILE: back off, then keep serving
+			}
+			continue
+		}
+		select {
+		case sem <- struct{}{}:
+		default:
+			d.rejected.Add(1)
+			nc.Close()
+			continue
+		}
+		if !d.track(nc, true) {
+			nc.Close()
+			return
+		}
+		if !d.spawn(func() {
+			defer func() { <-sem }()
+			d.handshakeIn(nc)
+		}) {
+			d.track(nc, false)
+			nc.Close()
+			return
+		}
+	}
+}
+
+func (d *Device) handshakeIn(nc net.Conn) {
+	h, err := auth.Accept(nc, d.cfg.Secret, Purpose, d.cfg.HandshakeTimeout)
+	d.track(nc, false)
+	if err == nil && (int(h.To) != d.self || h.From < 0 || int(h.From) >= d.nnodes || int(h.From) == d.self || int(h.Stripe) >= d.cfg.Stripes) {
+		err = fmt.Errorf("netdev: node %d: authenticated connection from %s claims node %d stripe %d for node %d", d.self, nc.RemoteAddr(), h.From, h.Stripe, h.To)
+	}
+	if err != nil {
+		d.rejected.Add(1)
+		nc.Close()
+		return
+	}
+	fd, err := detach(nc)
+	if err != nil {
+		d.rejected.Add(1)
+		return
+	}
+	p, s := d.peers[h.From], int(h.Stripe)
+	d.post(func() { d.attach(fd, p, s) })
+}
+
+// dial connects stripe s to p, retrying until ConnectTimeout.
+func (d *Device) dial(p *peer, s int) {
+	deadline := time.Now().Add(d.cfg.ConnectTimeout)
+	backoff := 5 * time.Millisecond
+	for {
+		err := d.dialOnce(p, s)
+		if err == nil {
+			return
+		}
+		if errors.Is(err, auth.ErrAuth) || time.Now().After(deadline) {
+			perr := d.lostErr(p.slots[s], fmt.Errorf("cannot connect stripe %d: %w", s, err))
+			d.post(func() { d.failPeer(p, perr, true) })
+			return
+		}
+		select {
+		case <-d.quit:
+			return
+		case <-time.After(backoff): // retry pacing while the peer's listener comes up
+		}
+		backoff = min(2*backoff, 500*time.Millisecond)
+	}
+}
+
+func (d *Device) dialOnce(p *peer, s int) error {
+	nc, err := net.DialTimeout("tcp", p.addr, d.cfg.HandshakeTimeout)
+	if err != nil {
+		return err
+	}
+	if !d.track(nc, true) {
+		nc.Close()
+		return device.ErrClosed
+	}
+	err = auth.Dial(nc, d.cfg.Secret, Purpose, auth.Hello{From: int32(d.self), To: int32(p.id), Stripe: uint32(s)}, d.cfg.HandshakeTimeout)
+	d.track(nc, false)
+	if err != nil {
+		nc.Close()
+		return err
+	}
+	fd, err := detach(nc)
+	if err != nil {
+		return err
+	}
+	d.post(func() { d.attach(fd, p, s) })
+	return nil
+}
+
+// checkConnectTimeout fails the peers that never connected (eager mesh only).
+func (d *Device) checkConnectTimeout() {
+	for _, p := range d.peers {
+		if p == nil || p.failed {
+			continue
+		}
+		for _, c := range p.slots {
+			c.mu.Lock()
+			up := c.fd >= 0 || c.closed
+			c.mu.Unlock()
+			if !up {
+				d.failPeer(p, d.lostErr(c, fmt.Errorf("stripe %d not connected within %v", c.stripe, d.cfg.ConnectTimeout)), true)
+				break
+			}
+		}
+	}
+}
+
+// beginClose starts Close's drain phase (loop only).
+func (d *Device) beginClose() {
+	d.closeState = 1
+	d.drainUntil = time.Now().Add(d.cfg.CloseTimeout)
+}
+
+// closeStep advances Close: drain, then goodbyes, then done (true).
+func (d *Device) closeStep() bool {
+	now := time.Now()
+	if d.closeState == 1 {
+		if !d.quiet() && now.Before(d.drainUntil) {
+			return false
+		}
+		if !d.quiet() {
+			d.closeReport = fmt.Errorf("netdev: node %d: close timed out after %v with traffic in flight (%d rendezvous sends)", d.self, d.cfg.CloseTimeout, d.inflightRdv.Load())
+		}
+		d.closeState = 2
+		d.byeUntil = now.Add(d.cfg.CloseTimeout)
+		for _, p := range d.peers {
+			if p == nil || p.failed {
+				continue
+			}
+			for _, c := range p.conns {
+				if !c.closed {
+					c.queueBye()
+					d.flushConn(c)
+				}
+			}
+		}
+	}
+	for _, p := range d.peers {
+		if p == nil || p.failed {
+			continue
+		}
+		for _, c := range p.conns {
+			if !c.closed && now.Before(d.byeUntil) {
+				return false
+			}
+		}
+	}
+	// Everything said goodbye (or the deadline passed): close what is left without reporting losses.
+	for _, p := range d.peers {
+		if p == nil {
+			continue
+		}
+		p.failed = true
+		p.mu.Lock()
+		if p.err == nil {
+			p.err = &PeerError{Node: p.id, Addr: p.addr, Kind: ErrPeerClosed, Err: device.ErrClosed}
+		}
+		p.mu.Unlock()
+		for _, c := range append(p.slots, p.conns...) {
+			d.closeConn(c)
+		}
+	}
+	return true
+}
+
+// quiet reports whether nothing handed to the device is still in flight.
+func (d *Device) quiet() bool {
+	if d.inflightRdv.Load() > 0 {
+		return false
+	}
+	for _, p := range d.peers {
+		if p == nil || p.failed {
+			continue
+		}
+		p.mu.Lock()
+		n := len(p.rdvRecv)
+		p.mu.Unlock()
+		if n > 0 {
+			return false
+		}
+		for _, c := range p.slots {
+			c.mu.Lock()
+			busy := !c.q.empty() && c.dead == nil
+			c.mu.Unlock()
+			if busy {
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -1,0 +1,766 @@
+package netdev
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"gompj/device"
+	"gompj/netdev/auth"
+)
+
+// Purpose is the handshake label of node-to-node connections (see package auth).
+const Purpose = "netdev"
+
+// Defaults for the zero values of Config.
+const (
+	DefaultEagerLimit       = 128 << 10
+	DefaultUnexpectedLimit  = 64 << 20
+	DefaultChunkSize        = 1 << 20
+	DefaultMaxMessage       = 1 << 40
+	DefaultMaxControl       = 1 << 20
+	DefaultBusyPoll         = 50 * time.Microsecond
+	DefaultHandshakeTimeout = 5 * time.Second
+	DefaultConnectTimeout   = 30 * time.Second
+	DefaultCloseTimeout     = 10 * time.Second
+)
+
+// creditOverhead is charged per eager message on top of its payload, so that floods of empty messages are bounded
+// too (it stands for the Inbound and the queue entry the receiver keeps).
+const creditOverhead = 64
+
+// Config describes one node's device. Every node of a job must use the same Stripes, EagerLimit, UnexpectedLimit,
+// ChunkSize and limits.
+type Config struct {
+	Node   int           // this node's id, in [0, len(Addrs))
+	Addrs  []string      // TCP listen address of every node, indexed by node id
+	Ranks  int           // world size
+	NodeOf func(int) int // world rank -> node id, for every rank in [0, Ranks)
+	Secret []byte        // the job secret (at least auth.MinSecret bytes)
+	Sink   device.Sink
+
+	// Listener, if set, is this node's already-bound listener (its address is what the other nodes were told).
+	// Otherwise New listens on Addrs[Node]. The device closes it on Close.
+	Listener net.Listener
+
+	Stripes         int           // connections per node pair (default 1)
+	Lazy            bool          // connect to a node on the first frame for it, not in New
+	EagerLimit      int           // largest eager payload (default 128 KiB)
+	UnexpectedLimit int64         // unexpected eager bytes a node holds, split evenly over its peers (default 64 MiB)
+	ChunkSize       int           // largest rendezvous DATA frame (default 1 MiB)
+	MaxMessage      uint64        // largest rendezvous message accepted (default 1 TiB)
+	MaxControl      int           // largest control payload (default 1 MiB)
+	BusyPoll        time.Duration // poll without sleeping this long after the last event (default 50µs; <0 disables)
+
+	HandshakeTimeout time.Duration // per connection (default 5 s)
+	ConnectTimeout   time.Duration // a peer not connected by then is lost (default 30 s)
+	CloseTimeout     time.Duration // how long Close waits for in-flight traffic and goodbyes (default 10 s)
+}
+
+// ErrPeerLost is wrapped by errors about a node whose connection failed.
+var ErrPeerLost = errors.New("netdev: peer lost")
+
+// ErrPeerClosed is wrapped by errors about a node that closed its device cleanly.
+var ErrPeerClosed = errors.New("netdev: peer closed")
+
+// PeerError names the node (and its address) an error is about.
+type PeerError struct {
+	Node int
+	Addr string
+	Kind error // ErrPeerLost or ErrPeerClosed
+	Err  error // the cause
+}
+
+func (e *PeerError) Error() string {
+	what := "lost"
+	if e.Kind == ErrPeerClosed {
+		what = "closed"
+	}
+	return fmt.Sprintf("netdev: %s node %d (%s): %v", what, e.Node, e.Addr, e.Err)
+}
+
+func (e *PeerError) Unwrap() []error { return []error{e.Kind, e.Err} }
+
+// Stats are counters for tests and diagnostics.
+type Stats struct {
+	Rejected  int64 // inbound connections that failed the handshake
+	Conns     int64 // authenticated connections attached
+	PeersLost int64
+}
+
+// Device is a node's TCP network device. It implements device.Device.
+type Device struct {
+	cfg      Config
+	self     int
+	nnodes   int
+	ranks    int
+	rankNode []int32
+	sink     device.Sink
+	peers    []*peer // nil at index self
+	eager    int
+	window   int64 // receive credit granted to each peer
+	batch    int64 // owed credit that triggers a standalone credit frame
+	busy     time.Duration
+	ln       net.Listener
+
+	seq         atomic.Uint64
+	closing     atomic.Bool
+	inflightRdv atomic.Int64
+	rejected    atomic.Int64
+	attached    atomic.Int64
+	lostCount   atomic.Int64
+
+	inPool    inboundPool
+	bufs      bufPool
+	releaseFn func(*device.Inbound)
+
+	ep   int // epoll
+	evfd int // wakes the loop for posted tasks
+
+	taskMu    sync.Mutex
+	evClosed  bool
+	connTimer *time.Timer
+	tasks     []func()
+	spare     []func()
+	wakeBuf   [8]byte
+
+	goMu     sync.Mutex // guards goClosed, wg.Add and hsConns
+	goClosed bool
+	wg       sync.WaitGroup
+	hsConns  map[net.Conn]struct{}
+	quit     chan struct{}
+
+	stateMu sync.Mutex
+	stateCh chan struct{} // closed and replaced whenever connectivity changes
+
+	closeOnce sync.Once
+	closeErr  error
+	loopDone  chan struct{}
+
+	// Owned by the progress loop.
+	conns       map[int32]*conn
+	nextID      int32
+	pendingRead []*conn
+	loopExited  bool
+	closeState  int
+	drainUntil  time.Time
+	byeUntil    time.Time
+	closeReport error
+}
+
+type peer struct {
+	id    int
+	addr  string
+	slots []*conn // per stripe: the connection this node's frames to the peer go on
+
+	credit atomic.Int64 // send credit left toward the peer
+	owed   atomic.Int64 // receive credit to return to the peer
+
+	mu       sync.Mutex
+	err      error // set once: the peer is lost or closed
+	syncWait map[uint64]*syncEntry
+	rdvSend  map[uint64]*rdvSend
+	rdvRecv  map[uint64]*rdvRecv
+
+	// Owned by the progress loop.
+	conns  []*conn // every attached connection (slots and extras)
+	failed bool
+}
+
+type syncEntry struct {
+	h    device.Header
+	done device.Completer
+}
+
+// rdvSend is a rendezvous send: waiting for its CTS in peer.rdvSend, then streamed by a connection's queue.
+type rdvSend struct {
+	h       device.Header
+	payload []byte
+	done    device.Completer
+	stripe  int
+	// streaming state, under the connection's mutex
+	sent     int
+	chunkEnd int
+	inChunk  bool
+	hoff     int
+	hdr      [HeaderSize]byte
+}
+
+type rdvRecv struct {
+	h    device.Header
+	dst  []byte
+	got  int
+	done device.Completer
+}
+
+func (c *Config) fill() error {
+	if c.Stripes == 0 {
+		c.Stripes = 1
+	}
+	if c.EagerLimit == 0 {
+		c.EagerLimit = DefaultEagerLimit
+	}
+	if c.UnexpectedLimit == 0 {
+		c.UnexpectedLimit = DefaultUnexpectedLimit
+	}
+	if c.ChunkSize == 0 {
+		c.ChunkSize = DefaultChunkSize
+	}
+	if c.MaxMessage == 0 {
+		c.MaxMessage = DefaultMaxMessage
+	}
+	if c.MaxControl == 0 {
+		c.MaxControl = DefaultMaxControl
+	}
+	if c.BusyPoll == 0 {
+		c.BusyPoll = DefaultBusyPoll
+	}
+	if c.HandshakeTimeout == 0 {
+		c.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if c.ConnectTimeout == 0 {
+		c.ConnectTimeout = DefaultConnectTimeout
+	}
+	if c.CloseTimeout == 0 {
+		c.CloseTimeout = DefaultCloseTimeout
+	}
+	switch {
+	case len(c.Addrs) == 0:
+		return errors.New("netdev: no node addresses")
+	case c.Node < 0 || c.Node >= len(c.Addrs):
+		return fmt.Errorf("netdev: node %d outside [0,%d)", c.Node, len(c.Addrs))
+	case c.Ranks <= 0 || c.Ranks > math.MaxInt32:
+		return fmt.Errorf("netdev: world size %d", c.Ranks)
+	case c.NodeOf == nil:
+		return errors.New("netdev: no rank layout (NodeOf)")
+	case c.Sink == nil:
+		return errors.New("netdev: no Sink")
+	case c.Stripes < 0 || c.Stripes > 64:
+		return fmt.Errorf("netdev: %d stripes (1..64)", c.Stripes)
+	case c.EagerLimit < 0 || c.EagerLimit > 1<<30:
+		return fmt.Errorf("netdev: eager limit %d", c.EagerLimit)
+	case c.ChunkSize <= 0 || c.ChunkSize > 1<<30:
+		return fmt.Errorf("netdev: chunk size %d", c.ChunkSize)
+	case c.MaxControl <= 0 || c.MaxControl > 1<<30:
+		return fmt.Errorf("netdev: control limit %d", c.MaxControl)
+	case c.UnexpectedLimit < 0:
+		return fmt.Errorf("netdev: unexpected limit %d", c.UnexpectedLimit)
+	}
+	if len(c.Secret) < auth.MinSecret {
+		return fmt.Errorf("netdev: job secret of %d bytes is too short (at least %d)", len(c.Secret), auth.MinSecret)
+	}
+	return nil
+}
+
+// New starts node cfg.Node's device: it listens (or takes cfg.Listener), starts the progress loop and, unless
+// cfg.Lazy, connects to every node with a lower id (higher ids connect to it). Frames for a node not yet connected
+// are queued. Use WaitConnected to wait for the whole mesh.
+func New(cfg Config) (*Device, error) {
+	d, err := newDevice(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.start(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// newDevice builds the device's state without any socket (tests and fuzz targets drive it directly).
+func newDevice(cfg Config) (*Device, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	d := &Device{
+		cfg:      cfg,
+		self:     cfg.Node,
+		nnodes:   len(cfg.Addrs),
+		ranks:    cfg.Ranks,
+		rankNode: make([]int32, cfg.Ranks),
+		sink:     cfg.Sink,
+		eager:    cfg.EagerLimit,
+		busy:     cfg.BusyPoll,
+		hsConns:  map[net.Conn]struct{}{},
+		quit:     make(chan struct{}),
+		stateCh:  make(chan struct{}),
+		loopDone: make(chan struct{}),
+		conns:    map[int32]*conn{},
+		nextID:   1,
+		ep:       -1,
+		evfd:     -1,
+	}
+	d.releaseFn = d.release
+	for r := range cfg.Ranks {
+		n := cfg.NodeOf(r)
+		if n < 0 || n >= d.nnodes {
+			return nil, fmt.Errorf("netdev: layout puts rank %d on node %d, outside [0,%d)", r, n, d.nnodes)
+		}
+		d.rankNode[r] = int32(n)
+	}
+	if d.nnodes > 1 {
+		d.window = cfg.UnexpectedLimit / int64(d.nnodes-1)
+	}
+	d.batch = max(d.window/4, 1)
+	d.peers = make([]*peer, d.nnodes)
+	for i := range d.nnodes {
+		if i == d.self {
+			continue
+		}
+		p := &peer{
+			id:       i,
+			addr:     cfg.Addrs[i],
+			syncWait: map[uint64]*syncEntry{},
+			rdvSend:  map[uint64]*rdvSend{},
+			rdvRecv:  map[uint64]*rdvRecv{},
+		}
+		// Every node starts with the same grant (the configs agree); credit returns keep it topped up.
+		p.credit.Store(d.window)
+		for s := range cfg.Stripes {
+			p.slots = append(p.slots, d.newConn(p, s))
+		}
+		d.peers[i] = p
+	}
+
+	return d, nil
+}
+
+// start opens the epoll set and the listener and starts the loop, the accept loop and the dials.
+func (d *Device) start() error {
+	cfg := &d.cfg
+	var err error
+	if d.ep, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
+		return fmt.Errorf("netdev: epoll: %w", err)
+	}
+	if d.evfd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
+		unix.Close(d.ep)
+		return fmt.Errorf("netdev: eventfd: %w", err)
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: 0}
+	if err := unix.EpollCtl(d.ep, unix.EPOLL_CTL_ADD, d.evfd, &ev); err != nil {
+		unix.Close(d.ep)
+		unix.Close(d.evfd)
+		return fmt.Errorf("netdev: epoll add: %w", err)
+	}
+	d.ln = cfg.Listener
+	if d.ln == nil {
+		if d.ln, err = net.Listen("tcp", cfg.Addrs[cfg.Node]); err != nil {
+			unix.Close(d.ep)
+			unix.Close(d.evfd)
+			return fmt.Errorf("netdev: node %d: %w", d.self, err)
+		}
+	}
+	go d.loop()
+	d.spawn(d.acceptLoop)
+	if !cfg.Lazy {
+		for j := 0; j < d.self; j++ {
+			for s := range cfg.Stripes {
+				p, s := d.peers[j], s
+				p.slots[s].dialing = true
+				d.spawn(func() { d.dial(p, s) })
+			}
+		}
+		d.connTimer = time.AfterFunc(cfg.ConnectTimeout, func() { d.post(d.checkConnectTimeout) })
+	}
+	return nil
+}
+
+// Addr is the address the device listens on.
+func (d *Device) Addr() net.Addr { return d.ln.Addr() }
+
+// Stats returns the device's counters.
+func (d *Device) Stats() Stats {
+	return Stats{Rejected: d.rejected.Load(), Conns: d.attached.Load(), PeersLost: d.lostCount.Load()}
+}
+
+// spawn runs f in a goroutine that Close waits for; it returns false once Close has begun.
+func (d *Device) spawn(f func()) bool {
+	d.goMu.Lock()
+	defer d.goMu.Unlock()
+	if d.goClosed {
+		return false
+	}
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// track registers a connection in handshake so that Close can abort it; it reports false once Close has begun.
+func (d *Device) track(nc net.Conn, on bool) bool {
+	d.goMu.Lock()
+	defer d.goMu.Unlock()
+	if !on {
+		delete(d.hsConns, nc)
+		return true
+	}
+	if d.goClosed {
+		return false
+	}
+	d.hsConns[nc] = struct{}{}
+	return true
+}
+
+// post hands f to the progress loop.
+func (d *Device) post(f func()) {
+	d.taskMu.Lock()
+	defer d.taskMu.Unlock()
+	if d.evClosed {
+		return // the loop is gone; Close has failed or closed everything
+	}
+	d.tasks = append(d.tasks, f)
+	var one = [8]byte{1}
+	unix.Write(d.evfd, one[:])
+}
+
+func (d *Device) signalState() {
+	d.stateMu.Lock()
+	close(d.stateCh)
+	d.stateCh = make(chan struct{})
+	d.stateMu.Unlock()
+}
+
+// WaitConnected waits until every connection of the mesh is up (immediately in lazy mode). It fails if a peer is
+// lost or the timeout passes, naming the nodes still missing.
+func (d *Device) WaitConnected(timeout time.Duration) error {
+	if d.cfg.Lazy {
+		return nil
+	}
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		d.stateMu.Lock()
+		ch := d.stateCh
+		d.stateMu.Unlock()
+		var missing []int
+		for _, p := range d.peers {
+			if p == nil {
+				continue
+			}
+			p.mu.Lock()
+			perr := p.err
+			p.mu.Unlock()
+			if perr != nil {
+				return perr
+			}
+			for _, c := range p.slots {
+				c.mu.Lock()
+				up := c.fd >= 0
+				c.mu.Unlock()
+				if !up {
+					missing = append(missing, p.id)
+					break
+				}
+			}
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return fmt.Errorf("netdev: node %d: not connected to node(s) %v after %v", d.self, missing, timeout)
+		}
+	}
+}
+
+// Close delivers every frame already handed to the device (flushes the queues, waits for rendezvous in flight, up
+// to CloseTimeout), says goodbye on every connection so that peers see a clean close, then closes them. It is
+// idempotent.
+func (d *Device) Close() error {
+	d.closeOnce.Do(func() {
+		d.closing.Store(true)
+		d.post(d.beginClose)
+		<-d.loopDone
+		d.goMu.Lock()
+		d.goClosed = true
+		for nc := range d.hsConns {
+			nc.Close()
+		}
+		d.goMu.Unlock()
+		close(d.quit)
+		d.ln.Close()
+		d.wg.Wait()
+		// Connections authenticated after the loop stopped: run their attach tasks, which now just close them.
+		if d.connTimer != nil {
+			d.connTimer.Stop()
+		}
+		d.runTasks()
+		d.taskMu.Lock()
+		d.evClosed = true
+		unix.Close(d.evfd)
+		d.taskMu.Unlock()
+		d.runTasks()
+		unix.Close(d.ep)
+		d.closeErr = d.closeReport
+	})
+	return d.closeErr
+}
+
+func (d *Device) peerOf(rank int32, what string) (*peer, error) {
+	if rank < 0 || int(rank) >= d.ranks {
+		return nil, fmt.Errorf("netdev: %s rank %d outside [0,%d)", what, rank, d.ranks)
+	}
+	n := int(d.rankNode[rank])
+	if n == d.self {
+		return nil, fmt.Errorf("netdev: %s rank %d lives on this node (%d); local traffic does not use the device", what, rank, d.self)
+	}
+	return d.peers[n], nil
+}
+
+func stripeOf(src, dst int32, n int) int {
+	if n == 1 {
+		return 0
+	}
+	x := uint32(src)*0x9E3779B1 ^ uint32(dst)*0x85EBCA77
+	x ^= x >> 15
+	x *= 0x2C1B3C6D
+	x ^= x >> 12
+	return int(x % uint32(n))
+}
+
+// SendEager implements device.Device.
+func (d *Device) SendEager(h *device.Header, payload []byte, done device.Completer) error {
+	if d.closing.Load() {
+		return device.ErrClosed
+	}
+	if h == nil {
+		return errors.New("netdev: nil header")
+	}
+	if len(payload) > d.eager {
+		return fmt.Errorf("netdev: eager payload of %d bytes over the limit %d", len(payload), d.eager)
+	}
+	if err := d.checkSource(h.Source); err != nil {
+		return err
+	}
+	p, err := d.peerOf(h.Dest, "destination")
+	if err != nil {
+		return err
+	}
+	hh := *h
+	hh.Kind = device.KindEager
+	hh.Flags &= device.FlagSync
+	hh.Length = uint64(len(payload))
+	hh.Seq = d.seq.Add(1)
+	sync := hh.Flags&device.FlagSync != 0 && done != nil
+	if sync {
+		p.mu.Lock()
+		if p.err != nil {
+			err := p.err
+			p.mu.Unlock()
+			return err
+		}
+		p.syncWait[hh.Seq] = &syncEntry{h: hh, done: done}
+		p.mu.Unlock()
+	}
+	p.credit.Add(-int64(len(payload) + creditOverhead))
+	if err := p.slots[stripeOf(hh.Source, hh.Dest, len(p.slots))].send(&hh, payload); err != nil {
+		if sync {
+			p.mu.Lock()
+			_, mine := p.syncWait[hh.Seq]
+			delete(p.syncWait, hh.Seq)
+			p.mu.Unlock()
+			if !mine { // the peer's failure already completed it
+				return nil
+			}
+		}
+		return err
+	}
+	if !sync && done != nil {
+		done.Complete(nil)
+	}
+	return nil
+}
+
+func (d *Device) checkSource(src int32) error {
+	if src < 0 || int(src) >= d.ranks || int(d.rankNode[src]) != d.self {
+		return fmt.Errorf("netdev: source rank %d does not live on this node (%d)", src, d.self)
+	}
+	return nil
+}
+
+// SendRendezvous implements device.Device.
+func (d *Device) SendRendezvous(h *device.Header, payload []byte, done device.Completer) error {
+	if d.closing.Load() {
+		return device.ErrClosed
+	}
+	if h == nil {
+		return errors.New("netdev: nil header")
+	}
+	if uint64(len(payload)) > d.cfg.MaxMessage {
+		return fmt.Errorf("netdev: message of %d bytes over the limit %d", len(payload), d.cfg.MaxMessage)
+	}
+	if err := d.checkSource(h.Source); err != nil {
+		return err
+	}
+	p, err := d.peerOf(h.Dest, "destination")
+	if err != nil {
+		return err
+	}
+	s := &rdvSend{h: *h, payload: payload, done: done}
+	s.h.Kind = device.KindRTS
+	s.h.Flags &= device.FlagSync
+	s.h.Length = uint64(len(payload))
+	s.h.Seq = d.seq.Add(1)
+	s.stripe = stripeOf(s.h.Source, s.h.Dest, len(p.slots))
+	p.mu.Lock()
+	if p.err != nil {
+		err := p.err
+		p.mu.Unlock()
+		return err
+	}
+	p.rdvSend[s.h.Seq] = s
+	d.inflightRdv.Add(1)
+	p.mu.Unlock()
+	if err := p.slots[s.stripe].send(&s.h, nil); err != nil {
+		p.mu.Lock()
+		_, mine := p.rdvSend[s.h.Seq]
+		delete(p.rdvSend, s.h.Seq)
+		p.mu.Unlock()
+		if !mine {
+			return nil
+		}
+		d.inflightRdv.Add(-1)
+		return err
+	}
+	return nil
+}
+
+// ClearToSend implements device.Device.
+func (d *Device) ClearToSend(rts *device.Header, dst []byte, done device.Completer) error {
+	if d.closing.Load() {
+		return device.ErrClosed
+	}
+	if rts == nil || rts.Kind != device.KindRTS {
+		return errors.New("netdev: ClearToSend needs the RTS header delivered by the device")
+	}
+	if uint64(len(dst)) != rts.Length {
+		return fmt.Errorf("netdev: receive buffer of %d bytes for a message of %d", len(dst), rts.Length)
+	}
+	p, err := d.peerOf(rts.Source, "source")
+	if err != nil {
+		return err
+	}
+	cts := *rts
+	cts.Kind = device.KindCTS
+	if rts.Length > 0 {
+		p.mu.Lock()
+		if p.err != nil {
+			err := p.err
+			p.mu.Unlock()
+			return err
+		}
+		if _, dup := p.rdvRecv[rts.Seq]; dup {
+			p.mu.Unlock()
+			return fmt.Errorf("netdev: RTS %d from node %d cleared twice", rts.Seq, p.id)
+		}
+		p.rdvRecv[rts.Seq] = &rdvRecv{h: *rts, dst: dst, done: done}
+		p.mu.Unlock()
+	}
+	if err := p.slots[stripeOf(rts.Source, rts.Dest, len(p.slots))].send(&cts, nil); err != nil {
+		p.mu.Lock()
+		_, mine := p.rdvRecv[rts.Seq]
+		delete(p.rdvRecv, rts.Seq)
+		p.mu.Unlock()
+		if !mine && rts.Length > 0 {
+			return nil
+		}
+		return err
+	}
+	if rts.Length == 0 && done != nil {
+		done.Complete(nil)
+	}
+	return nil
+}
+
+// Ack implements device.Device.
+func (d *Device) Ack(h *device.Header) error {
+	if d.closing.Load() {
+		return device.ErrClosed
+	}
+	if h == nil || h.Kind != device.KindEager || h.Flags&device.FlagSync == 0 {
+		return errors.New("netdev: Ack needs the header of a synchronous eager message")
+	}
+	p, err := d.peerOf(h.Source, "source")
+	if err != nil {
+		return err
+	}
+	a := *h
+	a.Kind = device.KindAck
+	return p.slots[stripeOf(h.Source, h.Dest, len(p.slots))].send(&a, nil)
+}
+
+// Control implements device.Device. The sink of the receiving node owns the payload it is handed.
+func (d *Device) Control(node int, payload []byte) error {
+	if d.closing.Load() {
+		return device.ErrClosed
+	}
+	if node < 0 || node >= d.nnodes || node == d.self {
+		return fmt.Errorf("netdev: control to node %d (this is node %d of %d)", node, d.self, d.nnodes)
+	}
+	if len(payload) > d.cfg.MaxControl {
+		return fmt.Errorf("netdev: control payload of %d bytes over the limit %d", len(payload), d.cfg.MaxControl)
+	}
+	h := nodeHeader(device.KindControl)
+	h.Length = uint64(len(payload))
+	return d.peers[node].slots[0].send(&h, payload)
+}
+
+func nodeHeader(k device.Kind) device.Header {
+	return device.Header{Kind: k, Source: -1, Dest: -1}
+}
+
+// EagerLimit implements device.Device: the configured eager limit while the credit toward dest's node covers a
+// message of that size, else 0. Callers should send even an empty message by rendezvous when it returns 0.
+func (d *Device) EagerLimit(dest int) int {
+	if dest < 0 || dest >= d.ranks {
+		return 0
+	}
+	n := int(d.rankNode[dest])
+	if n == d.self {
+		return d.eager
+	}
+	if d.peers[n].credit.Load() < int64(d.eager)+creditOverhead {
+		return 0
+	}
+	return d.eager
+}
+
+// release is every Inbound's Release: it recycles the buffer and returns the credit the message held.
+func (d *Device) release(in *device.Inbound) {
+	in.Release = nil
+	cost := int64(len(in.Payload)) + creditOverhead
+	src := in.Header.Source
+	d.inPool.put(in)
+	if src < 0 || int(src) >= d.ranks {
+		return
+	}
+	p := d.peers[d.rankNode[src]]
+	if p == nil {
+		return
+	}
+	if p.owed.Add(cost) >= d.batch {
+		p.slots[0].sendCredit()
+	}
+}
+
+// takeOwed claims the credit owed to the peer for one frame header.
+func (p *peer) takeOwed() uint32 {
+	for {
+		v := p.owed.Load()
+		if v <= 0 {
+			return 0
+		}
+		x := min(v, math.MaxUint32)
+		if p.owed.CompareAndSwap(v, v-x) {
+			return uint32(x)
+		}
+	}
+}

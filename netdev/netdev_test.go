@@ -1,0 +1,438 @@
+package netdev
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"gompj/device"
+)
+
+const waitLong = 10 * time.Second
+
+func eagerHeader(src, dst int32, tag int32) *device.Header {
+	return &device.Header{Source: src, Dest: dst, Tag: tag, Context: 7, Type: 3}
+}
+
+func TestEagerOrderPerPair(t *testing.T) {
+	c := startCluster(t, 3, 2, nil)
+	const per = 300
+	var wg sync.WaitGroup
+	// every rank of nodes 0 and 1 sends to every rank of node 2, concurrently
+	for node := 0; node < 2; node++ {
+		for l := 0; l < 2; l++ {
+			src := c.rank(node, l)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range per {
+					for dl := 0; dl < 2; dl++ {
+						dst := c.rank(2, dl)
+						p := payloadFor(src, dst, i, 8+i%200)
+						if err := c.devs[node].SendEager(eagerHeader(src, dst, int32(i)), p, nil); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	s := c.sinks[2]
+	s.wait(t, waitLong, "all eager messages", func() bool { return len(s.eager) == 4*2*per })
+	next := map[[2]int32]int{}
+	for _, in := range s.eager {
+		k := [2]int32{in.Header.Source, in.Header.Dest}
+		i := next[k]
+		next[k]++
+		if in.Header.Tag != int32(i) {
+			t.Fatalf("pair %v: got tag %d, want %d (out of order)", k, in.Header.Tag, i)
+		}
+		if want := payloadFor(k[0], k[1], i, 8+i%200); !bytes.Equal(in.Payload, want) {
+			t.Fatalf("pair %v message %d: payload differs", k, i)
+		}
+		if in.Header.Context != 7 || in.Header.Type != 3 || in.Header.Kind != device.KindEager {
+			t.Fatalf("header not carried: %+v", in.Header)
+		}
+		in.Done()
+	}
+	if _, _, _, lost := s.counts(); lost != 0 {
+		t.Fatalf("unexpected PeerLost: %v", s.lost)
+	}
+}
+
+func TestSyncAck(t *testing.T) {
+	c := startCluster(t, 2, 1, nil)
+	done := newCompleter()
+	h := eagerHeader(0, 1, 5)
+	h.Flags = device.FlagSync
+	if err := c.devs[0].SendEager(h, []byte("hello"), done); err != nil {
+		t.Fatal(err)
+	}
+	s := c.sinks[1]
+	s.wait(t, waitLong, "the sync message", func() bool { return len(s.eager) == 1 })
+	select {
+	case err := <-done:
+		t.Fatalf("sync send completed before the match (err %v)", err)
+	default:
+	}
+	in := s.eager[0]
+	if string(in.Payload) != "hello" || in.Header.Flags&device.FlagSync == 0 {
+		t.Fatalf("got %q flags %x", in.Payload, in.Header.Flags)
+	}
+	if err := c.devs[1].Ack(&in.Header); err != nil {
+		t.Fatal(err)
+	}
+	in.Done()
+	if err := done.wait(t, waitLong, "the ack"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// clearOnRTS makes node's sink answer every RTS at once with a fresh buffer; results land in the returned channel.
+type rdvResult struct {
+	h   device.Header
+	buf []byte
+	err error
+}
+
+func clearOnRTS(t testing.TB, c *cluster, node int) chan rdvResult {
+	out := make(chan rdvResult, 1024)
+	d := c.devs[node]
+	s := c.sinks[node]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onRTS = func(h *device.Header) bool {
+		buf := make([]byte, h.Length)
+		done := completerFunc(func(err error) { out <- rdvResult{*h, buf, err} })
+		if err := d.ClearToSend(h, buf, done); err != nil {
+			t.Errorf("ClearToSend: %v", err)
+		}
+		return true
+	}
+	return out
+}
+
+type completerFunc func(error)
+
+func (f completerFunc) Complete(err error) { f(err) }
+
+func TestRendezvousSizes(t *testing.T) {
+	c := startCluster(t, 2, 2, nil)
+	got := clearOnRTS(t, c, 1)
+	sizes := []int{0, 1, 100, 4095, 16 << 10, 64<<10 + 1, 1 << 20, 1<<20 + 3, 3<<20 + 17, 8 << 20}
+	sent := make([]completer, len(sizes))
+	for i, n := range sizes {
+		src, dst := c.rank(0, i%2), c.rank(1, (i/2)%2)
+		sent[i] = newCompleter()
+		if err := c.devs[0].SendRendezvous(eagerHeader(src, dst, int32(i)), payloadFor(src, dst, i, n), sent[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range sizes {
+		if err := sent[i].wait(t, waitLong, "send completion "+strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[int32]bool{}
+	for range sizes {
+		var r rdvResult
+		select {
+		case r = <-got:
+		case <-time.After(waitLong):
+			t.Fatal("timed out waiting for receive completions")
+		}
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		i := int(r.h.Tag)
+		seen[r.h.Tag] = true
+		if want := payloadFor(r.h.Source, r.h.Dest, i, sizes[i]); !bytes.Equal(r.buf, want) {
+			t.Fatalf("message %d (%d bytes) differs", i, sizes[i])
+		}
+	}
+	if len(seen) != len(sizes) {
+		t.Fatalf("received %d distinct messages of %d", len(seen), len(sizes))
+	}
+}
+
+func TestConcurrentMixed(t *testing.T) {
+	c := startCluster(t, 3, 3, func(i int, cfg *Config) { cfg.ChunkSize = 64 << 10 })
+	rcv := []chan rdvResult{nil, clearOnRTS(t, c, 1), clearOnRTS(t, c, 2)}
+	const per = 40
+	var wg sync.WaitGroup
+	var sendDone sync.WaitGroup
+	for l := 0; l < 3; l++ {
+		src := c.rank(0, l)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range per {
+				for node := 1; node < 3; node++ {
+					dst := c.rank(node, i%3)
+					if i%4 == 0 {
+						done := newCompleter()
+						sendDone.Add(1)
+						if err := c.devs[0].SendRendezvous(eagerHeader(src, dst, int32(i)), payloadFor(src, dst, i, 200<<10+i), done); err != nil {
+							t.Error(err)
+						}
+						go func() {
+							defer sendDone.Done()
+							if err := done.wait(t, waitLong, "rendezvous send"); err != nil {
+								t.Error(err)
+							}
+						}()
+					} else if err := c.devs[0].SendEager(eagerHeader(src, dst, int32(i)), payloadFor(src, dst, i, i*97), nil); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	sendDone.Wait()
+	for node := 1; node < 3; node++ {
+		s := c.sinks[node]
+		s.wait(t, waitLong, "eager messages", func() bool { return len(s.eager) == 3*per*3/4 })
+		for _, in := range s.eager {
+			i := int(in.Header.Tag)
+			if !bytes.Equal(in.Payload, payloadFor(in.Header.Source, in.Header.Dest, i, i*97)) {
+				t.Fatalf("eager %d differs", i)
+			}
+			in.Done()
+		}
+		for range 3 * per / 4 {
+			r := <-rcv[node]
+			if r.err != nil || !bytes.Equal(r.buf, payloadFor(r.h.Source, r.h.Dest, int(r.h.Tag), 200<<10+int(r.h.Tag))) {
+				t.Fatalf("rendezvous %d to node %d: err %v or bytes differ", r.h.Tag, node, r.err)
+			}
+		}
+	}
+}
+
+func TestFlowControl(t *testing.T) {
+	const eager = 32 << 10
+	c := startCluster(t, 2, 1, func(i int, cfg *Config) {
+		cfg.EagerLimit = eager
+		cfg.UnexpectedLimit = 1 << 20
+	})
+	d0, s1 := c.devs[0], c.sinks[1]
+	if got := d0.EagerLimit(1); got != eager {
+		t.Fatalf("EagerLimit at start = %d, want %d", got, eager)
+	}
+	sent := 0
+	for d0.EagerLimit(1) > 0 {
+		if sent > 1000 {
+			t.Fatal("EagerLimit never dropped to 0")
+		}
+		if err := d0.SendEager(eagerHeader(0, 1, int32(sent)), make([]byte, eager), nil); err != nil {
+			t.Fatal(err)
+		}
+		sent++
+	}
+	// bounded: the unexpected bytes the receiver holds stay under the grant
+	if held := sent * (eager + creditOverhead); held > 1<<20 {
+		t.Fatalf("receiver may hold %d bytes, over the 1 MiB limit", held)
+	}
+	s1.wait(t, waitLong, "held messages", func() bool { return len(s1.eager) == sent })
+	if d0.EagerLimit(1) != 0 {
+		t.Fatal("EagerLimit recovered while the receiver still holds every message")
+	}
+	// rendezvous still goes through while eager credit is exhausted
+	got := clearOnRTS(t, c, 1)
+	done := newCompleter()
+	if err := d0.SendRendezvous(eagerHeader(0, 1, -1), []byte("rendezvous"), done); err != nil {
+		t.Fatal(err)
+	}
+	if err := done.wait(t, waitLong, "rendezvous under pressure"); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-got; string(r.buf) != "rendezvous" {
+		t.Fatalf("got %q", r.buf)
+	}
+	s1.mu.Lock()
+	held := s1.eager
+	s1.eager = nil
+	s1.mu.Unlock()
+	for _, in := range held {
+		in.Done()
+	}
+	waitUntil(t, waitLong, "EagerLimit to recover after Release", func() bool { return d0.EagerLimit(1) == eager })
+}
+
+func TestStripesKeepOrder(t *testing.T) {
+	const stripes = 4
+	c := startCluster(t, 2, 4, func(i int, cfg *Config) { cfg.Stripes = stripes })
+	for i, d := range c.devs {
+		if n := d.Stats().Conns; n != stripes {
+			t.Fatalf("node %d has %d connections, want %d", i, n, stripes)
+		}
+	}
+	const per = 200
+	var wg sync.WaitGroup
+	for l := range 4 {
+		src := c.rank(0, l)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range per {
+				for dl := range 4 {
+					dst := c.rank(1, dl)
+					if err := c.devs[0].SendEager(eagerHeader(src, dst, int32(i)), payloadFor(src, dst, i, 16), nil); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	s := c.sinks[1]
+	s.wait(t, waitLong, "all messages", func() bool { return len(s.eager) == 16*per })
+	next := map[[2]int32]int32{}
+	for _, in := range s.eager {
+		k := [2]int32{in.Header.Source, in.Header.Dest}
+		if in.Header.Tag != next[k] {
+			t.Fatalf("pair %v: tag %d, want %d", k, in.Header.Tag, next[k])
+		}
+		next[k]++
+		in.Done()
+	}
+	used := map[int]bool{}
+	for src := range int32(4) {
+		for dst := int32(4); dst < 8; dst++ {
+			used[stripeOf(src, dst, stripes)] = true
+		}
+	}
+	if len(used) < 2 {
+		t.Fatalf("the pairs used only %d stripe(s)", len(used))
+	}
+}
+
+func TestControl(t *testing.T) {
+	c := startCluster(t, 3, 1, nil)
+	for from := range 3 {
+		for to := range 3 {
+			if from != to {
+				if err := c.devs[from].Control(to, []byte(fmt.Sprintf("%d->%d", from, to))); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	for to, s := range c.sinks {
+		s.wait(t, waitLong, "control messages", func() bool { return len(s.ctl) == 2 })
+		for _, m := range s.ctl {
+			if string(m.payload) != fmt.Sprintf("%d->%d", m.node, to) {
+				t.Fatalf("node %d got %q from node %d", to, m.payload, m.node)
+			}
+		}
+	}
+	if err := c.devs[0].Control(0, nil); err == nil {
+		t.Fatal("control to self accepted")
+	}
+}
+
+func TestLazy(t *testing.T) {
+	c := startCluster(t, 3, 2, func(i int, cfg *Config) { cfg.Lazy = true; cfg.Stripes = 2 })
+	for _, d := range c.devs {
+		if n := d.Stats().Conns; n != 0 {
+			t.Fatalf("lazy device connected %d before any send", n)
+		}
+	}
+	var wg sync.WaitGroup
+	const per = 100
+	for node := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range per {
+				for to := range 3 {
+					if to == node {
+						continue
+					}
+					src, dst := c.rank(node, i%2), c.rank(to, (i/2)%2)
+					if err := c.devs[node].SendEager(eagerHeader(src, dst, int32(i)), payloadFor(src, dst, i, 10), nil); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for node, s := range c.sinks {
+		s.wait(t, waitLong, "lazy messages at node "+strconv.Itoa(node), func() bool { return len(s.eager) == 2*per })
+		last := map[[2]int32]int32{}
+		for _, in := range s.eager {
+			k := [2]int32{in.Header.Source, in.Header.Dest}
+			if prev, ok := last[k]; ok && in.Header.Tag <= prev {
+				t.Fatalf("pair %v out of order: %d after %d", k, in.Header.Tag, prev)
+			}
+			last[k] = in.Header.Tag
+			in.Done()
+		}
+	}
+}
+
+func TestCloseFlushes(t *testing.T) {
+	c := startCluster(t, 2, 1, func(i int, cfg *Config) { cfg.ChunkSize = 256 << 10 })
+	got := clearOnRTS(t, c, 1)
+	const n = 3000
+	dones := make([]completer, 4)
+	for i := range n {
+		if err := c.devs[0].SendEager(eagerHeader(0, 1, int32(i)), payloadFor(0, 1, i, 4096), nil); err != nil {
+			t.Fatal(err)
+		}
+		if i%1000 == 0 {
+			k := i / 1000
+			dones[k] = newCompleter()
+			if err := c.devs[0].SendRendezvous(eagerHeader(0, 1, -int32(k)-1), payloadFor(0, 1, k, 2<<20), dones[k]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Release at the receiver as messages come, so credit is not what limits this test.
+	if err := c.devs[0].Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.devs[0].Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if err := c.devs[0].SendEager(eagerHeader(0, 1, 0), nil, nil); !errors.Is(err, device.ErrClosed) {
+		t.Fatalf("send after Close: %v", err)
+	}
+	for k := 0; k < 3; k++ {
+		if err := dones[k].wait(t, waitLong, "rendezvous completion"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := c.sinks[1]
+	s.wait(t, waitLong, "every eager message", func() bool { return len(s.eager) == n })
+	for i, in := range s.eager {
+		if int(in.Header.Tag) != i || !bytes.Equal(in.Payload, payloadFor(0, 1, i, 4096)) {
+			t.Fatalf("message %d wrong", i)
+		}
+		in.Done()
+	}
+	for range 3 {
+		r := <-got
+		if !bytes.Equal(r.buf, payloadFor(0, 1, int(-r.h.Tag-1), 2<<20)) {
+			t.Fatal("rendezvous payload differs")
+		}
+	}
+	if err := c.devs[1].Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, lost := s.counts(); lost != 0 {
+		t.Fatalf("a clean close was reported as a loss: %v", s.lost[0].err)
+	}
+	if _, _, _, lost := c.sinks[0].counts(); lost != 0 {
+		t.Fatalf("a clean close was reported as a loss: %v", c.sinks[0].lost[0].err)
+	}
+}

@@ -1,0 +1,266 @@
+package bootstrap
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gompj/netdev/auth"
+)
+
+var secret = []byte("bootstrap-test-secret-0123456789")
+
+func coordinator(t *testing.T, nodes int, timeout time.Duration) *Coordinator {
+	t.Helper()
+	c, err := NewCoordinator(CoordinatorConfig{Addr: "127.0.0.1:0", Nodes: nodes, Secret: secret, Timeout: timeout, HandshakeTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func joinAll(t *testing.T, co *Coordinator, ids []int, nodes int) ([]*Client, []error) {
+	t.Helper()
+	cls := make([]*Client, len(ids))
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cls[i], errs[i] = Join(ClientConfig{Coordinator: co.Addr(), Node: id, Nodes: nodes, Addr: fmt.Sprintf("10.0.0.%d:700%d", id, id), Secret: secret, Timeout: 10 * time.Second})
+		}()
+	}
+	wg.Wait()
+	return cls, errs
+}
+
+func waitDone(t *testing.T, co *Coordinator) error {
+	t.Helper()
+	select {
+	case <-co.done:
+		return co.Wait()
+	case <-time.After(10 * time.Second):
+		t.Fatal("the coordinator did not finish")
+		return nil
+	}
+}
+
+func TestRegisterTableBarrierLeave(t *testing.T) {
+	const n = 4
+	co := coordinator(t, n, 10*time.Second)
+	cls, errs := joinAll(t, co, []int{0, 1, 2, 3}, n)
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("node %d: %v", i, err)
+		}
+	}
+	for i, cl := range cls {
+		tab := cl.Table()
+		if len(tab) != n {
+			t.Fatalf("node %d got %d addresses", i, len(tab))
+		}
+		for j, a := range tab {
+			if a != fmt.Sprintf("10.0.0.%d:700%d", j, j) {
+				t.Fatalf("node %d: table[%d] = %q", i, j, a)
+			}
+		}
+	}
+	for _, name := range []string{"start", "finalize", "start"} {
+		var wg sync.WaitGroup
+		for _, cl := range cls {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := cl.Barrier(name, 10*time.Second); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	for _, cl := range cls {
+		if err := cl.Leave(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := waitDone(t, co); err != nil {
+		t.Fatalf("clean job ended with %v", err)
+	}
+}
+
+func TestBarrierWaitsForAll(t *testing.T) {
+	co := coordinator(t, 2, 10*time.Second)
+	cls, _ := joinAll(t, co, []int{0, 1}, 2)
+	res := make(chan error, 1)
+	go func() { res <- cls[0].Barrier("b", 10*time.Second) }()
+	select {
+	case err := <-res:
+		t.Fatalf("barrier returned with one node of two: %v", err)
+	case <-time.After(50 * time.Millisecond): // a failure guard, not synchronisation: nothing should happen
+	}
+	if err := cls[1].Barrier("b", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-res; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMissingNodeTimesOut(t *testing.T) {
+	co := coordinator(t, 3, 300*time.Millisecond)
+	start := time.Now()
+	_, errs := joinAll(t, co, []int{0, 2}, 3)
+	for _, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "node(s) [1] never registered") {
+			t.Fatalf("join: %v", err)
+		}
+	}
+	err := waitDone(t, co)
+	if err == nil || !strings.Contains(err.Error(), "[1]") {
+		t.Fatalf("coordinator: %v", err)
+	}
+	t.Logf("after %v: %v", time.Since(start), err)
+}
+
+func TestNodeDeathNotifiesOthers(t *testing.T) {
+	co := coordinator(t, 3, 10*time.Second)
+	cls, errs := joinAll(t, co, []int{0, 1, 2}, 3)
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	type note struct {
+		node, code int
+		reason     string
+	}
+	notes := make(chan note, 4)
+	for _, cl := range cls[:2] {
+		cl.OnAbort(func(node, code int, reason string) { notes <- note{node, code, reason} })
+	}
+	blocked := make(chan error, 1)
+	go func() { blocked <- cls[0].Barrier("never", 10*time.Second) }()
+	cls[2].conn.Close() // the process dies: no Leave
+	for range 2 {
+		select {
+		case n := <-notes:
+			if n.node != 2 || n.code != -1 || !strings.Contains(n.reason, "node 2") {
+				t.Fatalf("abort note %+v", n)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("no abort notice within 5 s")
+		}
+	}
+	err := <-blocked
+	var ae *AbortError
+	if !errors.As(err, &ae) || ae.Node != 2 || !errors.Is(err, ErrAborted) {
+		t.Fatalf("blocked barrier returned %v", err)
+	}
+	cls[0].conn.Close()
+	cls[1].conn.Close()
+	if err := waitDone(t, co); !errors.As(err, &ae) || ae.Node != 2 {
+		t.Fatalf("coordinator: %v", err)
+	}
+}
+
+func TestAbortPropagates(t *testing.T) {
+	co := coordinator(t, 3, 10*time.Second)
+	cls, _ := joinAll(t, co, []int{0, 1, 2}, 3)
+	got := make(chan string, 3)
+	for _, cl := range cls {
+		cl.OnAbort(func(node, code int, reason string) { got <- fmt.Sprintf("%d/%d/%s", node, code, reason) })
+	}
+	if err := cls[1].Abort(7, "rank 4 panicked"); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		select {
+		case s := <-got:
+			if s != "1/7/rank 4 panicked" {
+				t.Fatalf("got %q", s)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("abort not delivered")
+		}
+	}
+}
+
+func TestWrongSecretRejected(t *testing.T) {
+	co := coordinator(t, 1, 10*time.Second)
+	_, err := Join(ClientConfig{Coordinator: co.Addr(), Node: 0, Nodes: 1, Addr: "x:1", Secret: []byte("wrong-secret-wrong-secret"), Timeout: 5 * time.Second})
+	if !errors.Is(err, auth.ErrAuth) {
+		t.Fatalf("wrong secret: %v", err)
+	}
+	// strangers sending garbage do not register anything
+	nc, _ := net.Dial("tcp", co.Addr())
+	nc.Write([]byte("garbage garbage garbage garbage garbage garbage garbage garbage garbage garbage garbage"))
+	nc.Close()
+	if ids := co.registered(); len(ids) != 0 {
+		t.Fatalf("registered %v", ids)
+	}
+	cl, err := Join(ClientConfig{Coordinator: co.Addr(), Node: 0, Nodes: 1, Addr: "x:1", Secret: secret, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if co.Rejected() < 1 {
+		t.Fatal("the wrong secret was not counted as rejected")
+	}
+	cl.Leave()
+}
+
+func TestDuplicateNodeRejected(t *testing.T) {
+	co := coordinator(t, 2, 10*time.Second)
+	first := make(chan error, 1)
+	go func() {
+		_, err := Join(ClientConfig{Coordinator: co.Addr(), Node: 0, Nodes: 2, Addr: "a:1", Secret: secret, Timeout: 5 * time.Second})
+		first <- err
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(co.registered()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	_, err := Join(ClientConfig{Coordinator: co.Addr(), Node: 0, Nodes: 2, Addr: "b:1", Secret: secret, Timeout: 5 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), "registered twice") {
+		t.Fatalf("duplicate: %v", err)
+	}
+	co.Close()
+	<-first
+}
+
+func FuzzDecodeMessage(f *testing.F) {
+	for _, m := range []message{
+		{Kind: msgRegister, Node: 1, Addr: "127.0.0.1:4000"},
+		{Kind: msgTable, Table: []string{"a:1", "b:2", "c:3"}},
+		{Kind: msgBarrier, Name: "start"},
+		{Kind: msgRelease, Name: "start"},
+		{Kind: msgAbort, Node: 2, Code: 3, Reason: "boom"},
+		{Kind: msgLeave},
+		{Kind: msgError, Reason: "timeout"},
+		{Kind: 99},
+	} {
+		b, err := encodeMessage(&m)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b[4:])
+	}
+	f.Add([]byte{0xdd, 0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := decodeMessage(b, 3)
+		if err != nil {
+			return
+		}
+		if m.Kind < msgRegister || m.Kind > msgError || m.Node >= 3 || len(m.Addr) > maxAddr || len(m.Reason) > maxReason {
+			t.Fatalf("accepted %+v", m)
+		}
+		if m.Kind == msgTable && len(m.Table) != 3 {
+			t.Fatalf("accepted a table of %d", len(m.Table))
+		}
+	})
+}

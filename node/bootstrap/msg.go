@@ -1,0 +1,158 @@
+package bootstrap
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Purpose is the handshake label of coordinator connections.
+const Purpose = "bootstrap"
+
+const (
+	maxMsg    = 4 << 20
+	maxAddr   = 256
+	maxName   = 256
+	maxReason = 8 << 10
+)
+
+const (
+	msgRegister = 1 + iota // node -> coordinator: Node, Addr
+	msgTable               // coordinator -> node: Table
+	msgBarrier             // node -> coordinator: Name
+	msgRelease             // coordinator -> node: Name
+	msgAbort               // both ways: Node (who failed or aborted), Code, Reason
+	msgLeave               // node -> coordinator: clean end
+	msgError               // coordinator -> node: Reason (bootstrap failed)
+)
+
+// ErrBadMessage is wrapped by every error about a malformed coordinator message.
+var ErrBadMessage = errors.New("bootstrap: bad message")
+
+type message struct {
+	Kind   uint8    `msgpack:"k"`
+	Node   int      `msgpack:"n"`
+	Addr   string   `msgpack:"a,omitempty"`
+	Table  []string `msgpack:"t,omitempty"`
+	Name   string   `msgpack:"b,omitempty"`
+	Code   int      `msgpack:"c,omitempty"`
+	Reason string   `msgpack:"r,omitempty"`
+}
+
+func bad(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrBadMessage, fmt.Sprintf(format, args...))
+}
+
+// decodeMessage decodes and validates one message body for a job of nodes nodes. It never panics.
+func decodeMessage(b []byte, nodes int) (m message, err error) {
+	if len(b) > maxMsg {
+		return m, bad("%d bytes", len(b))
+	}
+	r := bytes.NewReader(b)
+	dec := msgpack.NewDecoder(r)
+	dec.DisallowUnknownFields(true)
+	if err := dec.Decode(&m); err != nil {
+		return m, bad("%v", err)
+	}
+	if r.Len() != 0 {
+		return m, bad("%d trailing bytes", r.Len())
+	}
+	inRange := m.Node >= 0 && m.Node < nodes
+	// Only the fields of the message's kind may be set.
+	var extra bool
+	switch m.Kind {
+	case msgRegister:
+		extra = m.Table != nil || m.Name != "" || m.Code != 0 || m.Reason != ""
+	case msgTable:
+		extra = m.Node != 0 || m.Addr != "" || m.Name != "" || m.Code != 0 || m.Reason != ""
+	case msgBarrier, msgRelease:
+		extra = m.Node != 0 || m.Addr != "" || m.Table != nil || m.Code != 0 || m.Reason != ""
+	case msgAbort:
+		extra = m.Addr != "" || m.Table != nil || m.Name != ""
+	case msgLeave:
+		extra = m.Node != 0 || m.Addr != "" || m.Table != nil || m.Name != "" || m.Code != 0 || m.Reason != ""
+	case msgError:
+		extra = m.Node != 0 || m.Addr != "" || m.Table != nil || m.Name != "" || m.Code != 0
+	}
+	if extra {
+		return m, bad("kind %d with fields of another kind", m.Kind)
+	}
+	switch m.Kind {
+	case msgRegister:
+		if !inRange {
+			return m, bad("register for node %d of %d", m.Node, nodes)
+		}
+		if err := checkAddr(m.Addr); err != nil {
+			return m, err
+		}
+	case msgTable:
+		if len(m.Table) != nodes {
+			return m, bad("table of %d addresses for %d nodes", len(m.Table), nodes)
+		}
+		for _, a := range m.Table {
+			if err := checkAddr(a); err != nil {
+				return m, err
+			}
+		}
+	case msgBarrier, msgRelease:
+		if m.Name == "" || len(m.Name) > maxName {
+			return m, bad("barrier name of %d bytes", len(m.Name))
+		}
+	case msgAbort:
+		if m.Node < -1 || m.Node >= nodes {
+			return m, bad("abort from node %d of %d", m.Node, nodes)
+		}
+		if len(m.Reason) > maxReason {
+			return m, bad("reason of %d bytes", len(m.Reason))
+		}
+	case msgLeave:
+	case msgError:
+		if len(m.Reason) > maxReason {
+			return m, bad("reason of %d bytes", len(m.Reason))
+		}
+	default:
+		return m, bad("unknown kind %d", m.Kind)
+	}
+	return m, nil
+}
+
+func checkAddr(a string) error {
+	if a == "" || len(a) > maxAddr {
+		return bad("address of %d bytes", len(a))
+	}
+	return nil
+}
+
+func encodeMessage(m *message) ([]byte, error) {
+	body, err := msgpack.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	if len(body) > maxMsg {
+		return nil, fmt.Errorf("bootstrap: message of %d bytes over the limit", len(body))
+	}
+	out := make([]byte, 4, 4+len(body))
+	binary.LittleEndian.PutUint32(out, uint32(len(body)))
+	return append(out, body...), nil
+}
+
+// readMessage reads one length-prefixed message.
+func readMessage(r io.Reader, nodes int) (message, error) {
+	var n [4]byte
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return message{}, err
+	}
+	size := binary.LittleEndian.Uint32(n[:])
+	if size > maxMsg {
+		return message{}, bad("length %d over the limit %d", size, maxMsg)
+	}
+	b := make([]byte, size)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return message{}, err
+	}
+	return decodeMessage(b, nodes)
+}

@@ -1,0 +1,93 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"gompj/queues"
+	"gompj/ranks"
+)
+
+// Body is the SPMD function every rank runs.
+type Body func(c *ranks.Comm) error
+
+// Run runs body on cfg.Ranks goroutine ranks in this process and waits for all of them. A rank that returns an
+// error, panics or calls Abort aborts the job; Run then returns the cause (a *ranks.RankError naming the rank, or
+// ErrAborted wrapping an *ranks.AbortError).
+func Run(cfg Config, body Body) error {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return err
+	}
+	w, err := ranks.NewWorld(ranks.Options{Size: cfg.Ranks, Lo: 0, Hi: cfg.Ranks, EagerLimit: cfg.EagerLimit,
+		Policy: policy(cfg, cfg.Ranks)})
+	if err != nil {
+		return err
+	}
+	return runRanks(w, cfg, body)
+}
+
+func policy(cfg Config, localRanks int) queues.Policy {
+	p := queues.DefaultPolicy(localRanks)
+	if cfg.SpinTime > 0 {
+		p.Spin = cfg.SpinTime
+	} else if cfg.SpinTime < 0 {
+		p.Spin = 0
+	}
+	if cfg.Yields > 0 {
+		p.Yields = cfg.Yields
+	}
+	return p
+}
+
+// runRanks starts the World's local ranks and waits for them.
+func runRanks(w *ranks.World, cfg Config, body Body) error {
+	lo, hi := w.Local()
+	var wg sync.WaitGroup
+	wg.Add(hi - lo)
+	for id := lo; id < hi; id++ {
+		go runRank(w, cfg, id, body, &wg)
+	}
+	wg.Wait()
+	return w.AbortCause()
+}
+
+func runRank(w *ranks.World, cfg Config, id int, body Body, wg *sync.WaitGroup) {
+	defer wg.Done()
+	if cfg.Pin {
+		pin(id)
+	}
+	returned := false
+	defer func() {
+		if p := recover(); p != nil {
+			w.Abort(&ranks.RankError{Rank: id, Panic: p, Stack: debug.Stack()})
+			return
+		}
+		if !returned && w.AbortCause() == nil {
+			w.Abort(&ranks.RankError{Rank: id, Err: errors.New("the rank's goroutine exited (runtime.Goexit)")})
+		}
+	}()
+	err := body(w.Comm(id))
+	returned = true
+	if err != nil {
+		w.Abort(&ranks.RankError{Rank: id, Err: err})
+	}
+}
+
+// pin binds the calling goroutine's thread to one core.
+func pin(id int) {
+	runtime.LockOSThread()
+	var set unix.CPUSet
+	set.Zero()
+	set.Set(id % runtime.NumCPU())
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		// Pinning is an optimisation; a container may forbid it. Say so once per rank, and go on.
+		fmt.Fprintf(os.Stderr, "gompj: rank %d: pinning to a core failed: %v\n", id, err)
+	}
+}

@@ -1,0 +1,190 @@
+package queues
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+const (
+	statePending uint32 = iota
+	stateDone
+	stateParked // pending, and a waiter may be parked on the waker
+)
+
+// Completion is a one-shot flag set by whoever finishes an operation and waited on by the rank that started it.
+// Reset makes it reusable (pooled requests).
+type Completion struct {
+	state atomic.Uint32
+	waker atomic.Pointer[Waker]
+}
+
+// Done reports whether Complete has been called.
+func (c *Completion) Done() bool { return c.state.Load() == stateDone }
+
+// Complete sets the flag and wakes a parked waiter. Callers must not touch the operation's state afterwards: the
+// waiter may reuse it at once.
+func (c *Completion) Complete() {
+	if c.state.Swap(stateDone) == stateParked {
+		if w := c.waker.Load(); w != nil {
+			w.Wake()
+		}
+	}
+}
+
+// Reset makes the flag pending again. Only for a completion nobody else can still see.
+func (c *Completion) Reset() {
+	c.state.Store(statePending)
+	c.waker.Store(nil)
+}
+
+// arm registers w to be woken on completion; it returns false if the completion is already done.
+func (c *Completion) arm(w *Waker) bool {
+	c.waker.Store(w)
+	for {
+		s := c.state.Load()
+		if s == stateDone {
+			return false
+		}
+		if c.state.CompareAndSwap(s, stateParked) {
+			return true
+		}
+	}
+}
+
+// Waker parks a goroutine until some completion it armed fires. Tokens are idempotent, so spurious wake-ups are
+// possible and every waiter re-checks its condition.
+type Waker struct {
+	ch chan struct{}
+}
+
+// Wake wakes the goroutine parked on w, if any.
+func (w *Waker) Wake() {
+	select {
+	case w.ch <- struct{}{}:
+	default:
+	}
+}
+
+var wakers = sync.Pool{New: func() any { return &Waker{ch: make(chan struct{}, 1)} }}
+
+// GetWaker returns a pooled waker; PutWaker gives it back.
+func GetWaker() *Waker  { return wakers.Get().(*Waker) }
+func PutWaker(w *Waker) { wakers.Put(w) }
+
+// Park blocks until w is woken or abort is closed; it reports false on abort.
+func (w *Waker) Park(abort <-chan struct{}) bool {
+	select {
+	case <-w.ch:
+		return true
+	case <-abort:
+		return false
+	}
+}
+
+// Policy says how a rank waits: spin on the flag for Spin, then yield the processor Yields times, then park.
+type Policy struct {
+	Spin   time.Duration
+	Yields int
+}
+
+// DefaultPolicy spins only when every local rank can have a core of its own.
+func DefaultPolicy(localRanks int) Policy {
+	if localRanks <= runtime.GOMAXPROCS(0) {
+		return Policy{Spin: 50 * time.Microsecond, Yields: 50}
+	}
+	return Policy{Spin: 0, Yields: 10}
+}
+
+func (p *Policy) spin(cond func() bool) bool {
+	if cond() {
+		return true
+	}
+	if p.Spin > 0 {
+		var deadline time.Time
+		for i := 1; ; i++ {
+			if cond() {
+				return true
+			}
+			if i&127 == 0 {
+				now := time.Now()
+				if deadline.IsZero() {
+					deadline = now.Add(p.Spin)
+				} else if now.After(deadline) {
+					break
+				}
+			}
+		}
+	}
+	for i := 0; i < p.Yields; i++ {
+		runtime.Gosched()
+		if cond() {
+			return true
+		}
+	}
+	return false
+}
+
+// Wait waits for c per the policy. It reports false if abort was closed first.
+func (c *Completion) Wait(p *Policy, abort <-chan struct{}) bool {
+	if c.state.Load() == stateDone {
+		return true
+	}
+	if p.spin(c.Done) {
+		return true
+	}
+	w := GetWaker()
+	defer PutWaker(w)
+	for {
+		if !c.arm(w) {
+			return true
+		}
+		if !w.Park(abort) {
+			return c.Done()
+		}
+		if c.Done() {
+			return true
+		}
+	}
+}
+
+// WaitAny waits until at least one of cs (nil entries are skipped) is done and returns its index, or -1 if abort
+// was closed first.
+func WaitAny(cs []*Completion, p *Policy, abort <-chan struct{}) int {
+	found := -1
+	scan := func() bool {
+		for i, c := range cs {
+			if c != nil && c.Done() {
+				found = i
+				return true
+			}
+		}
+		return false
+	}
+	if p.spin(scan) {
+		return found
+	}
+	w := GetWaker()
+	defer PutWaker(w)
+	for {
+		for i, c := range cs {
+			if c != nil && !c.arm(w) {
+				return i
+			}
+		}
+		if !w.Park(abort) {
+			if scan() {
+				return found
+			}
+			return -1
+		}
+		if scan() {
+			return found
+		}
+	}
+}
+
+// SpinFor busy-waits on cond for the policy's window, then yields; it reports whether cond became true. It never
+// parks: callers park on a Waker afterwards.
+func (p *Policy) SpinFor(cond func() bool) bool { return p.spin(cond) }

@@ -1,0 +1,73 @@
+package queues
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestCompletionWakesParkedWaiter(t *testing.T) {
+	p := Policy{Spin: 0, Yields: 0} // park at once
+	var c Completion
+	abort := make(chan struct{})
+	done := make(chan bool)
+	go func() { done <- c.Wait(&p, abort) }()
+	c.Complete()
+	select {
+	case ok := <-done:
+		if !ok {
+			t.Fatal("Wait reported abort")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("parked waiter was never woken")
+	}
+}
+
+func TestCompletionAbort(t *testing.T) {
+	p := Policy{}
+	var c Completion
+	abort := make(chan struct{})
+	done := make(chan bool)
+	go func() { done <- c.Wait(&p, abort) }()
+	close(abort)
+	if <-done {
+		t.Fatal("Wait on a never-completed flag returned true after abort")
+	}
+}
+
+func TestCompletionManyRacers(t *testing.T) {
+	pols := []Policy{{}, {Spin: time.Microsecond, Yields: 2}, {Yields: 1}}
+	abort := make(chan struct{})
+	for _, p := range pols {
+		var wg sync.WaitGroup
+		for i := 0; i < 200; i++ {
+			var c Completion
+			wg.Add(2)
+			go func() { defer wg.Done(); c.Complete() }()
+			go func() {
+				defer wg.Done()
+				if !c.Wait(&p, abort) {
+					t.Error("lost wake-up")
+				}
+			}()
+		}
+		wg.Wait()
+	}
+}
+
+func TestWaitAny(t *testing.T) {
+	p := Policy{}
+	cs := []*Completion{new(Completion), nil, new(Completion)}
+	abort := make(chan struct{})
+	got := make(chan int)
+	go func() { got <- WaitAny(cs, &p, abort) }()
+	cs[2].Complete()
+	if i := <-got; i != 2 {
+		t.Fatalf("WaitAny = %d, want 2", i)
+	}
+	// A completion armed by WaitAny must still be waitable on its own afterwards.
+	go func() { cs[0].Complete() }()
+	if !cs[0].Wait(&p, abort) {
+		t.Fatal("Wait after WaitAny failed")
+	}
+}

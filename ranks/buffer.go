@@ -1,0 +1,235 @@
+package ranks
+
+import (
+	"fmt"
+	"reflect"
+	"unsafe"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Type is the element type a message carries.
+type Type uint8
+
+const (
+	TypeNone Type = iota
+	TypeByte
+	TypeInt8
+	TypeInt16
+	TypeInt32
+	TypeInt64
+	TypeUint16
+	TypeUint32
+	TypeUint64
+	TypeInt
+	TypeUint
+	TypeFloat32
+	TypeFloat64
+	TypeComplex64
+	TypeComplex128
+	TypeBool
+	TypeObject // any other value, msgpack-encoded; always eager
+	numTypes
+)
+
+var typeSizes = [numTypes]int{0, 1, 1, 2, 4, 8, 2, 4, 8, 8, 8, 4, 8, 8, 16, 1, 1}
+
+var typeNames = [numTypes]string{"none", "[]byte", "[]int8", "[]int16", "[]int32", "[]int64", "[]uint16",
+	"[]uint32", "[]uint64", "[]int", "[]uint", "[]float32", "[]float64", "[]complex64", "[]complex128", "[]bool",
+	"object"}
+
+// Size is the size in bytes of one element (1 for encoded objects).
+func (t Type) Size() int {
+	if t < numTypes {
+		return typeSizes[t]
+	}
+	return 0
+}
+
+func (t Type) String() string {
+	if t < numTypes {
+		return typeNames[t]
+	}
+	return fmt.Sprintf("type(%d)", uint8(t))
+}
+
+// Valid reports whether t is a known element type.
+func (t Type) Valid() bool { return t > TypeNone && t < numTypes }
+
+func init() {
+	if unsafe.Sizeof(int(0)) != 8 {
+		typeSizes[TypeInt], typeSizes[TypeUint] = int(unsafe.Sizeof(int(0))), int(unsafe.Sizeof(uint(0)))
+	}
+}
+
+// View is a primitive buffer seen as memory: element type, first element and element count.
+type View struct {
+	Type Type
+	Ptr  unsafe.Pointer
+	N    int
+}
+
+// Bytes is the view's memory.
+func (v View) Bytes() []byte {
+	if v.N == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(v.Ptr), v.N*typeSizes[v.Type])
+}
+
+// Len is the view's size in bytes.
+func (v View) Len() int { return v.N * typeSizes[v.Type] }
+
+func sliceView[T any](t Type, s []T) View {
+	return View{Type: t, Ptr: unsafe.Pointer(unsafe.SliceData(s)), N: len(s)}
+}
+
+// ViewOf returns the memory view of a primitive slice, or ok=false for any other value (an object). It keeps no
+// reference to buf itself, only to the slice's elements, so passing a slice costs no allocation.
+func ViewOf(buf any) (v View, ok bool) {
+	switch b := buf.(type) {
+	case []byte:
+		return sliceView(TypeByte, b), true
+	case []float64:
+		return sliceView(TypeFloat64, b), true
+	case []int:
+		return sliceView(TypeInt, b), true
+	case []int32:
+		return sliceView(TypeInt32, b), true
+	case []int64:
+		return sliceView(TypeInt64, b), true
+	case []float32:
+		return sliceView(TypeFloat32, b), true
+	case []complex128:
+		return sliceView(TypeComplex128, b), true
+	case []int8:
+		return sliceView(TypeInt8, b), true
+	case []int16:
+		return sliceView(TypeInt16, b), true
+	case []uint16:
+		return sliceView(TypeUint16, b), true
+	case []uint32:
+		return sliceView(TypeUint32, b), true
+	case []uint64:
+		return sliceView(TypeUint64, b), true
+	case []uint:
+		return sliceView(TypeUint, b), true
+	case []complex64:
+		return sliceView(TypeComplex64, b), true
+	case []bool:
+		return sliceView(TypeBool, b), true
+	}
+	return View{}, false
+}
+
+// Objects and escape analysis.
+//
+// Send, Recv and Isend take `buf any` and must not make it escape: otherwise every primitive slice passed to them
+// would be boxed on the heap, one allocation per message. msgpack (reflection) makes whatever it is handed escape.
+// So the object path hands msgpack a copy instead: hide(&buf) gives the same interface value without the escape
+// analysis seeing the flow, and heapClone copies the value's top level (the only memory the compiler may have
+// placed on the caller's stack, since ViewOf already lets everything below it escape) into fresh heap memory,
+// synchronously, before anything else can run on this goroutine. No pointer to the possibly-stack original is kept
+// past that copy. Irecv is the exception: it must keep its target until Wait, so it lets buf escape honestly.
+
+//go:nosplit
+func noescape(p unsafe.Pointer) unsafe.Pointer {
+	x := uintptr(p)
+	return unsafe.Add(nil, x^0) // the uintptr round trip hides the flow from escape analysis, deliberately
+}
+
+// hide returns *p without letting escape analysis see that the result came from p.
+func hide(p *any) any { return *(*any)(noescape(unsafe.Pointer(p))) }
+
+// heapClone returns a copy of v whose top-level memory is on the heap. Pointer-shaped values (pointers, maps, and
+// structs or arrays holding just one of those) have their first pointee copied too, since for them that pointee is
+// the top level.
+func heapClone(v any) (any, error) {
+	t := reflect.TypeOf(v)
+	if t == nil {
+		return nil, nil
+	}
+	if err := encodable(t); err != nil {
+		return nil, err
+	}
+	top := reflect.New(t)
+	top.Elem().Set(reflect.ValueOf(v))
+	cloneFirstPointee(t, top.UnsafePointer())
+	return top.Interface(), nil
+}
+
+func encodable(t reflect.Type) error {
+	switch t.Kind() {
+	case reflect.Chan, reflect.Func, reflect.UnsafePointer:
+		return fmt.Errorf("%w: a %s cannot be sent", ErrBuffer, t)
+	}
+	return nil
+}
+
+// cloneFirstPointee replaces, in the heap value of type t at p, the pointer that makes t pointer-shaped by a
+// pointer to a heap copy of what it pointed to.
+func cloneFirstPointee(t reflect.Type, p unsafe.Pointer) {
+	switch t.Kind() {
+	case reflect.Pointer:
+		old := *(*unsafe.Pointer)(p)
+		if old == nil {
+			return
+		}
+		n := reflect.New(t.Elem())
+		n.Elem().Set(reflect.NewAt(t.Elem(), old).Elem())
+		*(*unsafe.Pointer)(p) = n.UnsafePointer()
+	case reflect.Map:
+		m := reflect.NewAt(t, p).Elem()
+		if m.IsNil() {
+			return
+		}
+		c := reflect.MakeMapWithSize(t, m.Len())
+		for _, k := range m.MapKeys() {
+			c.SetMapIndex(k, m.MapIndex(k))
+		}
+		m.Set(c)
+	case reflect.Struct:
+		if t.NumField() == 1 {
+			f := t.Field(0)
+			cloneFirstPointee(f.Type, unsafe.Add(p, f.Offset))
+		}
+	case reflect.Array:
+		if t.Len() == 1 {
+			cloneFirstPointee(t.Elem(), p)
+		}
+	}
+}
+
+// encodeObject msgpack-encodes an object that the caller does not let escape (see above).
+func encodeObject(buf *any) ([]byte, error) {
+	c, err := heapClone(hide(buf))
+	if err != nil {
+		return nil, err
+	}
+	b, err := msgpack.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("%w: encoding %T: %v", ErrBuffer, c, err)
+	}
+	return b, nil
+}
+
+// checkTarget verifies that an object receive has somewhere to decode into.
+func checkTarget(target any) error {
+	t := reflect.TypeOf(target)
+	if t == nil || t.Kind() != reflect.Pointer || reflect.ValueOf(target).IsNil() {
+		return fmt.Errorf("%w: receiving an object needs a non-nil pointer, got %T", ErrBuffer, target)
+	}
+	return nil
+}
+
+// decodeInto decodes data into a fresh heap value of the target's element type, then copies it into *target.
+// target may have come through hide: it is only written through, synchronously.
+func decodeInto(target any, data []byte) error {
+	pt := reflect.TypeOf(target)
+	fresh := reflect.New(pt.Elem())
+	if err := msgpack.Unmarshal(data, fresh.Interface()); err != nil {
+		return fmt.Errorf("%w: decoding into %s: %v", ErrType, pt, err)
+	}
+	reflect.ValueOf(target).Elem().Set(fresh.Elem())
+	return nil
+}

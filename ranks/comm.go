@@ -1,0 +1,561 @@
+package ranks
+
+import (
+	"fmt"
+	"math"
+	"sync/atomic"
+	"unsafe"
+
+	"gompj/device"
+	"gompj/queues"
+)
+
+// Wildcards and special ranks.
+const (
+	AnySource = queues.AnySource
+	AnyTag    = queues.AnyTag
+	ProcNull  = -2 // a send or receive with ProcNull completes at once and moves nothing
+	Undefined = -32766
+	MaxTag    = math.MaxInt32
+)
+
+// Comm is a communicator as seen by one rank: a group of ranks, this rank's place in it, and a context that keeps
+// its traffic apart from every other communicator's. A Comm may be used by several goroutines of its rank at once.
+type Comm struct {
+	r     *Rank
+	w     *World
+	rank  int
+	size  int
+	group []int32 // comm rank -> world rank; nil means the identity (the world communicator)
+	ctx   uint32  // point-to-point context; collectives use ctx+1
+	coll  *Comm   // the same group on the collective context
+	freed atomic.Bool
+}
+
+// Rank is this rank's rank in the communicator.
+func (c *Comm) Rank() int { return c.rank }
+
+// Size is the number of ranks in the communicator.
+func (c *Comm) Size() int { return c.size }
+
+// Context is the communicator's point-to-point context id.
+func (c *Comm) Context() uint32 { return c.ctx }
+
+// World returns the node's World.
+func (c *Comm) World() *World { return c.w }
+
+// WorldRank maps a rank of this communicator to its world rank.
+func (c *Comm) WorldRank(r int) int {
+	if c.group == nil {
+		return r
+	}
+	return int(c.group[r])
+}
+
+// Coll returns the communicator on its collective context: the same group, traffic apart from point-to-point.
+func (c *Comm) Coll() *Comm {
+	if c.coll == nil {
+		c.coll = &Comm{r: c.r, w: c.w, rank: c.rank, size: c.size, group: c.group, ctx: c.ctx + 1}
+		c.coll.coll = c.coll
+	}
+	return c.coll
+}
+
+func (c *Comm) check() error {
+	if c == nil || c.freed.Load() {
+		return fmt.Errorf("%w: nil or freed", ErrComm)
+	}
+	if c.w.aborted.Load() {
+		return c.w.abortError()
+	}
+	return nil
+}
+
+func (c *Comm) checkDest(dest, tag int) error {
+	if dest < 0 || dest >= c.size {
+		if dest == ProcNull {
+			return nil
+		}
+		return errRank(dest, c.size)
+	}
+	if tag < 0 || tag > MaxTag {
+		return errTag(tag)
+	}
+	return nil
+}
+
+func (c *Comm) checkSource(src, tag int) error {
+	if (src < 0 || src >= c.size) && src != AnySource && src != ProcNull {
+		return errRank(src, c.size)
+	}
+	if (tag < 0 || tag > MaxTag) && tag != AnyTag {
+		return errTag(tag)
+	}
+	return nil
+}
+
+type sendMode uint8
+
+const (
+	standard sendMode = iota
+	synchronous
+)
+
+// Send sends buf to dest. It returns once buf may be reused: at once for small messages (eager), after the
+// receiver copied the data for large ones (rendezvous).
+func (c *Comm) Send(buf any, dest, tag int) error { return c.send(buf, dest, tag, standard) }
+
+// Ssend sends buf to dest and returns only once the matching receive has started.
+func (c *Comm) Ssend(buf any, dest, tag int) error { return c.send(buf, dest, tag, synchronous) }
+
+func (c *Comm) send(buf any, dest, tag int, mode sendMode) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	if err := c.checkDest(dest, tag); err != nil || dest == ProcNull {
+		return err
+	}
+	req, err := c.startSend(&buf, dest, tag, mode, true)
+	if err != nil || req == nil {
+		return err
+	}
+	return c.w.waitInternal(req)
+}
+
+// Isend starts a send and returns its request.
+func (c *Comm) Isend(buf any, dest, tag int) (*Request, error) {
+	return c.isend(buf, dest, tag, standard)
+}
+
+// Issend starts a synchronous send: its request completes once the matching receive has started.
+func (c *Comm) Issend(buf any, dest, tag int) (*Request, error) {
+	return c.isend(buf, dest, tag, synchronous)
+}
+
+func (c *Comm) isend(buf any, dest, tag int, mode sendMode) (*Request, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	if err := c.checkDest(dest, tag); err != nil {
+		return nil, err
+	}
+	if dest == ProcNull {
+		return c.w.completed(kindSend), nil
+	}
+	req, err := c.startSend(&buf, dest, tag, mode, false)
+	if err != nil {
+		return nil, err
+	}
+	if req == nil {
+		return c.w.completed(kindSend), nil
+	}
+	return req, nil
+}
+
+func (w *World) completed(k reqKind) *Request {
+	r := &Request{w: w, kind: k, finished: true}
+	r.done.Complete()
+	return r
+}
+
+// waitInternal waits for a pooled request of a blocking call and recycles it.
+func (w *World) waitInternal(req *Request) error {
+	if !req.done.Wait(&w.policy, w.abortCh) {
+		// Someone may still complete req later: never recycle it.
+		return w.abortError()
+	}
+	err := req.err
+	putReq(req)
+	return err
+}
+
+// startSend starts a send of *buf. It returns nil when the send is already complete, or a request to wait on
+// (pooled if internal). buf is a pointer to the caller's parameter, which must not escape (see buffer.go).
+func (c *Comm) startSend(buf *any, dest, tag int, mode sendMode, internal bool) (*Request, error) {
+	env := queues.Envelope{Ctx: c.ctx, Src: int32(c.rank), Tag: int32(tag)}
+	wdest := c.WorldRank(dest)
+	v, prim := ViewOf(*buf)
+	var enc []byte
+	if !prim {
+		var err error
+		if enc, err = encodeObject(buf); err != nil {
+			return nil, err
+		}
+		v = View{Type: TypeObject, Ptr: unsafe.Pointer(unsafe.SliceData(enc)), N: len(enc)}
+	}
+	r := c.w.local(wdest)
+	if r == nil {
+		return c.sendRemote(env, wdest, v, enc != nil, mode, internal)
+	}
+
+	r.mu.Lock()
+	if it := r.posted.Take(env); it != nil {
+		r.mu.Unlock()
+		rr := (*Request)(unsafe.Pointer(it))
+		if prim {
+			rr.fill(env, v, v.Bytes())
+		} else {
+			m := getMsg()
+			m.item.Env, m.typ, m.count, m.proto, m.data, m.class = env, TypeObject, 1, eagerOwned, enc, -1
+			rr.takeObject(m)
+		}
+		rr.done.Complete()
+		return nil, nil
+	}
+	m := getMsg()
+	m.item.Env, m.typ, m.count = env, v.Type, v.N
+	if !prim {
+		m.count = 1
+	}
+	if mode == standard && (!prim || v.Len() <= c.w.eager) {
+		if prim {
+			m.data, m.class = ownedBuf(v.Len())
+			copy(m.data, v.Bytes())
+		} else {
+			m.data, m.class = enc, -1
+		}
+		m.proto = eagerOwned
+		r.pushUnexpected(m)
+		r.mu.Unlock()
+		return nil, nil
+	}
+	var sreq *Request
+	if internal {
+		sreq = c.w.getReq(kindSend)
+	} else {
+		sreq = &Request{w: c.w, kind: kindSend}
+	}
+	m.proto, m.data, m.class, m.sreq = rendezvousLocal, v.Bytes(), -1, sreq
+	if !prim {
+		m.proto, m.data = eagerOwned, enc // an encoded object is ours; a synchronous send still waits for the match
+	}
+	r.pushUnexpected(m)
+	r.mu.Unlock()
+	return sreq, nil
+}
+
+// fill completes a posted primitive receive with data (one copy), checking type and size.
+func (rr *Request) fill(env queues.Envelope, v View, data []byte) {
+	rr.status = Status{Source: int(env.Src), Tag: int(env.Tag), count: v.N, bytes: len(data), typ: v.Type}
+	if rr.v.Type != v.Type {
+		rr.err = fmt.Errorf("%w: message of %s from rank %d (tag %d) received into %s", ErrType, v.Type,
+			env.Src, env.Tag, rr.v.Type)
+		return
+	}
+	dst := rr.v.Bytes()
+	if len(data) > len(dst) {
+		rr.err = fmt.Errorf("%w: %d elements from rank %d (tag %d) into a buffer of %d", ErrTruncate, v.N,
+			env.Src, env.Tag, rr.v.N)
+		rr.status.count, rr.status.bytes = rr.v.N, len(dst)
+		data = data[:len(dst)]
+	}
+	copy(dst, data)
+}
+
+// takeObject hands an object message to a posted receive: the waiter decodes it.
+func (rr *Request) takeObject(m *msg) {
+	env := m.item.Env
+	rr.status = Status{Source: int(env.Src), Tag: int(env.Tag), count: 1, bytes: len(m.payload()), typ: TypeObject}
+	if rr.v.Type != TypeObject {
+		rr.err = fmt.Errorf("%w: object message from rank %d (tag %d) received into %s", ErrType, env.Src,
+			env.Tag, rr.v.Type)
+		m.release()
+		return
+	}
+	rr.held = m
+}
+
+// consume matches a dequeued message to receive rr and completes both sides (or hands a remote rendezvous to the
+// device, which completes rr later). It runs on the receiving rank or on the device's progress loop.
+func (w *World) consume(rr *Request, m *msg) {
+	env := m.item.Env
+	switch m.proto {
+	case rendezvousRemote:
+		w.clearToSend(rr, m)
+		return
+	case eagerRemote:
+		if m.in.Header.Flags&device.FlagSync != 0 {
+			if err := w.dev.Ack(&m.in.Header); err != nil {
+				w.Abort(fmt.Errorf("acknowledging a synchronous send from rank %d: %w", m.in.Header.Source, err))
+			}
+		}
+	}
+	sreq := m.sreq
+	if m.typ == TypeObject {
+		rr.takeObject(m) // m now belongs to rr (or was released on a type error)
+	} else {
+		rr.fill(env, View{Type: m.typ, N: m.count}, m.payload())
+		m.release()
+	}
+	if sreq != nil {
+		sreq.done.Complete()
+	}
+	rr.done.Complete()
+}
+
+// clearToSend answers a remote request-to-send matched by rr.
+func (w *World) clearToSend(rr *Request, m *msg) {
+	h := m.rts
+	env := m.item.Env
+	rr.status = Status{Source: int(env.Src), Tag: int(env.Tag), count: m.count, bytes: int(h.Length), typ: m.typ}
+	var dst []byte
+	switch {
+	case m.typ != rr.v.Type:
+		rr.err = fmt.Errorf("%w: message of %s from rank %d (tag %d) received into %s", ErrType, m.typ,
+			env.Src, env.Tag, rr.v.Type)
+		dst = make([]byte, h.Length) // the payload must still be drained
+	case m.typ == TypeObject:
+		hm := getMsg()
+		hm.item.Env, hm.typ, hm.count, hm.proto = env, TypeObject, 1, eagerOwned
+		hm.data, hm.class = ownedBuf(int(h.Length))
+		rr.held = hm
+		dst = hm.data
+	case int(h.Length) > rr.v.Len():
+		rr.err = fmt.Errorf("%w: %d elements from rank %d (tag %d) into a buffer of %d", ErrTruncate, m.count,
+			env.Src, env.Tag, rr.v.N)
+		rr.status.count, rr.status.bytes = rr.v.N, rr.v.Len()
+		rr.scratch = make([]byte, h.Length)
+		dst = rr.scratch
+	default:
+		dst = rr.v.Bytes()[:h.Length]
+	}
+	*m = msg{class: -1}
+	msgPool.Put(m)
+	if err := w.dev.ClearToSend(&h, dst, rr); err != nil {
+		rr.Complete(err)
+	}
+}
+
+func (c *Comm) sendRemote(env queues.Envelope, wdest int, v View, object bool, mode sendMode, internal bool) (*Request, error) {
+	dev := c.w.dev
+	h := device.Header{Kind: device.KindEager, Type: uint8(v.Type), Context: env.Ctx, Source: int32(c.r.id),
+		Dest: int32(wdest), SrcRank: env.Src, Tag: env.Tag, Length: uint64(v.Len())}
+	eager := v.Len() <= dev.EagerLimit(wdest)
+	if mode == standard && eager {
+		if err := dev.SendEager(&h, v.Bytes(), nil); err != nil {
+			return nil, c.w.deviceError(err)
+		}
+		return nil, nil
+	}
+	var sreq *Request
+	if internal {
+		sreq = c.w.getReq(kindSend)
+	} else {
+		sreq = &Request{w: c.w, kind: kindSend}
+	}
+	var err error
+	if eager {
+		h.Flags |= device.FlagSync
+		err = dev.SendEager(&h, v.Bytes(), sreq)
+	} else {
+		h.Kind = device.KindRTS
+		err = dev.SendRendezvous(&h, v.Bytes(), sreq)
+	}
+	if err != nil {
+		return nil, c.w.deviceError(err)
+	}
+	_ = object
+	return sreq, nil
+}
+
+func (w *World) deviceError(err error) error {
+	if w.aborted.Load() {
+		return w.abortError()
+	}
+	return fmt.Errorf("%w: network device: %v", ErrAborted, err)
+}
+
+// Recv receives into buf a message from source with tag (wildcards allowed).
+func (c *Comm) Recv(buf any, source, tag int) (Status, error) {
+	if err := c.check(); err != nil {
+		return Status{}, err
+	}
+	if err := c.checkSource(source, tag); err != nil {
+		return Status{}, err
+	}
+	if source == ProcNull {
+		return Status{Source: ProcNull, Tag: AnyTag}, nil
+	}
+	v, prim := ViewOf(buf)
+	var target any
+	if !prim {
+		target = hide(&buf) // written through only, synchronously, by decodeInto below
+		if err := checkTarget(target); err != nil {
+			return Status{}, err
+		}
+		v = View{Type: TypeObject}
+	}
+	rr := c.w.getReq(kindRecv)
+	rr.v = v
+	c.postRecv(rr, source, tag)
+	if !rr.done.Wait(&c.w.policy, c.w.abortCh) {
+		return Status{}, c.w.abortError() // rr may still be matched later: never recycle it
+	}
+	st, err := rr.status, rr.err
+	if m := rr.held; m != nil {
+		if err == nil {
+			err = decodeInto(target, m.payload())
+		}
+		m.release()
+	}
+	putReq(rr)
+	return st, err
+}
+
+// Irecv starts a receive into buf and returns its request. An object receive keeps buf (a pointer) until the
+// request completes.
+func (c *Comm) Irecv(buf any, source, tag int) (*Request, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	if err := c.checkSource(source, tag); err != nil {
+		return nil, err
+	}
+	if source == ProcNull {
+		r := c.w.completed(kindRecv)
+		r.status = Status{Source: ProcNull, Tag: AnyTag}
+		return r, nil
+	}
+	rr := &Request{w: c.w, kind: kindRecv}
+	v, prim := ViewOf(buf)
+	if !prim {
+		if err := checkTarget(buf); err != nil {
+			return nil, err
+		}
+		v = View{Type: TypeObject}
+		rr.target = buf
+	}
+	rr.v = v
+	c.postRecv(rr, source, tag)
+	return rr, nil
+}
+
+// postRecv matches rr against the unexpected queue or posts it.
+func (c *Comm) postRecv(rr *Request, source, tag int) {
+	r := c.r
+	r.mu.Lock()
+	if it := r.unexp.Take(c.ctx, int32(source), int32(tag)); it != nil {
+		r.mu.Unlock()
+		c.w.consume(rr, (*msg)(unsafe.Pointer(it)))
+		return
+	}
+	rr.item.Env = queues.Envelope{Ctx: c.ctx, Src: int32(source), Tag: int32(tag)}
+	r.posted.Push(&rr.item)
+	r.mu.Unlock()
+}
+
+// Sendrecv sends sendBuf to dest and receives into recvBuf from source, without deadlocking against a matching
+// Sendrecv on the other side.
+func (c *Comm) Sendrecv(sendBuf any, dest, sendTag int, recvBuf any, source, recvTag int) (Status, error) {
+	if err := c.check(); err != nil {
+		return Status{}, err
+	}
+	if err := c.checkDest(dest, sendTag); err != nil {
+		return Status{}, err
+	}
+	if err := c.checkSource(source, recvTag); err != nil {
+		return Status{}, err
+	}
+	var sreq *Request
+	if dest != ProcNull {
+		var err error
+		if sreq, err = c.startSend(&sendBuf, dest, sendTag, standard, true); err != nil {
+			return Status{}, err
+		}
+	}
+	st, rerr := c.Recv(recvBuf, source, recvTag)
+	if sreq != nil {
+		if err := c.w.waitInternal(sreq); err != nil && rerr == nil {
+			rerr = err
+		}
+	}
+	return st, rerr
+}
+
+// Iprobe reports whether a message from source with tag could be received now, and its status.
+func (c *Comm) Iprobe(source, tag int) (Status, bool, error) {
+	if err := c.check(); err != nil {
+		return Status{}, false, err
+	}
+	if err := c.checkSource(source, tag); err != nil {
+		return Status{}, false, err
+	}
+	if source == ProcNull {
+		return Status{Source: ProcNull, Tag: AnyTag}, true, nil
+	}
+	r := c.r
+	r.mu.Lock()
+	st, ok := c.peek(source, tag)
+	r.mu.Unlock()
+	return st, ok, nil
+}
+
+func (c *Comm) peek(source, tag int) (Status, bool) {
+	it := c.r.unexp.Find(c.ctx, int32(source), int32(tag))
+	if it == nil {
+		return Status{}, false
+	}
+	m := (*msg)(unsafe.Pointer(it))
+	n := len(m.data)
+	switch m.proto {
+	case eagerRemote:
+		n = len(m.in.Payload)
+	case rendezvousRemote:
+		n = int(m.rts.Length)
+	}
+	return Status{Source: int(it.Env.Src), Tag: int(it.Env.Tag), count: m.count, bytes: n, typ: m.typ}, true
+}
+
+// Probe waits until a message from source with tag could be received and returns its status.
+func (c *Comm) Probe(source, tag int) (Status, error) {
+	if err := c.check(); err != nil {
+		return Status{}, err
+	}
+	if err := c.checkSource(source, tag); err != nil {
+		return Status{}, err
+	}
+	if source == ProcNull {
+		return Status{Source: ProcNull, Tag: AnyTag}, nil
+	}
+	r := c.r
+	var st Status
+	var ok bool
+	found := func() bool {
+		r.mu.Lock()
+		st, ok = c.peek(source, tag)
+		r.mu.Unlock()
+		return ok
+	}
+	if c.w.policy.SpinFor(found) {
+		return st, nil
+	}
+	wk := queues.GetWaker()
+	defer queues.PutWaker(wk)
+	for {
+		r.mu.Lock()
+		if st, ok = c.peek(source, tag); ok {
+			r.mu.Unlock()
+			return st, nil
+		}
+		r.probers = append(r.probers, wk)
+		r.mu.Unlock()
+		if !wk.Park(c.w.abortCh) {
+			r.mu.Lock()
+			for i, p := range r.probers {
+				if p == wk {
+					r.probers = append(r.probers[:i], r.probers[i+1:]...)
+					break
+				}
+			}
+			r.mu.Unlock()
+			return Status{}, c.w.abortError()
+		}
+	}
+}
+
+// Abort ends the whole job: every rank's blocked call returns ErrAborted, and the job's exit code is code. It
+// does not return.
+func (c *Comm) Abort(code int) {
+	c.w.Abort(fmt.Errorf("%w", &AbortError{Rank: c.r.id, Code: code}))
+	abortExit()
+}

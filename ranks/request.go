@@ -1,0 +1,277 @@
+package ranks
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+
+	"gompj/device"
+	"gompj/queues"
+)
+
+// Status describes a received (or probed) message.
+type Status struct {
+	Source int // rank of the sender in the communicator
+	Tag    int
+	count  int
+	bytes  int
+	typ    Type
+}
+
+// Count is the number of elements received (1 for an object).
+func (s Status) Count() int { return s.count }
+
+// Bytes is the size of the message payload in bytes.
+func (s Status) Bytes() int { return s.bytes }
+
+// Type is the element type the message carries.
+func (s Status) Type() Type { return s.typ }
+
+type reqKind uint8
+
+const (
+	kindSend reqKind = iota + 1
+	kindRecv
+	kindOp // an Operation (nonblocking collective) completes through the request
+)
+
+// Operation is a multi-step operation (a nonblocking collective) that completes through a Request, so that Wait,
+// Test, Waitall and Waitany treat it like any point-to-point request.
+type Operation interface {
+	// Progress advances the operation as far as it can without blocking and reports whether it has finished, and
+	// with what error.
+	Progress() (done bool, err error)
+	// Blocker returns a completion the operation is waiting on now (a child request), for the waiter to park on,
+	// or nil if it has none (the waiter then yields and polls again).
+	Blocker() *queues.Completion
+}
+
+// Request is the handle of a nonblocking operation: a send, a receive, or an Operation. A completed request stays
+// completed: Wait and Test may be called again and return the same outcome.
+type Request struct {
+	item queues.Item // posted-receive queue node; must stay the first field
+	done queues.Completion
+	w    *World
+	kind reqKind
+
+	// receives
+	v      View
+	target any  // object receive target (a pointer)
+	held   *msg // an object message's bytes, handed over at match, decoded by the waiter
+	// rendezvous truncation: the payload arrives into scratch, then what fits is copied to v
+	scratch []byte
+
+	op Operation
+
+	status   Status
+	err      error
+	finished bool // the waiter has run finish
+	internal bool // pooled; owned by a blocking call
+}
+
+var reqPool = sync.Pool{New: func() any { return new(Request) }}
+
+func (w *World) getReq(kind reqKind) *Request {
+	r := reqPool.Get().(*Request)
+	r.w, r.kind, r.internal = w, kind, true
+	return r
+}
+
+func putReq(r *Request) {
+	*r = Request{done: queues.Completion{}}
+	r.done.Reset()
+	reqPool.Put(r)
+}
+
+// Complete implements device.Completer: a device finished this request's transfer.
+func (r *Request) Complete(err error) {
+	if err != nil && r.err == nil {
+		r.err = fmt.Errorf("%w: %v", ErrAborted, err)
+	}
+	if r.scratch != nil && r.err == nil {
+		copy(r.v.Bytes(), r.scratch)
+		r.scratch = nil
+	}
+	r.done.Complete()
+}
+
+var _ device.Completer = (*Request)(nil)
+
+// NewOpRequest returns a request that completes when op does.
+func (w *World) NewOpRequest(op Operation) *Request {
+	return &Request{w: w, kind: kindOp, op: op}
+}
+
+// Completion returns the request's completion flag (for nonblocking collectives built on child requests).
+func (r *Request) Completion() *queues.Completion { return &r.done }
+
+// finish runs on the waiting side once the request is done: decodes an object and releases held buffers.
+func (r *Request) finish() {
+	if r.finished {
+		return
+	}
+	r.finished = true
+	if m := r.held; m != nil {
+		r.held = nil
+		if r.err == nil {
+			r.err = decodeInto(r.target, m.payload())
+		}
+		m.release()
+	}
+	r.target = nil
+}
+
+// pollOp advances an operation request; it reports whether it is done.
+func (r *Request) pollOp() bool {
+	if r.done.Done() {
+		return true
+	}
+	done, err := r.op.Progress()
+	if done {
+		r.err = err
+		r.done.Complete()
+	}
+	return done
+}
+
+// Wait blocks until the request completes and returns its status.
+func (r *Request) Wait() (Status, error) {
+	if r == nil {
+		return Status{}, fmt.Errorf("%w: nil request", ErrRequest)
+	}
+	if err := r.wait(); err != nil {
+		return Status{}, err
+	}
+	r.finish()
+	return r.status, r.err
+}
+
+func (r *Request) wait() error {
+	w := r.w
+	if r.kind == kindOp {
+		for !r.pollOp() {
+			if w.aborted.Load() {
+				return w.abortError()
+			}
+			if b := r.op.Blocker(); b != nil {
+				if !b.Wait(&w.policy, w.abortCh) {
+					return w.abortError()
+				}
+			} else {
+				runtime.Gosched()
+			}
+		}
+		return nil
+	}
+	if !r.done.Wait(&w.policy, w.abortCh) {
+		return w.abortError()
+	}
+	return nil
+}
+
+// Test reports whether the request has completed, without blocking; when it has, it returns the status.
+func (r *Request) Test() (Status, bool, error) {
+	if r == nil {
+		return Status{}, false, fmt.Errorf("%w: nil request", ErrRequest)
+	}
+	if r.kind == kindOp {
+		r.pollOp()
+	}
+	if !r.done.Done() {
+		if r.w.aborted.Load() {
+			return Status{}, false, r.w.abortError()
+		}
+		return Status{}, false, nil
+	}
+	r.finish()
+	return r.status, true, r.err
+}
+
+// Waitall waits for every request (nil ones are skipped) and returns the first error, if any.
+func Waitall(reqs ...*Request) error {
+	var first error
+	for _, r := range reqs {
+		if r == nil {
+			continue
+		}
+		if _, err := r.Wait(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Testall reports whether every request (nil ones are skipped) has completed.
+func Testall(reqs ...*Request) (bool, error) {
+	all := true
+	for _, r := range reqs {
+		if r == nil {
+			continue
+		}
+		_, ok, err := r.Test()
+		if err != nil {
+			return false, err
+		}
+		all = all && ok
+	}
+	return all, nil
+}
+
+// Waitany waits until one of the requests completes and returns its index and status. Nil requests are skipped;
+// with none left it returns index -1 (MPI_UNDEFINED) at once.
+func Waitany(reqs ...*Request) (int, Status, error) {
+	var w *World
+	for _, r := range reqs {
+		if r != nil {
+			w = r.w
+			break
+		}
+	}
+	if w == nil {
+		return -1, Status{}, nil
+	}
+	cs := make([]*queues.Completion, len(reqs))
+	for {
+		hasOp := false
+		for i, r := range reqs {
+			if r == nil {
+				cs[i] = nil
+				continue
+			}
+			if r.kind == kindOp {
+				hasOp = true
+				r.pollOp()
+				cs[i] = r.op.Blocker()
+				if r.done.Done() {
+					cs[i] = &r.done
+				}
+			} else {
+				cs[i] = &r.done
+			}
+			if r.done.Done() {
+				st, err := r.Wait()
+				return i, st, err
+			}
+		}
+		if w.aborted.Load() {
+			return -1, Status{}, w.abortError()
+		}
+		if hasOp {
+			// Operations need polling: wait for a child completion, but only briefly between polls.
+			any := false
+			for _, c := range cs {
+				if c != nil {
+					any = true
+					break
+				}
+			}
+			if !any {
+				runtime.Gosched()
+				continue
+			}
+		}
+		if queues.WaitAny(cs, &w.policy, w.abortCh) < 0 {
+			return -1, Status{}, w.abortError()
+		}
+	}
+}

@@ -1,0 +1,95 @@
+package ranks
+
+import (
+	"fmt"
+	"unsafe"
+
+	"gompj/device"
+	"gompj/queues"
+)
+
+// Hooks are what a World forwards from its device that is not rank traffic.
+type Hooks struct {
+	Control  func(node int, payload []byte)
+	PeerLost func(node int, err error)
+}
+
+// SetHooks installs the node's handlers; call before the device starts delivering.
+func (w *World) SetHooks(h Hooks) { w.hooks = h }
+
+var _ device.Sink = (*World)(nil)
+
+// inboundMsg checks a delivered header and returns the destination rank, envelope and element count.
+func (w *World) inbound(h *device.Header) (*Rank, queues.Envelope, int, error) {
+	r := w.local(int(h.Dest))
+	if r == nil {
+		return nil, queues.Envelope{}, 0, fmt.Errorf("frame from rank %d for rank %d, which is not on this node", h.Source, h.Dest)
+	}
+	t := Type(h.Type)
+	if !t.Valid() {
+		return nil, queues.Envelope{}, 0, fmt.Errorf("frame from rank %d with unknown element type %d", h.Source, h.Type)
+	}
+	if h.Length%uint64(t.Size()) != 0 {
+		return nil, queues.Envelope{}, 0, fmt.Errorf("frame from rank %d: %d bytes is not a whole number of %s elements", h.Source, h.Length, t)
+	}
+	if h.Tag < 0 || h.SrcRank < 0 || int(h.SrcRank) >= w.size {
+		return nil, queues.Envelope{}, 0, fmt.Errorf("frame from rank %d with tag %d, source rank %d", h.Source, h.Tag, h.SrcRank)
+	}
+	count := int(h.Length) / t.Size()
+	if t == TypeObject {
+		count = 1
+	}
+	return r, queues.Envelope{Ctx: h.Context, Src: h.SrcRank, Tag: h.Tag}, count, nil
+}
+
+// DeliverEager implements device.Sink.
+func (w *World) DeliverEager(in *device.Inbound) {
+	r, env, count, err := w.inbound(&in.Header)
+	if err != nil {
+		in.Done()
+		w.Abort(fmt.Errorf("%w: %v", ErrInternal, err))
+		return
+	}
+	m := getMsg()
+	m.item.Env, m.typ, m.count, m.proto, m.in = env, Type(in.Header.Type), count, eagerRemote, in
+	w.arrive(r, m)
+}
+
+// DeliverRTS implements device.Sink.
+func (w *World) DeliverRTS(h *device.Header) {
+	r, env, count, err := w.inbound(h)
+	if err != nil {
+		w.Abort(fmt.Errorf("%w: %v", ErrInternal, err))
+		return
+	}
+	m := getMsg()
+	m.item.Env, m.typ, m.count, m.proto, m.rts = env, Type(h.Type), count, rendezvousRemote, *h
+	w.arrive(r, m)
+}
+
+func (w *World) arrive(r *Rank, m *msg) {
+	r.mu.Lock()
+	if it := r.posted.Take(m.item.Env); it != nil {
+		r.mu.Unlock()
+		w.consume((*Request)(unsafe.Pointer(it)), m)
+		return
+	}
+	r.pushUnexpected(m)
+	r.mu.Unlock()
+}
+
+// DeliverControl implements device.Sink.
+func (w *World) DeliverControl(node int, payload []byte) {
+	if w.hooks.Control != nil {
+		w.hooks.Control(node, payload)
+	}
+}
+
+// PeerLost implements device.Sink.
+func (w *World) PeerLost(node int, err error) {
+	if w.hooks.PeerLost != nil {
+		w.hooks.PeerLost(node, err)
+		return
+	}
+	w.Abort(fmt.Errorf("lost node %d: %v", node, err))
+}

@@ -1,0 +1,255 @@
+package ranks
+
+import (
+	"fmt"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+
+	"gompj/device"
+	"gompj/queues"
+)
+
+// Options configure a World.
+type Options struct {
+	Size       int           // ranks in the job
+	Lo, Hi     int           // world ranks hosted by this node: [Lo, Hi)
+	EagerLimit int           // intra-node protocol switch in bytes: larger messages go rendezvous
+	Policy     queues.Policy // how ranks wait
+	Device     device.Device // the node's network device; nil for a one-node job
+	NodeOf     func(rank int) int
+}
+
+// World is one node process's share of a job.
+type World struct {
+	size   int
+	lo, hi int
+	ranks  []*Rank
+	dev    device.Device
+	nodeOf func(int) int
+	eager  int
+	policy queues.Policy
+
+	abortCh   chan struct{}
+	abortOnce sync.Once
+	aborted   atomic.Bool
+	abortErr  error
+
+	hooks Hooks
+
+	sharedMu sync.Mutex
+	shared   map[sharedKey]any
+}
+
+type sharedKey struct {
+	ctx uint32
+	key string
+}
+
+// Rank is the state of one rank: its queues and its communicator bookkeeping.
+type Rank struct {
+	w  *World
+	id int
+
+	mu      sync.Mutex // guards posted, unexp and probers together, as smdev does
+	posted  queues.Posted
+	unexp   queues.Unexpected
+	probers []*queues.Waker
+
+	ctxMu   sync.Mutex
+	nextCtx uint32
+	world   *Comm
+}
+
+// NewWorld builds the local ranks of a job.
+func NewWorld(o Options) (*World, error) {
+	if o.Size <= 0 || o.Lo < 0 || o.Hi > o.Size || o.Lo >= o.Hi {
+		return nil, fmt.Errorf("%w: world of %d ranks hosting [%d, %d)", ErrArg, o.Size, o.Lo, o.Hi)
+	}
+	if o.Device == nil && (o.Lo != 0 || o.Hi != o.Size) {
+		return nil, fmt.Errorf("%w: ranks outside this node but no network device", ErrArg)
+	}
+	w := &World{size: o.Size, lo: o.Lo, hi: o.Hi, dev: o.Device, nodeOf: o.NodeOf, eager: o.EagerLimit,
+		policy: o.Policy, abortCh: make(chan struct{})}
+	if w.nodeOf == nil {
+		w.nodeOf = func(int) int { return 0 }
+	}
+	w.ranks = make([]*Rank, o.Hi-o.Lo)
+	for i := range w.ranks {
+		r := &Rank{w: w, id: o.Lo + i, nextCtx: 1}
+		r.world = &Comm{r: r, w: w, rank: r.id, size: o.Size, ctx: 0}
+		w.ranks[i] = r
+	}
+	return w, nil
+}
+
+// Size is the number of ranks in the job.
+func (w *World) Size() int { return w.size }
+
+// Local returns the range of world ranks hosted here.
+func (w *World) Local() (lo, hi int) { return w.lo, w.hi }
+
+// Comm returns the world communicator of local rank id.
+func (w *World) Comm(id int) *Comm { return w.ranks[id-w.lo].world }
+
+// NodeOf returns the node hosting a world rank.
+func (w *World) NodeOf(rank int) int { return w.nodeOf(rank) }
+
+// Device returns the node's network device (nil in a one-node job).
+func (w *World) Device() device.Device { return w.dev }
+
+// Policy returns how ranks wait.
+func (w *World) Policy() *queues.Policy { return &w.policy }
+
+// AbortCh is closed when the job aborts.
+func (w *World) AbortCh() <-chan struct{} { return w.abortCh }
+
+// Aborted reports whether the job has aborted.
+func (w *World) Aborted() bool { return w.aborted.Load() }
+
+// Abort ends the job: every blocked call on every local rank returns ErrAborted wrapping cause. The first cause
+// wins; it is what AbortCause returns.
+func (w *World) Abort(cause error) {
+	w.abortOnce.Do(func() {
+		w.abortErr = cause
+		w.aborted.Store(true)
+		close(w.abortCh)
+	})
+}
+
+// AbortCause returns what aborted the job, or nil.
+func (w *World) AbortCause() error {
+	if !w.aborted.Load() {
+		return nil
+	}
+	return w.abortErr
+}
+
+func (w *World) abortError() error {
+	return fmt.Errorf("%w: %v", ErrAborted, w.AbortCause())
+}
+
+func (w *World) local(worldRank int) *Rank {
+	if worldRank >= w.lo && worldRank < w.hi {
+		return w.ranks[worldRank-w.lo]
+	}
+	return nil
+}
+
+// Shared returns the object a communicator's members on this node share under key, making it with mk the first
+// time. Collectives keep their shared-memory state here.
+func (w *World) Shared(ctx uint32, key string, mk func() any) any {
+	w.sharedMu.Lock()
+	defer w.sharedMu.Unlock()
+	if w.shared == nil {
+		w.shared = make(map[sharedKey]any)
+	}
+	k := sharedKey{ctx, key}
+	v, ok := w.shared[k]
+	if !ok {
+		v = mk()
+		w.shared[k] = v
+	}
+	return v
+}
+
+// dropShared forgets a freed communicator's shared objects.
+func (w *World) dropShared(ctx uint32) {
+	w.sharedMu.Lock()
+	for k := range w.shared {
+		if k.ctx == ctx || k.ctx == ctx+1 {
+			delete(w.shared, k)
+		}
+	}
+	w.sharedMu.Unlock()
+}
+
+// msg is an unexpected message: it arrived before its receive was posted.
+type msg struct {
+	item  queues.Item // must stay the first field
+	typ   Type
+	count int
+	proto proto
+	data  []byte // eagerOwned: pooled copy; rendezvousLocal: the sender's memory
+	class int    // size class of an owned data buffer, -1 if none
+	sreq  *Request
+	in    *device.Inbound
+	rts   device.Header
+}
+
+type proto uint8
+
+const (
+	eagerOwned       proto = iota + 1 // data is ours (a pooled copy, or encoded object bytes)
+	rendezvousLocal                   // data is the local sender's memory; sreq completes after the copy
+	eagerRemote                       // in holds the payload; Ack the sender if FlagSync
+	rendezvousRemote                  // rts describes the message; ClearToSend when matched
+)
+
+const numClasses = 18 // 64 B .. 8 MiB
+
+var (
+	msgPool  = sync.Pool{New: func() any { return &msg{class: -1} }}
+	bufPools [numClasses]sync.Pool
+)
+
+func sizeClass(n int) int {
+	if n <= 64 {
+		return 0
+	}
+	c := bits.Len(uint(n-1)) - 6
+	if c >= numClasses {
+		return -1
+	}
+	return c
+}
+
+// ownedBuf returns a pooled buffer of n bytes and its class.
+func ownedBuf(n int) ([]byte, int) {
+	c := sizeClass(n)
+	if c < 0 {
+		return make([]byte, n), -1
+	}
+	if p, ok := bufPools[c].Get().(*[]byte); ok {
+		return (*p)[:n], c
+	}
+	return make([]byte, n, 64<<c), c
+}
+
+func releaseBuf(b []byte, c int) {
+	if c >= 0 && cap(b) == 64<<c {
+		b = b[:cap(b)]
+		bufPools[c].Put(&b)
+	}
+}
+
+func getMsg() *msg { return msgPool.Get().(*msg) }
+
+func (m *msg) payload() []byte {
+	if m.proto == eagerRemote {
+		return m.in.Payload
+	}
+	return m.data
+}
+
+// release returns whatever the message owns.
+func (m *msg) release() {
+	switch m.proto {
+	case eagerOwned:
+		releaseBuf(m.data, m.class)
+	case eagerRemote:
+		m.in.Done()
+	}
+	*m = msg{class: -1}
+	msgPool.Put(m)
+}
+
+// pushUnexpected queues m on r and wakes blocked probes. Called with r.mu held.
+func (r *Rank) pushUnexpected(m *msg) {
+	r.unexp.Push(&m.item)
+	for i, p := range r.probers {
+		p.Wake()
+		r.probers[i] = nil
+	}
+	r.probers = r.probers[:0]
+}
