@@ -131,8 +131,25 @@ func (c *Completion) Wait(p *Policy, abort <-chan struct{}) bool {
 	if c.state.Load() == stateDone {
 		return true
 	}
-	if p.spin(c.Done) {
-		return true
+	if p.Spin > 0 {
+		// The hot loop: nothing but the load, checking the clock only now and then.
+		deadline := time.Now().Add(p.Spin)
+		for {
+			for i := 0; i < 256; i++ {
+				if c.state.Load() == stateDone {
+					return true
+				}
+			}
+			if time.Now().After(deadline) {
+				break
+			}
+		}
+	}
+	for i := 0; i < p.Yields; i++ {
+		runtime.Gosched()
+		if c.state.Load() == stateDone {
+			return true
+		}
 	}
 	w := GetWaker()
 	defer PutWaker(w)

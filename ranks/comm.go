@@ -119,7 +119,7 @@ func (c *Comm) send(buf any, dest, tag int, mode sendMode) error {
 	if err != nil || req == nil {
 		return err
 	}
-	return c.w.waitInternal(req)
+	return c.r.waitInternal(req)
 }
 
 // Isend starts a send and returns its request.
@@ -159,13 +159,14 @@ func (w *World) completed(k reqKind) *Request {
 }
 
 // waitInternal waits for a pooled request of a blocking call and recycles it.
-func (w *World) waitInternal(req *Request) error {
+func (rk *Rank) waitInternal(req *Request) error {
+	w := rk.w
 	if !req.done.Wait(&w.policy, w.abortCh) {
 		// Someone may still complete req later: never recycle it.
 		return w.abortError()
 	}
 	err := req.err
-	putReq(req)
+	rk.putReq(req)
 	return err
 }
 
@@ -221,7 +222,7 @@ func (c *Comm) startSend(buf *any, dest, tag int, mode sendMode, internal bool) 
 	}
 	var sreq *Request
 	if internal {
-		sreq = c.w.getReq(kindSend)
+		sreq = c.r.getReq(kindSend)
 	} else {
 		sreq = &Request{w: c.w, kind: kindSend}
 	}
@@ -339,7 +340,7 @@ func (c *Comm) sendRemote(env queues.Envelope, wdest int, v View, object bool, m
 	}
 	var sreq *Request
 	if internal {
-		sreq = c.w.getReq(kindSend)
+		sreq = c.r.getReq(kindSend)
 	} else {
 		sreq = &Request{w: c.w, kind: kindSend}
 	}
@@ -385,7 +386,7 @@ func (c *Comm) Recv(buf any, source, tag int) (Status, error) {
 		}
 		v = View{Type: TypeObject}
 	}
-	rr := c.w.getReq(kindRecv)
+	rr := c.r.getReq(kindRecv)
 	rr.v = v
 	c.postRecv(rr, source, tag)
 	if !rr.done.Wait(&c.w.policy, c.w.abortCh) {
@@ -398,7 +399,7 @@ func (c *Comm) Recv(buf any, source, tag int) (Status, error) {
 		}
 		m.release()
 	}
-	putReq(rr)
+	c.r.putReq(rr)
 	return st, err
 }
 
@@ -465,7 +466,7 @@ func (c *Comm) Sendrecv(sendBuf any, dest, sendTag int, recvBuf any, source, rec
 	}
 	st, rerr := c.Recv(recvBuf, source, recvTag)
 	if sreq != nil {
-		if err := c.w.waitInternal(sreq); err != nil && rerr == nil {
+		if err := c.r.waitInternal(sreq); err != nil && rerr == nil {
 			rerr = err
 		}
 	}

@@ -71,16 +71,27 @@ type Request struct {
 
 var reqPool = sync.Pool{New: func() any { return new(Request) }}
 
-func (w *World) getReq(kind reqKind) *Request {
-	r := reqPool.Get().(*Request)
-	r.w, r.kind, r.internal = w, kind, true
+// getReq returns a request for a blocking call of rank rk: its spare one if free, else one from the pool.
+func (rk *Rank) getReq(kind reqKind) *Request {
+	r := rk.spare.Swap(nil)
+	if r == nil {
+		r = reqPool.Get().(*Request)
+	}
+	r.w, r.kind, r.internal = rk.w, kind, true
 	return r
 }
 
-func putReq(r *Request) {
-	*r = Request{done: queues.Completion{}}
+// putReq recycles a request of a blocking call that nobody else can still see.
+func (rk *Rank) putReq(r *Request) {
+	// Field by field: the completion is reset with atomic stores, since the goroutine that completed it may still
+	// be inside Complete (loading the waker) when the waiter recycles the request.
+	r.item = queues.Item{}
+	r.w, r.kind, r.v, r.target, r.held, r.scratch, r.op = nil, 0, View{}, nil, nil, nil, nil
+	r.status, r.err, r.finished, r.internal = Status{}, nil, false, false
 	r.done.Reset()
-	reqPool.Put(r)
+	if !rk.spare.CompareAndSwap(nil, r) {
+		reqPool.Put(r)
+	}
 }
 
 // Complete implements device.Completer: a device finished this request's transfer.

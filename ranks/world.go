@@ -56,6 +56,8 @@ type Rank struct {
 	unexp   queues.Unexpected
 	probers []*queues.Waker
 
+	spare atomic.Pointer[Request] // a request for the blocking calls of one goroutine, without the pool
+
 	ctxMu   sync.Mutex
 	nextCtx uint32
 	world   *Comm

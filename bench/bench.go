@@ -1,0 +1,230 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+
+	"gompj"
+)
+
+// Options are the knobs every benchmark understands.
+type Options struct {
+	Sizes  []int  // message sizes in bytes; nil: the benchmark's defaults
+	Iters  int    // timed iterations per size; 0: OSU's defaults (fewer for large messages)
+	Warmup int    // untimed iterations per size; 0: OSU's defaults
+	Window int    // bandwidth window (OSU: 64)
+	Algo   string // collective algorithm to force, "" for the runtime's choice
+	JSON   bool   // print JSON instead of OSU's text
+}
+
+// Benchmark is one OSU-style benchmark.
+type Benchmark struct {
+	Name     string
+	Title    string // OSU's first line, e.g. "OSU MPI Latency Test"
+	Column   string // e.g. "Latency (us)"
+	MinRanks int
+	Sizes    []int // default sizes
+	// Average prints the average of every rank's figure (collectives); otherwise rank 0's figure is printed.
+	Average bool
+	// Run measures one size on every rank of c and returns this rank's figure.
+	Run func(c *gompj.Comm, size int, o *Options) (float64, error)
+}
+
+var (
+	mu       sync.Mutex
+	registry = map[string]*Benchmark{}
+)
+
+// Register adds a benchmark; names are unique.
+func Register(b *Benchmark) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := registry[b.Name]; dup {
+		panic("bench: duplicate benchmark " + b.Name)
+	}
+	registry[b.Name] = b
+}
+
+// Get returns the benchmark called name, or nil.
+func Get(name string) *Benchmark {
+	mu.Lock()
+	defer mu.Unlock()
+	return registry[name]
+}
+
+// Names lists the registered benchmarks.
+func Names() []string {
+	mu.Lock()
+	defer mu.Unlock()
+	var ns []string
+	for n := range registry {
+		ns = append(ns, n)
+	}
+	sort.Strings(ns)
+	return ns
+}
+
+// Sizes returns 0 (if withZero), then the powers of two from 1 to max.
+func Sizes(withZero bool, max int) []int {
+	var s []int
+	if withZero {
+		s = append(s, 0)
+	}
+	for n := 1; n <= max; n *= 2 {
+		s = append(s, n)
+	}
+	return s
+}
+
+// ParseSizes parses a comma-separated list of sizes, each a number with an optional K, M or G suffix (powers of
+// 1024), or a range "lo:hi" of powers of two.
+func ParseSizes(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if lo, hi, ok := strings.Cut(f, ":"); ok {
+			a, err := parseSize(lo)
+			if err != nil {
+				return nil, err
+			}
+			b, err := parseSize(hi)
+			if err != nil {
+				return nil, err
+			}
+			if a == 0 {
+				out = append(out, 0)
+				a = 1
+			}
+			for n := a; n <= b; n *= 2 {
+				out = append(out, n)
+			}
+			continue
+		}
+		n, err := parseSize(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no sizes in %q", s)
+	}
+	return out, nil
+}
+
+func parseSize(s string) (int, error) {
+	mult := 1
+	switch {
+	case strings.HasSuffix(s, "K"), strings.HasSuffix(s, "k"):
+		mult, s = 1<<10, s[:len(s)-1]
+	case strings.HasSuffix(s, "M"), strings.HasSuffix(s, "m"):
+		mult, s = 1<<20, s[:len(s)-1]
+	case strings.HasSuffix(s, "G"), strings.HasSuffix(s, "g"):
+		mult, s = 1<<30, s[:len(s)-1]
+	}
+	var n int
+	if _, err := fmt.Sscanf(s, "%d", &n); err != nil || n < 0 {
+		return 0, fmt.Errorf("bad size %q", s)
+	}
+	return n * mult, nil
+}
+
+// iterations returns OSU's defaults: more iterations and warm-up for small messages.
+func (o *Options) iterations(size, small, large int) (iters, warmup int) {
+	iters, warmup = small, small/10
+	if size > 8192 {
+		iters, warmup = large, large/10
+	}
+	if o.Iters > 0 {
+		iters = o.Iters
+	}
+	if o.Warmup > 0 {
+		warmup = o.Warmup
+	}
+	return iters, max(warmup, 1)
+}
+
+// Point is one printed line.
+type Point struct {
+	Size  int     `json:"size"`
+	Value float64 `json:"value"`
+}
+
+// Report is what a benchmark run prints as JSON.
+type Report struct {
+	Benchmark string  `json:"benchmark"`
+	Ranks     int     `json:"ranks"`
+	Unit      string  `json:"unit"`
+	Points    []Point `json:"points"`
+}
+
+const tagCollect = gompj.MaxTag - 100
+
+// Run runs benchmark name on every rank of c; rank 0 prints to out.
+func Run(c *gompj.Comm, name string, o Options, out io.Writer) error {
+	b := Get(name)
+	if b == nil {
+		return fmt.Errorf("no benchmark %q (have %s)", name, strings.Join(Names(), ", "))
+	}
+	if c.Size() < b.MinRanks {
+		return fmt.Errorf("%s needs at least %d ranks, the job has %d", name, b.MinRanks, c.Size())
+	}
+	sizes := o.Sizes
+	if sizes == nil {
+		sizes = b.Sizes
+	}
+	if o.Window <= 0 {
+		o.Window = 64
+	}
+	rep := Report{Benchmark: name, Ranks: c.Size(), Unit: b.Column}
+	if c.Rank() == 0 && !o.JSON {
+		fmt.Fprintf(out, "# %s (gompj)\n# Size%*s\n", b.Title, 22, b.Column)
+	}
+	for _, size := range sizes {
+		v, err := b.Run(c, size, &o)
+		if err != nil {
+			return fmt.Errorf("%s, %d bytes: %w", name, size, err)
+		}
+		if b.Average {
+			if v, err = average(c, v); err != nil {
+				return err
+			}
+		}
+		if c.Rank() != 0 {
+			continue
+		}
+		rep.Points = append(rep.Points, Point{size, v})
+		if !o.JSON {
+			fmt.Fprintf(out, "%-10d%18.2f\n", size, v)
+		}
+	}
+	if c.Rank() == 0 && o.JSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return nil
+}
+
+// average returns, on rank 0, the mean of every rank's v (point-to-point, so it needs no collective).
+func average(c *gompj.Comm, v float64) (float64, error) {
+	buf := []float64{v}
+	if c.Rank() != 0 {
+		return v, c.Send(buf, 0, tagCollect)
+	}
+	sum := v
+	for i := 1; i < c.Size(); i++ {
+		if _, err := c.Recv(buf, gompj.AnySource, tagCollect); err != nil {
+			return 0, err
+		}
+		sum += buf[0]
+	}
+	return sum / float64(c.Size()), nil
+}

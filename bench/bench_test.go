@@ -1,0 +1,51 @@
+package bench
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"gompj"
+)
+
+func TestPointToPointBenchmarksPrintOSUFormat(t *testing.T) {
+	for _, name := range []string{"latency", "bw", "bibw"} {
+		var out bytes.Buffer
+		err := gompj.RunWith(gompj.Config{Ranks: 2}, func(c *gompj.Comm) error {
+			return Run(c, name, Options{Sizes: []int{1, 1 << 20}, Iters: 3, Warmup: 1, Window: 4}, &out)
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		if len(lines) != 4 || !strings.HasPrefix(lines[1], "# Size") {
+			t.Fatalf("%s printed:\n%s", name, out.String())
+		}
+		for _, l := range lines[2:] {
+			var size int
+			var v float64
+			if n, _ := fmtSscan(l, &size, &v); n != 2 || v <= 0 {
+				t.Fatalf("%s: bad line %q", name, l)
+			}
+		}
+	}
+}
+
+func TestParseSizes(t *testing.T) {
+	got, err := ParseSizes("0:4,1K,2M")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []int{0, 1, 2, 4, 1024, 2 << 20}
+	if len(got) != len(want) {
+		t.Fatalf("got %v want %v", got, want)
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("got %v want %v", got, want)
+		}
+	}
+	if _, err := ParseSizes("x"); err == nil {
+		t.Fatal("bad size accepted")
+	}
+}

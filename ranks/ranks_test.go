@@ -1,0 +1,220 @@
+package ranks
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+
+	"gompj/queues"
+)
+
+func world(t *testing.T, np int) *World {
+	t.Helper()
+	w, err := NewWorld(Options{Size: np, Lo: 0, Hi: np, EagerLimit: 64 << 10, Policy: queues.DefaultPolicy(np)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// spmd runs body on every rank of w and returns the first error.
+func spmd(w *World, body func(c *Comm) error) error {
+	var wg sync.WaitGroup
+	errs := make([]error, w.Size())
+	for i := 0; i < w.Size(); i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			if errs[i] = body(w.Comm(i)); errs[i] != nil {
+				w.Abort(errs[i])
+			}
+		}(i)
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// twoStep is an Operation made of a receive then a send, as a nonblocking collective's schedule would be.
+type twoStep struct {
+	c     *Comm
+	buf   []int
+	peer  int
+	stage int
+	child *Request
+}
+
+func (o *twoStep) Progress() (bool, error) {
+	for {
+		if o.child != nil {
+			if _, done, err := o.child.Test(); err != nil || !done {
+				return err != nil, err
+			}
+		}
+		var err error
+		switch o.stage {
+		case 0:
+			o.child, err = o.c.Irecv(o.buf, o.peer, 1)
+		case 1:
+			o.buf[0]++
+			o.child, err = o.c.Isend(o.buf, o.peer, 2)
+		default:
+			return true, nil
+		}
+		o.stage++
+		if err != nil {
+			return true, err
+		}
+	}
+}
+
+func (o *twoStep) Blocker() *queues.Completion {
+	if o.child == nil {
+		return nil
+	}
+	return o.child.Completion()
+}
+
+// An Operation completes through a Request, and Waitall/Waitany/Test mix it with point-to-point requests.
+func TestOperationRequests(t *testing.T) {
+	w := world(t, 2)
+	err := spmd(w, func(c *Comm) error {
+		if c.Rank() == 1 {
+			if err := c.Send([]int{41}, 0, 1); err != nil {
+				return err
+			}
+			got := make([]int, 1)
+			if _, err := c.Recv(got, 0, 2); err != nil || got[0] != 42 {
+				return fmt.Errorf("got %v %v", got, err)
+			}
+			return c.Send([]int{7}, 0, 3)
+		}
+		op := w.NewOpRequest(&twoStep{c: c, buf: make([]int, 1), peer: 1})
+		x := make([]int, 1)
+		p2p, err := c.Irecv(x, 1, 3)
+		if err != nil {
+			return err
+		}
+		i, _, err := Waitany(nil, op, p2p)
+		if err != nil || (i != 1 && i != 2) {
+			return fmt.Errorf("Waitany: %d %v", i, err)
+		}
+		if err := Waitall(op, nil, p2p); err != nil {
+			return err
+		}
+		if _, done, err := op.Test(); !done || err != nil || x[0] != 7 {
+			return fmt.Errorf("after Waitall: %v %v %v", done, err, x)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+type deep struct {
+	A [64]int64
+	M map[string][]int
+	P *deep
+}
+
+func grow(n int) int {
+	var pad [256]byte
+	if n == 0 {
+		return int(pad[n])
+	}
+	return grow(n-1) + int(pad[n%256])
+}
+
+// Objects sent from values that live on the sender's stack survive the stack moving while they are encoded and
+// queued: what is queued is a copy.
+func TestObjectsFromTheStack(t *testing.T) {
+	w := world(t, 2)
+	err := spmd(w, func(c *Comm) error {
+		if c.Rank() == 0 {
+			for i := 0; i < 50; i++ {
+				v := deep{M: map[string][]int{"k": {i}}, P: &deep{}}
+				v.A[63], v.P.A[0] = int64(i), int64(-i)
+				m := map[int]int{i: i * i}
+				if err := c.Send(v, 1, 0); err != nil {
+					return err
+				}
+				if err := c.Send(m, 1, 1); err != nil {
+					return err
+				}
+				grow(200 + i) // move the stack
+			}
+			return nil
+		}
+		for i := 0; i < 50; i++ {
+			grow(300)
+			var v deep
+			var m map[int]int
+			if _, err := c.Recv(&v, 0, 0); err != nil {
+				return err
+			}
+			if _, err := c.Recv(&m, 0, 1); err != nil {
+				return err
+			}
+			if v.A[63] != int64(i) || v.P.A[0] != int64(-i) || v.M["k"][0] != i || m[i] != i*i {
+				return fmt.Errorf("message %d arrived as %v %v %v", i, v.A[63], v.M, m)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Thousands of ranks: each owns little memory, and a ring pass completes.
+func TestManyRanksMemory(t *testing.T) {
+	const np = 10000
+	if testing.Short() {
+		t.Skip("short")
+	}
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	w := world(t, np)
+	var measured sync.Once
+	err := spmd(w, func(c *Comm) error {
+		tok := []int64{0}
+		next, prev := (c.Rank()+1)%np, (c.Rank()+np-1)%np
+		for lap := 0; lap < 2; lap++ {
+			if c.Rank() == 0 {
+				if err := c.Send(tok, next, 0); err != nil {
+					return err
+				}
+				if _, err := c.Recv(tok, prev, 0); err != nil {
+					return err
+				}
+				if tok[0] != int64(lap+1)*(np-1) {
+					return fmt.Errorf("lap %d: token %d", lap, tok[0])
+				}
+				if lap == 0 {
+					// Every other rank is alive, blocked in its second lap's Recv.
+					measured.Do(func() { runtime.ReadMemStats(&after) })
+				}
+				continue
+			}
+			if _, err := c.Recv(tok, prev, 0); err != nil {
+				return err
+			}
+			tok[0]++
+			if err := c.Send(tok, next, 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	perRank := (int64(after.HeapInuse+after.StackInuse) - int64(before.HeapInuse+before.StackInuse)) / np
+	t.Logf("%d ranks: %d bytes per rank (heap + stacks)", np, perRank)
+	if perRank > 64<<10 {
+		t.Fatalf("%d bytes per rank, want under 64 KiB", perRank)
+	}
+}
