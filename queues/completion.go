@@ -36,7 +36,9 @@ func (c *Completion) Complete() {
 // Reset makes the flag pending again. Only for a completion nobody else can still see.
 func (c *Completion) Reset() {
 	c.state.Store(statePending)
-	c.waker.Store(nil)
+	if c.waker.Load() != nil {
+		c.waker.Store(nil)
+	}
 }
 
 // arm registers w to be woken on completion; it returns false if the completion is already done.

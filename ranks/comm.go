@@ -189,10 +189,15 @@ func (c *Comm) startSend(buf *any, dest, tag int, mode sendMode, internal bool) 
 		return c.sendRemote(env, wdest, v, enc != nil, mode, internal)
 	}
 
-	r.mu.Lock()
-	if it := r.posted.Take(env); it != nil {
+	rr := r.claimSlot(env)
+	if rr == nil {
+		r.mu.Lock()
+		if rr = r.takePosted(env); rr == nil {
+			goto unexpected
+		}
 		r.mu.Unlock()
-		rr := (*Request)(unsafe.Pointer(it))
+	}
+	{
 		if prim {
 			rr.fill(env, v, v.Bytes())
 		} else {
@@ -203,6 +208,7 @@ func (c *Comm) startSend(buf *any, dest, tag int, mode sendMode, internal bool) 
 		rr.done.Complete()
 		return nil, nil
 	}
+unexpected:
 	m := getMsg()
 	m.item.Env, m.typ, m.count = env, v.Type, v.N
 	if !prim {
@@ -331,7 +337,9 @@ func (c *Comm) sendRemote(env queues.Envelope, wdest int, v View, object bool, m
 	dev := c.w.dev
 	h := device.Header{Kind: device.KindEager, Type: uint8(v.Type), Context: env.Ctx, Source: int32(c.r.id),
 		Dest: int32(wdest), SrcRank: env.Src, Tag: env.Tag, Length: uint64(v.Len())}
-	eager := v.Len() <= dev.EagerLimit(wdest)
+	// EagerLimit 0 means "no credit toward that node": rendezvous, even for an empty message.
+	lim := dev.EagerLimit(wdest)
+	eager := lim > 0 && v.Len() <= lim
 	if mode == standard && eager {
 		if err := dev.SendEager(&h, v.Bytes(), nil); err != nil {
 			return nil, c.w.deviceError(err)
@@ -441,7 +449,7 @@ func (c *Comm) postRecv(rr *Request, source, tag int) {
 		return
 	}
 	rr.item.Env = queues.Envelope{Ctx: c.ctx, Src: int32(source), Tag: int32(tag)}
-	r.posted.Push(&rr.item)
+	r.post(rr)
 	r.mu.Unlock()
 }
 

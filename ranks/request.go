@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"gompj/device"
 	"gompj/queues"
@@ -50,12 +51,17 @@ type Operation interface {
 // completed: Wait and Test may be called again and return the same outcome.
 type Request struct {
 	item queues.Item // posted-receive queue node; must stay the first field
-	done queues.Completion
-	w    *World
-	kind reqKind
-
-	// receives
+	// The envelope again, for lock-free readers of a rank's receive slot (see Rank.slotGen).
+	slotEnv atomic.Uint64 // ctx<<32 | src
+	slotTag atomic.Int32
+	// What a matching sender reads and writes sits next to the item: the buffer, the outcome, the flag.
 	v      View
+	status Status
+	done   queues.Completion
+	err    error
+	w      *World
+	kind   reqKind
+
 	target any  // object receive target (a pointer)
 	held   *msg // an object message's bytes, handed over at match, decoded by the waiter
 	// rendezvous truncation: the payload arrives into scratch, then what fits is copied to v
@@ -63,8 +69,6 @@ type Request struct {
 
 	op Operation
 
-	status   Status
-	err      error
 	finished bool // the waiter has run finish
 	internal bool // pooled; owned by a blocking call
 }
@@ -85,7 +89,7 @@ func (rk *Rank) getReq(kind reqKind) *Request {
 func (rk *Rank) putReq(r *Request) {
 	// Field by field: the completion is reset with atomic stores, since the goroutine that completed it may still
 	// be inside Complete (loading the waker) when the waiter recycles the request.
-	r.item = queues.Item{}
+	r.item = queues.Item{} // slotEnv and slotTag are left: post rewrites them before every publication
 	r.w, r.kind, r.v, r.target, r.held, r.scratch, r.op = nil, 0, View{}, nil, nil, nil, nil
 	r.status, r.err, r.finished, r.internal = Status{}, nil, false, false
 	r.done.Reset()

@@ -2,7 +2,6 @@ package ranks
 
 import (
 	"fmt"
-	"unsafe"
 
 	"gompj/device"
 	"gompj/queues"
@@ -69,9 +68,9 @@ func (w *World) DeliverRTS(h *device.Header) {
 
 func (w *World) arrive(r *Rank, m *msg) {
 	r.mu.Lock()
-	if it := r.posted.Take(m.item.Env); it != nil {
+	if rr := r.takePosted(m.item.Env); rr != nil {
 		r.mu.Unlock()
-		w.consume((*Request)(unsafe.Pointer(it)), m)
+		w.consume(rr, m)
 		return
 	}
 	r.pushUnexpected(m)

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"gompj/device"
 	"gompj/queues"
@@ -46,16 +47,26 @@ type sharedKey struct {
 	key string
 }
 
-// Rank is the state of one rank: its queues and its communicator bookkeeping.
+// Rank is the state of one rank: its queues and its communicator bookkeeping. The lock and the queue heads come
+// first and share cache lines that no other rank's do: senders from other cores touch exactly these.
 type Rank struct {
-	w  *World
-	id int
+	// slot holds the rank's earliest posted receive when it is the only one: a sender claims it with one CAS,
+	// without the lock. It is filled only under mu, only when posted is empty and after unexp was searched, and
+	// every sender looks at it before posted, so MPI's matching order holds.
+	// slotGen is odd while slot holds a receive; claiming it is a CAS of the generation, so a receive that was
+	// claimed, recycled and posted again (same pointer, new envelope) can never be claimed with a stale envelope.
+	slotGen atomic.Uint64
+	slot    atomic.Pointer[Request]
+	_       [48]byte
 
 	mu      sync.Mutex // guards posted, unexp and probers together, as smdev does
 	posted  queues.Posted
 	unexp   queues.Unexpected
 	probers []*queues.Waker
+	_       [64]byte // keep the next rank's hot lines, and this rank's cold fields, off these lines
 
+	w     *World
+	id    int
 	spare atomic.Pointer[Request] // a request for the blocking calls of one goroutine, without the pool
 
 	ctxMu   sync.Mutex
@@ -254,4 +265,52 @@ func (r *Rank) pushUnexpected(m *msg) {
 		r.probers[i] = nil
 	}
 	r.probers = r.probers[:0]
+}
+
+func envMatches(recv, m queues.Envelope) bool {
+	return recv.Ctx == m.Ctx && (recv.Src == queues.AnySource || recv.Src == m.Src) &&
+		(recv.Tag == queues.AnyTag || recv.Tag == m.Tag)
+}
+
+// claimSlot takes the slot's receive if it matches a message with envelope env. Safe without the lock.
+func (r *Rank) claimSlot(env queues.Envelope) *Request {
+	g := r.slotGen.Load()
+	if g&1 == 0 {
+		return nil
+	}
+	rr := r.slot.Load()
+	if rr == nil {
+		return nil
+	}
+	// The envelope is read atomically and trusted only if the generation has not moved since g.
+	ce, tag := rr.slotEnv.Load(), rr.slotTag.Load()
+	recv := queues.Envelope{Ctx: uint32(ce >> 32), Src: int32(uint32(ce)), Tag: tag}
+	if !envMatches(recv, env) || !r.slotGen.CompareAndSwap(g, g+1) {
+		return nil
+	}
+	return rr
+}
+
+// takePosted removes and returns the earliest posted receive matching env, or nil. Called with r.mu held.
+func (r *Rank) takePosted(env queues.Envelope) *Request {
+	if rr := r.claimSlot(env); rr != nil {
+		return rr
+	}
+	if it := r.posted.Take(env); it != nil {
+		return (*Request)(unsafe.Pointer(it))
+	}
+	return nil
+}
+
+// post queues receive rr, whose envelope is set. Called with r.mu held, after unexp was searched.
+func (r *Rank) post(rr *Request) {
+	if r.posted.Len() == 0 && r.slotGen.Load()&1 == 0 {
+		e := rr.item.Env
+		rr.slotEnv.Store(uint64(e.Ctx)<<32 | uint64(uint32(e.Src)))
+		rr.slotTag.Store(e.Tag)
+		r.slot.Store(rr)
+		r.slotGen.Add(1)
+		return
+	}
+	r.posted.Push(&rr.item)
 }
