@@ -17,13 +17,17 @@ import (
 // Body is the SPMD function every rank runs.
 type Body func(c *ranks.Comm) error
 
-// Run runs body on cfg.Ranks goroutine ranks in this process and waits for all of them. A rank that returns an
+// Run runs body on cfg.Ranks goroutine ranks in this process and waits for all of them. With cfg.Nodes > 1 this
+// process is node cfg.NodeID of a multi-node job and runs its block of the ranks (see runMulti). A rank that returns an
 // error, panics or calls Abort aborts the job; Run then returns the cause (a *ranks.RankError naming the rank, or
 // ErrAborted wrapping an *ranks.AbortError).
 func Run(cfg Config, body Body) error {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return err
+	}
+	if cfg.Nodes > 1 {
+		return runMulti(cfg, body)
 	}
 	w, err := ranks.NewWorld(ranks.Options{Size: cfg.Ranks, Lo: 0, Hi: cfg.Ranks, EagerLimit: cfg.EagerLimit,
 		Policy: policy(cfg, cfg.Ranks)})

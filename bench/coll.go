@@ -1,0 +1,129 @@
+package bench
+
+import (
+	"gompj"
+)
+
+// OSU-style collective benchmarks (osu_barrier, osu_bcast, osu_reduce, osu_allreduce, osu_gather, osu_scatter,
+// osu_allgather, osu_alltoall, osu_reduce_scatter): each iteration times one call on every rank, followed by an
+// untimed barrier, as the OSU suite does; the figure is the mean latency per call in microseconds, averaged over
+// the ranks. Reductions sum float64s (sizes from 8 bytes); the others move bytes. For gather, scatter,
+// allgather and alltoall the size is one rank's block; for reduce_scatter it is the whole vector.
+
+func init() {
+	type collBench struct {
+		name, coll, title string
+		minSize           int
+		setup             func(c *gompj.Comm, size int) func() error
+	}
+	for _, b := range []collBench{
+		{"barrier", "barrier", "OSU MPI Barrier Latency Test", 0, barrierSetup},
+		{"bcast", "bcast", "OSU MPI Broadcast Latency Test", 1, bcastSetup},
+		{"reduce", "reduce", "OSU MPI Reduce Latency Test", 8, reduceSetup},
+		{"allreduce", "allreduce", "OSU MPI Allreduce Latency Test", 8, allreduceSetup},
+		{"gather", "gather", "OSU MPI Gather Latency Test", 1, gatherSetup},
+		{"scatter", "scatter", "OSU MPI Scatter Latency Test", 1, scatterSetup},
+		{"allgather", "allgather", "OSU MPI Allgather Latency Test", 1, allgatherSetup},
+		{"alltoall", "alltoall", "OSU MPI All-to-All Personalized Exchange Latency Test", 1, alltoallSetup},
+		{"reduce_scatter", "reduce_scatter", "OSU MPI Reduce_scatter Latency Test", 8, reduceScatterSetup},
+	} {
+		b := b
+		sizes := []int{0}
+		if b.name != "barrier" {
+			sizes = nil
+			for n := b.minSize; n <= 1<<20; n *= 2 {
+				sizes = append(sizes, n)
+			}
+		}
+		Register(&Benchmark{Name: b.name, Title: b.title, Column: "Avg Latency(us)", MinRanks: 1, Sizes: sizes,
+			Average: true, Run: func(c *gompj.Comm, size int, o *Options) (float64, error) {
+				return collLatency(c, b.coll, size, o, b.setup)
+			}})
+	}
+}
+
+func collLatency(c *gompj.Comm, coll string, size int, o *Options, setup func(*gompj.Comm, int) func() error) (float64, error) {
+	if o.Algo != "" {
+		if err := c.ForceAlgorithm(coll, o.Algo); err != nil {
+			return 0, err
+		}
+		defer c.ForceAlgorithm(coll, "")
+	}
+	iters, warmup := o.iterations(size, 1000, 100)
+	call := setup(c, size)
+	if err := c.Barrier(); err != nil {
+		return 0, err
+	}
+	var total float64
+	for i := 0; i < iters+warmup; i++ {
+		t0 := gompj.Wtime()
+		if err := call(); err != nil {
+			return 0, err
+		}
+		if i >= warmup {
+			total += gompj.Wtime() - t0
+		}
+		if err := c.Barrier(); err != nil {
+			return 0, err
+		}
+	}
+	return total * 1e6 / float64(iters), nil
+}
+
+func floats(size int) int { return max(size/8, 1) }
+
+func barrierSetup(c *gompj.Comm, size int) func() error { return c.Barrier }
+
+func bcastSetup(c *gompj.Comm, size int) func() error {
+	buf := make([]byte, size)
+	return func() error { return c.Bcast(buf, 0) }
+}
+
+func reduceSetup(c *gompj.Comm, size int) func() error {
+	s, r := make([]float64, floats(size)), make([]float64, floats(size))
+	return func() error { return c.Reduce(s, r, gompj.Sum, 0) }
+}
+
+func allreduceSetup(c *gompj.Comm, size int) func() error {
+	s, r := make([]float64, floats(size)), make([]float64, floats(size))
+	return func() error { return c.Allreduce(s, r, gompj.Sum) }
+}
+
+func gatherSetup(c *gompj.Comm, size int) func() error {
+	s := make([]byte, size)
+	var r []byte
+	if c.Rank() == 0 {
+		r = make([]byte, size*c.Size())
+	}
+	return func() error { return c.Gather(s, r, 0) }
+}
+
+func scatterSetup(c *gompj.Comm, size int) func() error {
+	var s []byte
+	if c.Rank() == 0 {
+		s = make([]byte, size*c.Size())
+	}
+	r := make([]byte, size)
+	return func() error { return c.Scatter(s, r, 0) }
+}
+
+func allgatherSetup(c *gompj.Comm, size int) func() error {
+	s, r := make([]byte, size), make([]byte, size*c.Size())
+	return func() error { return c.Allgather(s, r) }
+}
+
+func alltoallSetup(c *gompj.Comm, size int) func() error {
+	s, r := make([]byte, size*c.Size()), make([]byte, size*c.Size())
+	return func() error { return c.Alltoall(s, r) }
+}
+
+func reduceScatterSetup(c *gompj.Comm, size int) func() error {
+	n := c.Size()
+	per := max(floats(size)/n, 1)
+	counts := make([]int, n)
+	for i := range counts {
+		counts[i] = per
+	}
+	s, r := make([]float64, per*n), make([]float64, per)
+	return func() error { return c.ReduceScatter(s, r, counts, gompj.Sum) }
+}

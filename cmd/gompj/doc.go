@@ -1,0 +1,8 @@
+// Command gompj is gompj's command line: it launches jobs on this box, on several node processes, over ssh or
+// under Slurm (run), runs the OSU-style benchmarks (bench), and prints the effective configuration (info) and the
+// documentation of every flag and environment variable (help).
+//
+// Subcommands live in the commands map; another file adds one with an init function calling register (npb does).
+//
+// Imports: gompj, gompj/bench, gompj/node, gompj/node/bootstrap and the standard library.
+package main

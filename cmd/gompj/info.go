@@ -1,0 +1,48 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+
+	"gompj/bench"
+	"gompj/node"
+)
+
+// collectiveTable, when set, returns the collective algorithm table printed by `gompj info`. A file
+// info_coll.go sets it once package collectives exports Describe():
+//
+//	func init() { collectiveTable = collectives.Describe }
+var collectiveTable func() string
+
+func init() {
+	register(&command{name: "info", summary: "version, devices and the effective configuration",
+		usage: func(w io.Writer) {
+			fmt.Fprintln(w, "usage: gompj info\n\nPrints gompj's version, the devices built in, every configuration setting with its value and\nsource (default, env, slurm), and the collective algorithms if the build has them.")
+		}, run: infoCmd})
+}
+
+func infoCmd(args []string) int {
+	w := os.Stdout
+	fmt.Fprintf(w, "gompj %s (%s, %s/%s, %d CPUs)\n\n", Version, runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	fmt.Fprintln(w, "devices:")
+	fmt.Fprintln(w, "  shm   intra-node: ranks of a node exchange through their queues   built")
+	fmt.Fprintln(w, "  tcp   inter-node: netdev, epoll TCP, one per node process           built (-dev tcp)")
+	fmt.Fprintln(w, "  rdma  inter-node: verbs-style device                                 not built")
+	fmt.Fprintln(w, "\nconfiguration:")
+	settings, err := node.Effective()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "gompj info: %v\n", err)
+		return 1
+	}
+	for _, s := range settings {
+		fmt.Fprintf(w, "  %-24s %-40s %s\n", s.Variable, s.Value, s.Source)
+	}
+	fmt.Fprintf(w, "\nbenchmarks: %s\n", strings.Join(bench.Names(), ", "))
+	if collectiveTable != nil {
+		fmt.Fprintf(w, "\ncollective algorithms:\n%s\n", collectiveTable())
+	}
+	return 0
+}

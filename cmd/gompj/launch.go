@@ -1,0 +1,341 @@
+package main
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"gompj/node"
+	"gompj/node/bootstrap"
+)
+
+// launch is one job started by the launcher: np ranks on one node (this process's child), on nodes local node
+// processes, or on node processes started over ssh on hosts.
+type launch struct {
+	np, nodes, rpn int
+	hosts          []string // ssh targets, one node process each; empty: local processes
+	prefix         string   // "", "ranks" or "node": what each forwarded output line starts with
+	ssh            []string // the ssh command (default "ssh")
+	iface          string   // the coordinator's listen host (default: loopback, or the interface routing to hosts[0])
+	timeout        time.Duration
+	program        string
+	args           []string
+	stdout, stderr io.Writer
+}
+
+// child is one node process.
+type child struct {
+	node int
+	cmd  *exec.Cmd
+	done chan struct{}
+	code int
+	fwd  sync.WaitGroup // its output forwarders
+}
+
+// jobEnv is the environment of every node process: the launcher's own, minus the job-identity variables it
+// sets itself.
+func jobEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "GOMPJ_NP", "GOMPJ_NODES", "GOMPJ_NODE_ID", "GOMPJ_RANKS_PER_NODE", "GOMPJ_COORDINATOR",
+			"GOMPJ_COORDINATOR_SERVE", "GOMPJ_SECRET", "GOMPJ_SECRET_STDIN":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, extra...)
+}
+
+// runLocalOne runs the program as a one-node job: one process, N goroutine ranks, output passed through.
+func (l *launch) runOne() int {
+	cmd := exec.Command(l.program, l.args...)
+	cmd.Env = jobEnv("GOMPJ_NP="+strconv.Itoa(l.np), "GOMPJ_NODES=1")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, l.stdout, l.stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(l.stderr, "gompj run: %v\n", err)
+		return 1
+	}
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case s := <-sig:
+				syscall.Kill(-cmd.Process.Pid, s.(syscall.Signal))
+			case <-done:
+				return
+			}
+		}
+	}()
+	err := cmd.Wait()
+	close(done)
+	return exitStatus(cmd, err)
+}
+
+func exitStatus(cmd *exec.Cmd, err error) int {
+	if cmd.ProcessState == nil {
+		return 1
+	}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	if c := cmd.ProcessState.ExitCode(); c >= 0 {
+		return c
+	}
+	if err != nil {
+		return 1
+	}
+	return 0
+}
+
+// coordinatorHost picks where the launcher's coordinator listens: -iface, loopback for local node processes,
+// else the local address of the interface that routes to the first host.
+func (l *launch) coordinatorHost() (string, error) {
+	if l.iface != "" {
+		return l.iface, nil
+	}
+	if len(l.hosts) == 0 {
+		return "127.0.0.1", nil
+	}
+	h := sshHostName(l.hosts[0])
+	c, err := net.Dial("udp", net.JoinHostPort(h, "22"))
+	if err != nil {
+		return "", fmt.Errorf("no route to %s to choose the coordinator's interface (use -iface): %w", h, err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).IP.String(), nil
+}
+
+// sshHostName strips user@ from an ssh target.
+func sshHostName(target string) string {
+	if _, h, ok := strings.Cut(target, "@"); ok {
+		return h
+	}
+	return target
+}
+
+// runMulti runs a multi-node job. The launcher itself runs the coordinator (not node 0): it outlives every node,
+// so it can report a node that died and stop the job even if node 0 is the one that died.
+func (l *launch) runMulti() int {
+	layout, err := node.NewLayout(l.np, l.nodes, l.rpn)
+	if err != nil {
+		fmt.Fprintf(l.stderr, "gompj run: %v\n", err)
+		return 2
+	}
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		fmt.Fprintf(l.stderr, "gompj run: job secret: %v\n", err)
+		return 1
+	}
+	secret := hex.EncodeToString(raw)
+	host, err := l.coordinatorHost()
+	if err != nil {
+		fmt.Fprintf(l.stderr, "gompj run: %v\n", err)
+		return 1
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		fmt.Fprintf(l.stderr, "gompj run: coordinator: %v\n", err)
+		return 1
+	}
+	co, err := bootstrap.NewCoordinator(bootstrap.CoordinatorConfig{Listener: ln, Nodes: l.nodes, Secret: []byte(secret),
+		Timeout: l.timeout})
+	if err != nil {
+		ln.Close()
+		fmt.Fprintf(l.stderr, "gompj run: %v\n", err)
+		return 1
+	}
+	defer co.Close()
+
+	var outMu sync.Mutex // whole lines from different nodes never interleave
+	children := make([]*child, l.nodes)
+	for i := range l.nodes {
+		ids := []string{
+			"GOMPJ_NP=" + strconv.Itoa(l.np), "GOMPJ_NODES=" + strconv.Itoa(l.nodes), "GOMPJ_NODE_ID=" + strconv.Itoa(i),
+			"GOMPJ_COORDINATOR=" + co.Addr(), "GOMPJ_TIMEOUT=" + l.timeout.String(),
+		}
+		if l.rpn > 0 {
+			ids = append(ids, "GOMPJ_RANKS_PER_NODE="+strconv.Itoa(l.rpn))
+		}
+		var cmd *exec.Cmd
+		if len(l.hosts) == 0 {
+			cmd = exec.Command(l.program, l.args...)
+			cmd.Env = jobEnv(append(ids, "GOMPJ_SECRET="+secret)...)
+		} else {
+			cmd = l.sshCommand(l.hosts[i], ids)
+			cmd.Stdin = strings.NewReader(secret + "\n") // never on a command line: ps shows those to everyone
+		}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		tag := ""
+		switch l.prefix {
+		case "ranks":
+			lo, hi := layout.Range(i)
+			tag = fmt.Sprintf("[%d-%d] ", lo, hi-1)
+			if hi-lo == 1 {
+				tag = fmt.Sprintf("[%d] ", lo)
+			}
+		case "node":
+			tag = fmt.Sprintf("[node %d] ", i)
+		}
+		so, err1 := cmd.StdoutPipe()
+		se, err2 := cmd.StderrPipe()
+		if err := errors.Join(err1, err2); err != nil {
+			fmt.Fprintf(l.stderr, "gompj run: %v\n", err)
+			return 1
+		}
+		if err := cmd.Start(); err != nil {
+			fmt.Fprintf(l.stderr, "gompj run: node %d: %v\n", i, err)
+			l.killAll(children[:i], syscall.SIGKILL)
+			return 1
+		}
+		c := &child{node: i, cmd: cmd, done: make(chan struct{})}
+		c.fwd.Add(2)
+		go forward(so, l.stdout, tag, &outMu, &c.fwd)
+		go forward(se, l.stderr, tag, &outMu, &c.fwd)
+		children[i] = c
+	}
+
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	exited := make(chan *child, l.nodes)
+	for _, c := range children {
+		go func() {
+			c.fwd.Wait() // the pipes must be drained before Wait closes them
+			err := c.cmd.Wait()
+			c.code = exitStatus(c.cmd, err)
+			close(c.done)
+			exited <- c
+		}()
+	}
+	worst, left := 0, l.nodes
+	var killTimer <-chan time.Time
+	var interrupted os.Signal
+	for left > 0 {
+		select {
+		case c := <-exited:
+			left--
+			if c.code > worst {
+				worst = c.code
+			}
+			if c.code != 0 && killTimer == nil {
+				// The runtime aborts the other nodes within seconds; stop whatever is still running after that.
+				killTimer = time.After(5 * time.Second)
+			}
+		case s := <-sig:
+			if interrupted == nil {
+				interrupted = s
+				fmt.Fprintf(l.stderr, "gompj run: %v: stopping the job\n", s)
+				co.Close() // every node loses the coordinator and aborts, also over ssh
+				l.killAll(children, syscall.SIGTERM)
+				killTimer = time.After(2 * time.Second)
+			} else {
+				l.killAll(children, syscall.SIGKILL)
+			}
+		case <-killTimer:
+			l.killAll(children, syscall.SIGKILL)
+			killTimer = nil
+		}
+	}
+	if interrupted != nil {
+		return 128 + int(interrupted.(syscall.Signal))
+	}
+	if err := waitCoordinator(co); err != nil && worst == 0 {
+		fmt.Fprintf(l.stderr, "gompj run: %v\n", err)
+		worst = 1
+	}
+	return worst
+}
+
+func waitCoordinator(co *bootstrap.Coordinator) error {
+	ch := make(chan error, 1)
+	go func() { ch <- co.Wait() }()
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(2 * time.Second):
+		return nil
+	}
+}
+
+// killAll signals the process group of every node process still running.
+func (l *launch) killAll(cs []*child, s syscall.Signal) {
+	for _, c := range cs {
+		if c == nil {
+			continue
+		}
+		select {
+		case <-c.done:
+		default:
+			syscall.Kill(-c.cmd.Process.Pid, s)
+		}
+	}
+}
+
+// sshCommand starts a node process on target with the system OpenSSH client: `ssh -o BatchMode=yes target env
+// VAR=... PROGRAM args`, the secret going over ssh's standard input.
+func (l *launch) sshCommand(target string, ids []string) *exec.Cmd {
+	argv := append([]string{}, l.ssh...)
+	argv = append(argv, "-o", "BatchMode=yes", target, "env")
+	// Forward the launcher's own GOMPJ_* tuning variables; the remote login environment has none of them.
+	for _, kv := range jobEnv() {
+		if strings.HasPrefix(kv, "GOMPJ_") && !strings.HasPrefix(kv, "GOMPJ_SSH") && !strings.HasPrefix(kv, "GOMPJ_LISTEN=") {
+			argv = append(argv, shellQuote(kv))
+		}
+	}
+	for _, kv := range ids {
+		argv = append(argv, shellQuote(kv))
+	}
+	argv = append(argv, shellQuote("GOMPJ_SECRET_STDIN=1"), shellQuote(l.program))
+	for _, a := range l.args {
+		argv = append(argv, shellQuote(a))
+	}
+	return exec.Command(argv[0], argv[1:]...)
+}
+
+// shellQuote quotes s for the remote shell that sshd runs the command with.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,@+%", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// forward copies r to w line by line, each line starting with tag.
+func forward(r io.Reader, w io.Writer, tag string, mu *sync.Mutex, wg *sync.WaitGroup) {
+	defer wg.Done()
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := br.ReadString('\n')
+		if len(line) > 0 {
+			if !strings.HasSuffix(line, "\n") {
+				line += "\n"
+			}
+			mu.Lock()
+			io.WriteString(w, tag+line)
+			mu.Unlock()
+		}
+		if err != nil {
+			return
+		}
+	}
+}

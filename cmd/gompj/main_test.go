@@ -1,0 +1,267 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Binaries built once for the tests: the gompj command and the programs it runs.
+var bin struct {
+	dir, gompj, faulty, hello, ring string
+	root                            string // the module root
+}
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "gompj-cmd-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin.dir = dir
+	wd, _ := os.Getwd()
+	bin.root = filepath.Join(wd, "..", "..")
+	build := func(name, pkg string) string {
+		out := filepath.Join(dir, name)
+		cmd := exec.Command("go", "build", "-o", out, pkg)
+		cmd.Dir = bin.root
+		if b, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, b)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
+		return out
+	}
+	bin.gompj = build("gompj", "./cmd/gompj")
+	bin.faulty = build("faulty", "./cmd/gompj/testdata/faulty")
+	bin.hello = build("hello", "./examples/hello")
+	bin.ring = build("ring", "./examples/ring")
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+	took           time.Duration
+}
+
+// runGompj runs the gompj command with args (in the module root) and waits at most a minute.
+func runGompj(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(bin.gompj, args...)
+	cmd.Dir = bin.root
+	cmd.Env = append(os.Environ(), env...)
+	var so, se strings.Builder
+	cmd.Stdout, cmd.Stderr = &so, &se
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("gompj %v hung; stderr:\n%s", args, se.String())
+	}
+	return result{code: cmd.ProcessState.ExitCode(), stdout: so.String(), stderr: se.String(), took: time.Since(start)}
+}
+
+func TestRunOneNode(t *testing.T) {
+	r := runGompj(t, nil, "run", "-np", "4", bin.hello)
+	if r.code != 0 || strings.Count(r.stdout, "hello from rank") != 4 || !strings.Contains(r.stdout, "of 4") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestRunBuildsPackage(t *testing.T) {
+	r := runGompj(t, nil, "run", "-np", "3", "-nodes", "3", "./examples/hello")
+	pids := map[string]bool{}
+	for _, m := range regexp.MustCompile(`pid (\d+)`).FindAllStringSubmatch(r.stdout, -1) {
+		pids[m[1]] = true
+	}
+	if r.code != 0 || strings.Count(r.stdout, "hello from rank") != 3 || len(pids) != 3 {
+		t.Fatalf("exit %d, %d processes\n%s%s", r.code, len(pids), r.stdout, r.stderr)
+	}
+}
+
+func TestRunNodesPrefix(t *testing.T) {
+	r := runGompj(t, nil, "run", "-np", "7", "-nodes", "3", "-prefix", bin.ring, "50")
+	if r.code != 0 || !strings.Contains(r.stdout, "[0-2] ring: 7 ranks, 50 laps, token 1050: ok") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runGompj(t, nil, "run", "-np", "5", "-ranks-per-node", "2", "-prefix-node", bin.faulty, "ok")
+	if r.code != 0 || !strings.Contains(r.stdout, "[node 2] OK rank 4") || !strings.Contains(r.stdout, "[node 0] OK rank 1") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestRunExitStatusIsTheWorst(t *testing.T) {
+	r := runGompj(t, nil, "run", "-np", "4", "-nodes", "2", bin.faulty, "abort", "3")
+	if r.code != 3 || !strings.Contains(r.stderr, "node 1 (ranks 2-3) aborted the job (code 3)") ||
+		strings.Count(r.stdout, "ABORTED rank") != 3 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestRunPanicEndsJob(t *testing.T) {
+	r := runGompj(t, nil, "run", "-np", "4", "-nodes", "2", "-prefix", bin.faulty, "panic")
+	if r.code == 0 || !strings.Contains(r.stderr, "[2-3] rank 3 panicked: faulty: deliberate panic") ||
+		!strings.Contains(r.stderr, "[0-1] gompj: node 1 (ranks 2-3) aborted the job (code 1): rank 3 panicked") ||
+		!strings.Contains(r.stderr, "goroutine ") || r.took > 10*time.Second {
+		t.Fatalf("exit %d after %v\n%s%s", r.code, r.took, r.stdout, r.stderr)
+	}
+}
+
+// startReady starts `gompj run ... faulty ready` and returns once every rank printed READY, with each rank's pid.
+func startReady(t *testing.T, args ...string) (*exec.Cmd, map[int]int, *strings.Builder, *strings.Builder, chan error) {
+	t.Helper()
+	cmd := exec.Command(bin.gompj, append(append([]string{"run"}, args...), bin.faulty, "ready")...)
+	cmd.Dir = bin.root
+	var so, se strings.Builder
+	var mu sync.Mutex
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, &se
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	np := 0
+	for i, a := range args {
+		if a == "-np" {
+			np, _ = strconv.Atoi(args[i+1])
+		}
+	}
+	pids := map[int]int{}
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(pr)
+		re := regexp.MustCompile(`READY rank (\d+) pid (\d+)`)
+		for sc.Scan() {
+			mu.Lock()
+			so.WriteString(sc.Text() + "\n")
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				r, _ := strconv.Atoi(m[1])
+				p, _ := strconv.Atoi(m[2])
+				pids[r] = p
+				if len(pids) == np {
+					close(ready)
+				}
+			}
+			mu.Unlock()
+		}
+	}()
+	done := make(chan error, 1)
+	go func() { err := cmd.Wait(); pw.Close(); done <- err }()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("the job ended early (%v)\n%s%s", err, so.String(), se.String())
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("no READY from every rank\n%s%s", so.String(), se.String())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return cmd, pids, &so, &se, done
+}
+
+func waitExit(t *testing.T, cmd *exec.Cmd, done chan error, limit time.Duration) (int, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	select {
+	case <-done:
+	case <-time.After(limit):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("the launcher did not end within %v", limit)
+	}
+	return cmd.ProcessState.ExitCode(), time.Since(start)
+}
+
+func TestKillNodeAbortsJob(t *testing.T) {
+	cmd, pids, so, se, done := startReady(t, "-np", "6", "-nodes", "3")
+	victim := pids[4] // node 2 hosts ranks 4-5
+	if victim == 0 || pids[5] != victim {
+		t.Fatalf("pids %v", pids)
+	}
+	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	code, took := waitExit(t, cmd, done, 10*time.Second)
+	if code == 0 || took > 5*time.Second {
+		t.Errorf("exit %d after %v", code, took)
+	}
+	out := so.String() + se.String()
+	for r := range 4 {
+		if !regexp.MustCompile(fmt.Sprintf(`ABORTED rank %d: .*lost node 2 \(ranks 4-5\)`, r)).MatchString(out) {
+			t.Errorf("rank %d: no ErrAborted naming the lost node 2 (ranks 4-5)", r)
+		}
+	}
+	if t.Failed() {
+		t.Logf("output:\n%s", out)
+	}
+}
+
+func TestInterruptStopsJob(t *testing.T) {
+	cmd, pids, so, se, done := startReady(t, "-np", "4", "-nodes", "2")
+	cmd.Process.Signal(os.Interrupt)
+	code, took := waitExit(t, cmd, done, 10*time.Second)
+	if code != 130 || took > 5*time.Second {
+		t.Errorf("exit %d after %v\n%s%s", code, took, so.String(), se.String())
+	}
+	for r, pid := range pids {
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("rank %d's process %d still exists after the launcher ended (%v)", r, pid, err)
+		}
+	}
+}
+
+func TestBenchAcrossNodes(t *testing.T) {
+	r := runGompj(t, nil, "bench", "latency", "-np", "2", "-nodes", "2", "-sizes", "0,1K,256K", "-iters", "200")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if r.code != 0 || len(lines) != 5 || !strings.HasPrefix(lines[1], "# Size") || !strings.HasPrefix(lines[4], "262144 ") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runGompj(t, nil, "bench", "latency-any", "-np", "4", "-ranks-per-node", "2", "-sizes", "8", "-iters", "200", "-json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"benchmark": "latency-any"`) {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestInfoAndHelp(t *testing.T) {
+	r := runGompj(t, []string{"GOMPJ_STRIPES=3"}, "info")
+	if r.code != 0 || !regexp.MustCompile(`GOMPJ_STRIPES\s+3\s+env`).MatchString(r.stdout) ||
+		!regexp.MustCompile(`GOMPJ_NET_EAGER_LIMIT\s+131072\s+default`).MatchString(r.stdout) || !strings.Contains(r.stdout, "rdma") {
+		t.Fatalf("info: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runGompj(t, nil, "help")
+	for _, v := range []string{"GOMPJ_NODES", "GOMPJ_SECRET", "GOMPJ_COORDINATOR_SERVE", "GOMPJ_SSH", "run", "bench", "info"} {
+		if !strings.Contains(r.stdout, v) {
+			t.Errorf("help does not mention %s", v)
+		}
+	}
+	r = runGompj(t, nil, "help", "run")
+	for _, f := range []string{"-np", "-nodes", "-hosts", "-hostfile", "-ranks-per-node", "-dev", "-prefix"} {
+		if !strings.Contains(r.stdout, f) {
+			t.Errorf("help run does not document %s", f)
+		}
+	}
+	if r := runGompj(t, nil, "run", "-np", "2", "-dev", "rdma", bin.hello); r.code != 2 || !strings.Contains(r.stderr, "not built") {
+		t.Errorf("-dev rdma: exit %d %s", r.code, r.stderr)
+	}
+}

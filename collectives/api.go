@@ -1,0 +1,861 @@
+package collectives
+
+import (
+	"fmt"
+
+	"gompj/ranks"
+)
+
+// The blocking collectives. Each checks its arguments on the calling rank, picks an algorithm (table.go) and runs
+// it. Buffers: see the package documentation; send may be InPlace where documented.
+
+func checkRoot(c *ranks.Comm, root int) error {
+	if root < 0 || root >= c.Size() {
+		return fmt.Errorf("%w: root %d, communicator size %d", ranks.ErrRoot, root, c.Size())
+	}
+	return nil
+}
+
+func start(c *ranks.Comm) (*commState, error) {
+	if c == nil {
+		return nil, fmt.Errorf("%w: nil", ranks.ErrComm)
+	}
+	if err := c.Check(); err != nil {
+		return nil, err
+	}
+	return stateOf(c), nil
+}
+
+func sameKind(a, b vec) error {
+	if a.k != b.k {
+		return errType(a, b)
+	}
+	return nil
+}
+
+// checkCounts validates counts and displacements (in elements of sz bytes) against a buffer of len bytes.
+func checkCounts(what string, counts, displs []int, n, sz, length int) error {
+	if len(counts) != n {
+		return errArg("%s: %d counts for %d ranks", what, len(counts), n)
+	}
+	if displs != nil && len(displs) != n {
+		return errArg("%s: %d displacements for %d ranks", what, len(displs), n)
+	}
+	off := 0
+	for i, c := range counts {
+		d := off
+		if displs != nil {
+			d = displs[i]
+		}
+		if c < 0 || d < 0 {
+			return errArg("%s: count %d, displacement %d for rank %d", what, c, d, i)
+		}
+		if (d+c)*sz > length {
+			return errTrunc("%s: rank %d's block [%d, %d) does not fit a buffer of %d elements", what, i, d, d+c, length/max(sz, 1))
+		}
+		off += c
+	}
+	return nil
+}
+
+// Barrier blocks until every member has called it.
+func Barrier(c *ranks.Comm) error {
+	if _, err := start(c); err != nil {
+		return err
+	}
+	return barrier(c)
+}
+
+func barrier(c *ranks.Comm) error {
+	st := stateOf(c)
+	if st.size == 1 {
+		return nil
+	}
+	algo, err := st.choose("barrier", st.sel(true, 0))
+	if err != nil {
+		return err
+	}
+	switch algo {
+	case "shm":
+		return st.shmOp(c).Barrier()
+	case "hier":
+		return hierBarrier(c, st)
+	}
+	return newP2P(c, st).dissemination()
+}
+
+// Bcast copies the root's buf into every member's buf. buf is a primitive (or Loc) slice, or a pointer to any
+// msgpack-encodable value (sent by a binomial tree of encoded messages).
+func Bcast(c *ranks.Comm, buf any, root int) error {
+	if _, err := start(c); err != nil {
+		return err
+	}
+	if err := checkRoot(c, root); err != nil {
+		return err
+	}
+	v, err := viewOf(buf, "bcast")
+	if err != nil {
+		if buf == nil {
+			return err
+		}
+		return bcastObject(c, buf, root)
+	}
+	return bcastVec(c, v, root)
+}
+
+func bcastObject(c *ranks.Comm, buf any, root int) error {
+	n, rank := c.Size(), c.Rank()
+	cc := c.Coll()
+	vr := (rank - root + n) % n
+	mask := 1
+	for ; mask < n; mask <<= 1 {
+		if vr&mask != 0 {
+			if _, err := cc.Recv(buf, (rank-mask+n)%n, tagBcast); err != nil {
+				return err
+			}
+			break
+		}
+	}
+	for mask >>= 1; mask > 0; mask >>= 1 {
+		if vr+mask < n {
+			if err := cc.Send(buf, (rank+mask)%n, tagBcast); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func bcastVec(c *ranks.Comm, v vec, root int) error {
+	st := stateOf(c)
+	if st.size == 1 {
+		return nil
+	}
+	algo, err := st.choose("bcast", st.sel(true, len(v.b)))
+	if err != nil {
+		return err
+	}
+	p := newP2P(c, st)
+	switch algo {
+	case "shm":
+		return st.shmOp(c).Bcast(v.b, root)
+	case "hier":
+		return hierBcast(c, st, v, root)
+	case "linear":
+		return p.linearBcast(v.b, root)
+	case "scatter_allgather":
+		return p.scatterAllgatherBcast(v.b, max(v.sz, 1), root)
+	}
+	return p.binomialBcast(v.b, root)
+}
+
+// reduceArgs resolves send/recv of a reduction: src and dst views (dst only where significant).
+func reduceArgs(what string, send, recv any, needRecv bool) (src, dst vec, err error) {
+	if isInPlace(send) {
+		if !needRecv {
+			return src, dst, errArg("%s: InPlace is only for the rank that receives the result", what)
+		}
+		if dst, err = viewOf(recv, what+" receive"); err != nil {
+			return
+		}
+		return dst, dst, nil
+	}
+	if src, err = viewOf(send, what+" send"); err != nil {
+		return
+	}
+	if needRecv {
+		if dst, err = viewOf(recv, what+" receive"); err != nil {
+			return
+		}
+		if err = sameKind(src, dst); err != nil {
+			return
+		}
+		if len(dst.b) < len(src.b) {
+			err = errTrunc("%s: %d elements into a buffer of %d", what, src.n, dst.n)
+		}
+	}
+	return
+}
+
+// Reduce combines every member's send with op, in rank order, into the root's recv (significant at the root
+// only; InPlace as send at the root takes its contribution from recv).
+func Reduce(c *ranks.Comm, send, recv any, op Op, root int) error {
+	if _, err := start(c); err != nil {
+		return err
+	}
+	if err := checkRoot(c, root); err != nil {
+		return err
+	}
+	src, dst, err := reduceArgs("reduce", send, recv, c.Rank() == root)
+	if err != nil {
+		return err
+	}
+	k, err := kernelFor(op, src.k)
+	if err != nil {
+		return err
+	}
+	return reduceVec(c, k, op, src, dst, root)
+}
+
+func reduceVec(c *ranks.Comm, k kernel, op Op, src, dst vec, root int) error {
+	st := stateOf(c)
+	if st.size == 1 {
+		copy(dst.b, src.b)
+		return nil
+	}
+	algo, err := st.choose("reduce", st.sel(op.Commutative(), len(src.b)))
+	if err != nil {
+		return err
+	}
+	switch algo {
+	case "shm":
+		return st.shmOp(c).Reduce(k, src.b, dst.b, max(src.sz, 1), root, st)
+	case "hier":
+		return hierReduce(c, st, k, op, src, dst, root)
+	}
+	var acc []byte
+	if st.rank == root {
+		acc = dst.b[:len(src.b)]
+		copy(acc, src.b)
+	} else {
+		acc = append([]byte(nil), src.b...)
+	}
+	return newP2P(c, st).binomialReduce(combiner{k, op.Commutative()}, acc, root)
+}
+
+// Allreduce combines every member's send with op, in rank order, into every member's recv (InPlace: from recv).
+func Allreduce(c *ranks.Comm, send, recv any, op Op) error {
+	if _, err := start(c); err != nil {
+		return err
+	}
+	src, dst, err := reduceArgs("allreduce", send, recv, true)
+	if err != nil {
+		return err
+	}
+	k, err := kernelFor(op, src.k)
+	if err != nil {
+		return err
+	}
+	return allreduceVec(c, k, op, src, dst)
+}
+
+func allreduceVec(c *ranks.Comm, k kernel, op Op, src, dst vec) error {
+	st := stateOf(c)
+	if st.size == 1 {
+		copy(dst.b, src.b)
+		return nil
+	}
+	algo, err := st.choose("allreduce", st.sel(op.Commutative(), len(src.b)))
+	if err != nil {
+		return err
+	}
+	switch algo {
+	case "shm":
+		return st.shmOp(c).Allreduce(k, src.b, dst.b, max(src.sz, 1), st)
+	case "hier":
+		return hierAllreduce(c, st, k, op, src, dst)
+	}
+	acc := dst.b[:len(src.b)]
+	copy(acc, src.b)
+	p := newP2P(c, st)
+	cb := combiner{k, op.Commutative()}
+	switch algo {
+	case "rabenseifner":
+		return p.rabenseifner(cb, acc, max(src.sz, 1))
+	case "ring":
+		return p.ringAllreduce(cb, acc, max(src.sz, 1))
+	case "reduce_bcast":
+		if err := p.binomialReduce(cb, acc, 0); err != nil {
+			return err
+		}
+		return p.binomialBcast(acc, 0)
+	}
+	return p.recursiveDoubling(cb, acc)
+}
+
+// Gather collects every member's send, in rank order, into the root's recv (significant at the root only).
+// InPlace as send at the root: its block is already in place in recv.
+func Gather(c *ranks.Comm, send, recv any, root int) error {
+	st, err := start(c)
+	if err != nil {
+		return err
+	}
+	if err := checkRoot(c, root); err != nil {
+		return err
+	}
+	n := st.size
+	var sv, rv vec
+	inPlace := isInPlace(send)
+	var blk int
+	if inPlace {
+		if st.rank != root {
+			return errArg("gather: InPlace is only for the root")
+		}
+		if rv, err = viewOf(recv, "gather receive"); err != nil {
+			return err
+		}
+		if len(rv.b)%n != 0 {
+			return errArg("gather: in place with a receive buffer of %d elements for %d ranks", rv.n, n)
+		}
+		blk = len(rv.b) / n
+		sv = vec{k: rv.k, sz: rv.sz}
+	} else {
+		if sv, err = viewOf(send, "gather send"); err != nil {
+			return err
+		}
+		blk = len(sv.b)
+		if st.rank == root {
+			if rv, err = viewOf(recv, "gather receive"); err != nil {
+				return err
+			}
+			if err := sameKind(sv, rv); err != nil {
+				return err
+			}
+			if len(rv.b) < n*blk {
+				return errTrunc("gather: %d blocks of %d elements into a buffer of %d", n, sv.n, rv.n)
+			}
+		}
+	}
+	if n == 1 {
+		copy(rv.b, sv.b)
+		return nil
+	}
+	algo, err := st.choose("gather", st.sel(true, blk))
+	if err != nil {
+		return err
+	}
+	p := newP2P(c, st)
+	switch algo {
+	case "shm":
+		return st.shmOp(c).Gatherv(sv.b, inPlace, rv.b, nil, nil, max(sv.sz, 1), blk, root)
+	case "binomial":
+		own := sv.b
+		if inPlace {
+			own = rv.b[root*blk : (root+1)*blk]
+		}
+		return p.binomialGather(own, rv.b, blk, root)
+	}
+	var own []byte
+	if !inPlace {
+		own = sv.b
+	}
+	return p.linearGatherv(own, rv.b, nil, nil, 1, blk, root)
+}
+
+// Gatherv collects counts[i] elements from rank i into the root's recv at displs[i] (nil displs: packed in rank
+// order). counts, displs and recv are significant at the root only.
+func Gatherv(c *ranks.Comm, send, recv any, counts, displs []int, root int) error {
+	st, err := start(c)
+	if err != nil {
+		return err
+	}
+	if err := checkRoot(c, root); err != nil {
+		return err
+	}
+	inPlace := isInPlace(send)
+	var sv, rv vec
+	if inPlace && st.rank != root {
+		return errArg("gatherv: InPlace is only for the root")
+	}
+	if !inPlace {
+		if sv, err = viewOf(send, "gatherv send"); err != nil {
+			return err
+		}
+	}
+	if st.rank == root {
+		if rv, err = viewOf(recv, "gatherv receive"); err != nil {
+			return err
+		}
+		if !inPlace {
+			if err := sameKind(sv, rv); err != nil {
+				return err
+			}
+		} else {
+			sv = vec{k: rv.k, sz: rv.sz}
+		}
+		if err := checkCounts("gatherv", counts, displs, st.size, rv.sz, len(rv.b)); err != nil {
+			return err
+		}
+	}
+	sz := max(sv.sz, 1)
+	algo, err := st.choose("gatherv", st.sel(true, 0))
+	if err != nil {
+		return err
+	}
+	if algo == "shm" || st.size == 1 {
+		if st.size == 1 && !inPlace {
+			b := blockOf(rv.b, counts, displs, sz, 0, 0)
+			if len(sv.b) > len(b) {
+				return errTrunc("gatherv: %d elements into a block of %d", sv.n, len(b)/sz)
+			}
+			copy(b, sv.b)
+			return nil
+		}
+		if st.size > 1 {
+			return st.shmOp(c).Gatherv(sv.b, inPlace, rv.b, counts, displs, sz, 0, root)
+		}
+		return nil
+	}
+	var own []byte
+	if !inPlace {
+		own = sv.b
+	}
+	return newP2P(c, st).linearGatherv(own, rv.b, counts, displs, sz, 0, root)
+}
+
+// Scatter hands block i of the root's send to rank i's recv (send significant at the root only). InPlace as recv
+// at the root: the root's block stays where it is.
+func Scatter(c *ranks.Comm, send, recv any, root int) error {
+	st, err := start(c)
+	if err != nil {
+		return err
+	}
+	if err := checkRoot(c, root); err != nil {
+		return err
+	}
+	n := st.size
+	inPlace := isInPlace(recv)
+	if inPlace && st.rank != root {
+		return errArg("scatter: InPlace is only for the root")
+	}
+	var sv, rv vec
+	var blk int
+	if !inPlace {
+		if rv, err = viewOf(recv, "scatter receive"); err != nil {
+			return err
+		}
+		blk = len(rv.b)
+	}
+	if st.rank == root {
+		if sv, err = viewOf(send, "scatter send"); err != nil {
+			return err
+		}
+		if len(sv.b)%n != 0 {
+			return errArg("scatter: a send buffer of %d elements for %d ranks", sv.n, n)
+		}
+		blk = len(sv.b) / n
+		if !inPlace {
+			if err := sameKind(sv, rv); err != nil {
+				return err
+			}
+			if len(rv.b) < blk {
+				return errTrunc("scatter: blocks of %d elements into a buffer of %d", sv.n/n, rv.n)
+			}
+		}
+	}
+	if n == 1 {
+		copy(rv.b, sv.b)
+		return nil
+	}
+	algo, err := st.choose("scatter", st.sel(true, blk))
+	if err != nil {
+		return err
+	}
+	sz := max(max(sv.sz, rv.sz), 1)
+	p := newP2P(c, st)
+	switch algo {
+	case "shm":
+		return st.shmOp(c).Scatterv(sv.b, nil, nil, sz, blk, rv.b, inPlace, root)
+	case "binomial":
+		var r []byte
+		if !inPlace {
+			r = rv.b[:blk]
+		}
+		return p.binomialScatter(sv.b, r, blk, root)
+	}
+	var r []byte
+	if !inPlace {
+		r = rv.b
+	}
+	return p.linearScatterv(sv.b, nil, nil, sz, r, blk, root)
+}
+
+// Scatterv hands counts[i] elements at displs[i] of the root's send to rank i (send, counts and displs
+// significant at the root only; nil displs: packed in rank order). InPlace as recv at the root.
+func Scatterv(c *ranks.Comm, send any, counts, displs []int, recv any, root int) error {
+	st, err := start(c)
+	if err != nil {
+		return err
+	}
+	if err := checkRoot(c, root); err != nil {
+		return err
+	}
+	inPlace := isInPlace(recv)
+	if inPlace && st.rank != root {
+		return errArg("scatterv: InPlace is only for the root")
+	}
+	var sv, rv vec
+	if !inPlace {
+		if rv, err = viewOf(recv, "scatterv receive"); err != nil {
+			return err
+		}
+	}
+	if st.rank == root {
+		if sv, err = viewOf(send, "scatterv send"); err != nil {
+			return err
+		}
+		if !inPlace {
+			if err := sameKind(sv, rv); err != nil {
+				return err
+			}
+		}
+		if err := checkCounts("scatterv", counts, displs, st.size, sv.sz, len(sv.b)); err != nil {
+			return err
+		}
+	}
+	sz := max(max(sv.sz, rv.sz), 1)
+	if st.size == 1 {
+		if !inPlace {
+			b := blockOf(sv.b, counts, displs, sz, 0, 0)
+			if len(b) > len(rv.b) {
+				return errTrunc("scatterv: %d elements into a buffer of %d", len(b)/sz, rv.n)
+			}
+			copy(rv.b, b)
+		}
+		return nil
+	}
+	algo, err := st.choose("scatterv", st.sel(true, 0))
+	if err != nil {
+		return err
+	}
+	if algo == "shm" {
+		return st.shmOp(c).Scatterv(sv.b, counts, displs, sz, 0, rv.b, inPlace, root)
+	}
+	var r []byte
+	if !inPlace {
+		r = rv.b
+	}
+	return newP2P(c, st).linearScatterv(sv.b, counts, displs, sz, r, 0, root)
+}
+
+// Allgather collects every member's send, in rank order, into every member's recv. InPlace as send: each rank's
+// block is already in place in recv.
+func Allgather(c *ranks.Comm, send, recv any) error {
+	st, err := start(c)
+	if err != nil {
+		return err
+	}
+	n := st.size
+	rv, err := viewOf(recv, "allgather receive")
+	if err != nil {
+		return err
+	}
+	inPlace := isInPlace(send)
+	var sv vec
+	var blk int
+	if inPlace {
+		if len(rv.b)%n != 0 {
+			return errArg("allgather: in place with a receive buffer of %d elements for %d ranks", rv.n, n)
+		}
+		blk = len(rv.b) / n
+	} else {
+		if sv, err = viewOf(send, "allgather send"); err != nil {
+			return err
+		}
+		if err := sameKind(sv, rv); err != nil {
+			return err
+		}
+		blk = len(sv.b)
+		if len(rv.b) < n*blk {
+			return errTrunc("allgather: %d blocks of %d elements into a buffer of %d", n, sv.n, rv.n)
+		}
+	}
+	if n == 1 {
+		copy(rv.b, sv.b)
+		return nil
+	}
+	algo, err := st.choose("allgather", st.sel(true, blk))
+	if err != nil {
+		return err
+	}
+	if algo == "shm" {
+		return st.shmOp(c).Allgatherv(sv.b, inPlace, rv.b, nil, nil, max(rv.sz, 1), blk)
+	}
+	if !inPlace {
+		copy(rv.b[st.rank*blk:], sv.b)
+	}
+	p := newP2P(c, st)
+	all := rv.b[:n*blk]
+	switch algo {
+	case "recursive_doubling":
+		return p.recursiveDoublingAllgather(all, blk)
+	case "bruck":
+		return p.bruckAllgather(all, blk)
+	}
+	return p.ringAllgatherv(all, nil, nil, 1, blk)
+}
+
+// Allgatherv collects counts[i] elements from rank i into every member's recv at displs[i] (nil displs: packed).
+// InPlace as send: each rank's block is already in place.
+func Allgatherv(c *ranks.Comm, send, recv any, counts, displs []int) error {
+	st, err := start(c)
+	if err != nil {
+		return err
+	}
+	rv, err := viewOf(recv, "allgatherv receive")
+	if err != nil {
+		return err
+	}
+	if err := checkCounts("allgatherv", counts, displs, st.size, rv.sz, len(rv.b)); err != nil {
+		return err
+	}
+	inPlace := isInPlace(send)
+	var sv vec
+	own := blockOf(rv.b, counts, displs, rv.sz, st.rank, 0)
+	if !inPlace {
+		if sv, err = viewOf(send, "allgatherv send"); err != nil {
+			return err
+		}
+		if err := sameKind(sv, rv); err != nil {
+			return err
+		}
+		if len(sv.b) > len(own) {
+			return errTrunc("allgatherv: %d elements sent into a block of %d", sv.n, counts[st.rank])
+		}
+	}
+	if st.size == 1 {
+		copy(own, sv.b)
+		return nil
+	}
+	algo, err := st.choose("allgatherv", st.sel(true, 0))
+	if err != nil {
+		return err
+	}
+	if algo == "shm" {
+		return st.shmOp(c).Allgatherv(sv.b, inPlace, rv.b, counts, displs, rv.sz, 0)
+	}
+	if !inPlace {
+		copy(own, sv.b)
+	}
+	return newP2P(c, st).ringAllgatherv(rv.b, counts, displs, rv.sz, 0)
+}
+
+// Alltoall sends block j of send to rank j, which stores it as block i (this rank) of its recv. InPlace as send:
+// the blocks to send are in recv and are replaced by the ones received.
+func Alltoall(c *ranks.Comm, send, recv any) error {
+	st, err := start(c)
+	if err != nil {
+		return err
+	}
+	n := st.size
+	rv, err := viewOf(recv, "alltoall receive")
+	if err != nil {
+		return err
+	}
+	var src []byte
+	var blk int
+	if isInPlace(send) {
+		if len(rv.b)%n != 0 {
+			return errArg("alltoall: in place with a buffer of %d elements for %d ranks", rv.n, n)
+		}
+		blk = len(rv.b) / n
+		src = append([]byte(nil), rv.b...)
+	} else {
+		sv, err := viewOf(send, "alltoall send")
+		if err != nil {
+			return err
+		}
+		if err := sameKind(sv, rv); err != nil {
+			return err
+		}
+		if len(sv.b)%n != 0 {
+			return errArg("alltoall: a send buffer of %d elements for %d ranks", sv.n, n)
+		}
+		blk = len(sv.b) / n
+		if len(rv.b) < len(sv.b) {
+			return errTrunc("alltoall: %d elements into a buffer of %d", sv.n, rv.n)
+		}
+		src = sv.b
+	}
+	if n == 1 {
+		copy(rv.b, src)
+		return nil
+	}
+	algo, err := st.choose("alltoall", st.sel(true, blk))
+	if err != nil {
+		return err
+	}
+	p := newP2P(c, st)
+	switch algo {
+	case "shm":
+		return st.shmOp(c).Alltoallv(src, nil, nil, rv.b, nil, nil, max(rv.sz, 1), blk)
+	case "bruck":
+		return p.bruckAlltoall(src, rv.b, blk)
+	}
+	return p.pairwiseAlltoallv(src, nil, nil, rv.b, nil, nil, 1, blk)
+}
+
+// Alltoallv sends sendCounts[j] elements at sendDispls[j] to rank j, which stores them at its recvDispls[i]
+// (nil displacements: packed in rank order).
+func Alltoallv(c *ranks.Comm, send any, sendCounts, sendDispls []int, recv any, recvCounts, recvDispls []int) error {
+	st, err := start(c)
+	if err != nil {
+		return err
+	}
+	sv, err := viewOf(send, "alltoallv send")
+	if err != nil {
+		return err
+	}
+	rv, err := viewOf(recv, "alltoallv receive")
+	if err != nil {
+		return err
+	}
+	if err := sameKind(sv, rv); err != nil {
+		return err
+	}
+	n := st.size
+	if err := checkCounts("alltoallv send", sendCounts, sendDispls, n, sv.sz, len(sv.b)); err != nil {
+		return err
+	}
+	if err := checkCounts("alltoallv receive", recvCounts, recvDispls, n, rv.sz, len(rv.b)); err != nil {
+		return err
+	}
+	sz := max(sv.sz, 1)
+	if n == 1 {
+		s, r := blockOf(sv.b, sendCounts, sendDispls, sz, 0, 0), blockOf(rv.b, recvCounts, recvDispls, sz, 0, 0)
+		if len(s) > len(r) {
+			return errTrunc("alltoallv: %d elements into a block of %d", len(s)/sz, len(r)/sz)
+		}
+		copy(r, s)
+		return nil
+	}
+	algo, err := st.choose("alltoallv", st.sel(true, 0))
+	if err != nil {
+		return err
+	}
+	if algo == "shm" {
+		return st.shmOp(c).Alltoallv(sv.b, sendCounts, sendDispls, rv.b, recvCounts, recvDispls, sz, 0)
+	}
+	return newP2P(c, st).pairwiseAlltoallv(sv.b, sendCounts, sendDispls, rv.b, recvCounts, recvDispls, sz, 0)
+}
+
+// ReduceScatter combines every member's send (sum(counts) elements) with op and leaves block i (counts[i]
+// elements, blocks packed in rank order) in rank i's recv.
+func ReduceScatter(c *ranks.Comm, send, recv any, counts []int, op Op) error {
+	st, err := start(c)
+	if err != nil {
+		return err
+	}
+	sv, err := viewOf(send, "reduce_scatter send")
+	if err != nil {
+		return err
+	}
+	rv, err := viewOf(recv, "reduce_scatter receive")
+	if err != nil {
+		return err
+	}
+	if err := sameKind(sv, rv); err != nil {
+		return err
+	}
+	if err := checkCounts("reduce_scatter", counts, nil, st.size, sv.sz, len(sv.b)); err != nil {
+		return err
+	}
+	total := 0
+	for _, x := range counts {
+		total += x
+	}
+	if total != sv.n {
+		return errArg("reduce_scatter: counts add up to %d, the send buffer holds %d elements", total, sv.n)
+	}
+	if counts[st.rank] > rv.n {
+		return errTrunc("reduce_scatter: %d elements into a buffer of %d", counts[st.rank], rv.n)
+	}
+	k, err := kernelFor(op, sv.k)
+	if err != nil {
+		return err
+	}
+	sz := max(sv.sz, 1)
+	if st.size == 1 {
+		copy(rv.b, sv.b)
+		return nil
+	}
+	algo, err := st.choose("reduce_scatter", st.sel(op.Commutative(), len(sv.b)))
+	if err != nil {
+		return err
+	}
+	p := newP2P(c, st)
+	switch algo {
+	case "shm":
+		return st.shmOp(c).ReduceScatter(k, sv.b, rv.b, counts, sz, st)
+	case "ring":
+		acc := append([]byte(nil), sv.b...)
+		offs := make([]int, st.size+1)
+		for i, x := range counts {
+			offs[i+1] = offs[i] + x*sz
+		}
+		piece := func(i int) []byte { return acc[offs[i]:offs[i+1]] }
+		if err := p.ringReduceScatter(combiner{k, true}, acc, piece, 0, tagReduceScatter); err != nil {
+			return err
+		}
+		copy(rv.b, piece(st.rank))
+		return nil
+	}
+	var full vec
+	if st.rank == 0 {
+		full = sv
+		full.b = make([]byte, len(sv.b))
+	}
+	if err := reduceVec(c, k, op, sv, full, 0); err != nil {
+		return err
+	}
+	return p.linearScatterv(full.b, counts, nil, sz, rv.b, 0, 0)
+}
+
+// ReduceScatterBlock is ReduceScatter with every block len(recv) elements long.
+func ReduceScatterBlock(c *ranks.Comm, send, recv any, op Op) error {
+	if _, err := start(c); err != nil {
+		return err
+	}
+	rv, err := viewOf(recv, "reduce_scatter_block receive")
+	if err != nil {
+		return err
+	}
+	counts := make([]int, c.Size())
+	for i := range counts {
+		counts[i] = rv.n
+	}
+	return ReduceScatter(c, send, recv, counts, op)
+}
+
+// Scan leaves in rank i's recv the combination of the sends of ranks 0..i. InPlace as send: from recv.
+func Scan(c *ranks.Comm, send, recv any, op Op) error { return scan(c, send, recv, op, false) }
+
+// Exscan leaves in rank i's recv the combination of the sends of ranks 0..i-1; rank 0's recv is not touched.
+// InPlace as send: from recv.
+func Exscan(c *ranks.Comm, send, recv any, op Op) error { return scan(c, send, recv, op, true) }
+
+func scan(c *ranks.Comm, send, recv any, op Op, exclusive bool) error {
+	st, err := start(c)
+	if err != nil {
+		return err
+	}
+	what := "scan"
+	if exclusive {
+		what = "exscan"
+	}
+	src, dst, err := reduceArgs(what, send, recv, true)
+	if err != nil {
+		return err
+	}
+	k, err := kernelFor(op, src.k)
+	if err != nil {
+		return err
+	}
+	if exclusive && isInPlace(send) {
+		src.b = append([]byte(nil), src.b...)
+	}
+	if st.size == 1 {
+		if !exclusive {
+			copy(dst.b, src.b)
+		}
+		return nil
+	}
+	algo, err := st.choose(what, st.sel(op.Commutative(), len(src.b)))
+	if err != nil {
+		return err
+	}
+	if algo == "shm" {
+		return st.shmOp(c).Scan(k, src.b, dst.b, exclusive)
+	}
+	return newP2P(c, st).chainScan(combiner{k, op.Commutative()}, src.b, dst.b[:len(src.b)], exclusive)
+}

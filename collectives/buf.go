@@ -1,0 +1,163 @@
+package collectives
+
+import (
+	"fmt"
+	"unsafe"
+
+	"gompj/ranks"
+)
+
+// kind is a buffer's element type: a ranks.Type for primitives, or a Loc pair.
+type kind uint8
+
+const kNone = kind(ranks.TypeNone)
+
+const (
+	kLocFloat64 kind = 64 + iota
+	kLocFloat32
+	kLocInt
+	kLocInt32
+	kLocInt64
+)
+
+func (k kind) size() int {
+	switch k {
+	case kLocFloat64:
+		return int(unsafe.Sizeof(Loc[float64]{}))
+	case kLocFloat32:
+		return int(unsafe.Sizeof(Loc[float32]{}))
+	case kLocInt:
+		return int(unsafe.Sizeof(Loc[int]{}))
+	case kLocInt32:
+		return int(unsafe.Sizeof(Loc[int32]{}))
+	case kLocInt64:
+		return int(unsafe.Sizeof(Loc[int64]{}))
+	}
+	return ranks.Type(k).Size()
+}
+
+func (k kind) String() string {
+	switch k {
+	case kLocFloat64:
+		return "[]Loc[float64]"
+	case kLocFloat32:
+		return "[]Loc[float32]"
+	case kLocInt:
+		return "[]Loc[int]"
+	case kLocInt32:
+		return "[]Loc[int32]"
+	case kLocInt64:
+		return "[]Loc[int64]"
+	}
+	return ranks.Type(k).String()
+}
+
+// inPlace is the type of InPlace.
+type inPlace struct{}
+
+// InPlace passed as the send buffer means "the data is already in the receive buffer" (MPI_IN_PLACE).
+var InPlace any = inPlace{}
+
+func isInPlace(b any) bool { _, ok := b.(inPlace); return ok }
+
+// vec is a buffer seen as memory.
+type vec struct {
+	k  kind
+	b  []byte // the elements' memory (nil when empty)
+	n  int    // elements
+	sz int    // bytes per element
+}
+
+func (v vec) elems(i, j int) []byte { return v.b[i*v.sz : j*v.sz] }
+
+func locVec[T LocValue](k kind, s []Loc[T]) vec {
+	sz := k.size()
+	v := vec{k: k, n: len(s), sz: sz}
+	if len(s) > 0 {
+		v.b = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*sz)
+	}
+	return v
+}
+
+// viewOf returns buf's memory, or an ErrBuffer error for a value that is not a primitive or Loc slice.
+func viewOf(buf any, what string) (vec, error) {
+	if rv, ok := ranks.ViewOf(buf); ok {
+		sz := rv.Type.Size()
+		return vec{k: kind(rv.Type), b: rv.Bytes(), n: rv.N, sz: sz}, nil
+	}
+	switch s := buf.(type) {
+	case []Loc[float64]:
+		return locVec(kLocFloat64, s), nil
+	case []Loc[float32]:
+		return locVec(kLocFloat32, s), nil
+	case []Loc[int]:
+		return locVec(kLocInt, s), nil
+	case []Loc[int32]:
+		return locVec(kLocInt32, s), nil
+	case []Loc[int64]:
+		return locVec(kLocInt64, s), nil
+	}
+	if buf == nil {
+		return vec{}, fmt.Errorf("%w: nil %s buffer", ranks.ErrBuffer, what)
+	}
+	return vec{}, fmt.Errorf("%w: %s buffer of %T: collectives take slices of primitive types or Loc pairs", ranks.ErrBuffer, what, buf)
+}
+
+// kindOfElem returns the buffer kind whose elements have the dynamic type of e.
+func kindOfElem(e any) kind {
+	switch e.(type) {
+	case byte:
+		return kind(ranks.TypeByte)
+	case int8:
+		return kind(ranks.TypeInt8)
+	case int16:
+		return kind(ranks.TypeInt16)
+	case int32:
+		return kind(ranks.TypeInt32)
+	case int64:
+		return kind(ranks.TypeInt64)
+	case uint16:
+		return kind(ranks.TypeUint16)
+	case uint32:
+		return kind(ranks.TypeUint32)
+	case uint64:
+		return kind(ranks.TypeUint64)
+	case int:
+		return kind(ranks.TypeInt)
+	case uint:
+		return kind(ranks.TypeUint)
+	case float32:
+		return kind(ranks.TypeFloat32)
+	case float64:
+		return kind(ranks.TypeFloat64)
+	case complex64:
+		return kind(ranks.TypeComplex64)
+	case complex128:
+		return kind(ranks.TypeComplex128)
+	case bool:
+		return kind(ranks.TypeBool)
+	case Loc[float64]:
+		return kLocFloat64
+	case Loc[float32]:
+		return kLocFloat32
+	case Loc[int]:
+		return kLocInt
+	case Loc[int32]:
+		return kLocInt32
+	case Loc[int64]:
+		return kLocInt64
+	}
+	return kNone
+}
+
+func errTrunc(format string, a ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ranks.ErrTruncate}, a...)...)
+}
+
+func errArg(format string, a ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ranks.ErrArg}, a...)...)
+}
+
+func errType(a, b vec) error {
+	return fmt.Errorf("%w: send buffer of %s, receive buffer of %s", ranks.ErrType, a.k, b.k)
+}

@@ -1,0 +1,35 @@
+// Package collectives implements gompj's blocking collective operations (MPI_Barrier, Bcast, Reduce, Allreduce,
+// Gather(v), Scatter(v), Allgather(v), Alltoall(v), Reduce_scatter(_block), Scan, Exscan) over a ranks.Comm.
+//
+// Every call picks an algorithm at run time from a selection table (table.go) by the communicator's layout (all
+// members on this node, or spread over several nodes), its size and the message size, as FastMPJ does. Users
+// override the table with a file (GOMPJ_COLL_TABLE), per collective with GOMPJ_COLL_<NAME>=algo, or per
+// communicator and call site with Force. Describe prints the table for `gompj info`.
+//
+// Three families of algorithms:
+//
+//   - shared memory (shm.go), when every member of the communicator lives on this node: ranks publish pointers to
+//     their buffers in a structure the communicator's local members share (ranks.World.Shared) and copy or combine
+//     straight from each other's memory, one copy per byte; synchronisation is on atomic counters (a generation
+//     counting barrier and per-rank publication/acknowledgement counters) with the spin, yield, park waiting of
+//     queues.Policy, so 64 ranks on 2 cores neither burn the CPU nor deadlock. No locks on the hot path.
+//   - message based (p2p.go) over the communicator's collective context (Comm.Coll), so collective traffic never
+//     matches user point-to-point messages: dissemination barrier; binomial and scatter+allgather bcast; binomial
+//     reduce; recursive doubling, Rabenseifner and ring allreduce; ring, Bruck and recursive doubling allgather;
+//     Bruck and pairwise alltoall; linear and binomial gather/scatter; chain scan. Tags stay below
+//     MaxTag-ReservedTags. Every algorithm handles any communicator size.
+//   - node-aware (hier.go) for communicators spanning nodes: a shared-memory phase inside each node, an inter-node
+//     phase among one leader per node over point-to-point, then shared memory again.
+//
+// Buffers are primitive slices (ranks.ViewOf), slices of Loc pairs for MaxLoc/MinLoc, or (Bcast only) any
+// msgpack-encodable value passed as a pointer. Reductions dispatch once per call on the element type and the op to
+// a generic kernel: no interface call per element.
+//
+// What is checked, and what is not: buffer lengths against counts on the calling rank (ErrTruncate, ErrArg),
+// roots (ErrRoot), ops against element types (ErrOp), and, for shared-memory paths, lengths against the peer's
+// buffer, so a mismatch is an error and never an overrun. As in MPI, mismatched roots, ops or element types across
+// ranks are erroneous programs; gompj does not detect them all (element types are not compared across ranks on
+// message paths, where blocks travel as bytes), but it never writes outside the buffers it was given.
+//
+// Imports: ranks, queues, the standard library. Not node, not the root package.
+package collectives

@@ -1,0 +1,120 @@
+package collectives
+
+import (
+	"fmt"
+	"testing"
+
+	"gompj/node"
+	"gompj/ranks"
+)
+
+// The node-aware algorithms run in one process with a faked rank-to-node layout: ranks are dealt to nodes round
+// robin (so nodes are not contiguous in rank order), the node phases run in shared memory and the leaders talk
+// point to point.
+func TestHierarchicalFakeLayout(t *testing.T) {
+	for _, tc := range []struct{ np, nodes int }{{7, 3}, {8, 2}, {5, 5}, {6, 1}} {
+		t.Run(fmt.Sprintf("np%d_nodes%d", tc.np, tc.nodes), func(t *testing.T) {
+			err := node.Run(node.Config{Ranks: tc.np}, func(c *ranks.Comm) error {
+				nodes := tc.nodes
+				setLayout(c, func(w int) int { return w % nodes })
+				st := stateOf(c)
+				if st.local != (nodes == 1) || st.hierOK() != (nodes > 1 && nodes < tc.np) {
+					t.Errorf("layout: local %v hier %v", st.local, st.hierOK())
+				}
+				me, np := c.Rank(), c.Size()
+				for _, algo := range []string{"", "recursive_doubling", "ring"} {
+					for _, coll := range []string{"allreduce", "bcast", "reduce", "barrier"} {
+						a := algo
+						if coll != "allreduce" && algo != "" {
+							a = ""
+						}
+						if err := Force(c, coll, a); err != nil {
+							return err
+						}
+					}
+					if err := Barrier(c); err != nil {
+						return err
+					}
+					for _, n := range []int{0, 1, 7, 20000} {
+						x := make([]float64, n)
+						for i := range x {
+							x[i] = float64(me*3 + i%5)
+						}
+						y := make([]float64, n)
+						if err := Allreduce(c, x, y, Sum); err != nil {
+							return err
+						}
+						for i := range y {
+							if want := float64(3*np*(np-1)/2 + np*(i%5)); y[i] != want {
+								t.Errorf("%s allreduce n=%d [%d] = %v, want %v", algo, n, i, y[i], want)
+								break
+							}
+						}
+						for root := 0; root < np; root++ {
+							out := make([]float64, n)
+							if err := Reduce(c, x, out, Max, root); err != nil {
+								return err
+							}
+							if me == root && n > 0 && out[0] != float64((np-1)*3) {
+								t.Errorf("reduce root %d: %v", root, out[0])
+							}
+							b := make([]int32, n)
+							if me == root {
+								for i := range b {
+									b[i] = int32(root*100 + i)
+								}
+							}
+							if err := Bcast(c, b, root); err != nil {
+								return err
+							}
+							for i := range b {
+								if b[i] != int32(root*100+i) {
+									t.Errorf("bcast root %d n=%d: [%d] = %d", root, n, i, b[i])
+									break
+								}
+							}
+						}
+						// the other collectives take the flat message-based algorithms on a multi-node layout
+						all := make([]float64, n*np)
+						if err := Allgather(c, x, all); err != nil {
+							return err
+						}
+						for r := 0; r < np && n > 0; r++ {
+							if all[r*n] != float64(r*3) {
+								t.Errorf("allgather block %d: %v", r, all[r*n])
+							}
+						}
+						a2a := make([]float64, n*np)
+						if err := Alltoall(c, all, a2a); err != nil {
+							return err
+						}
+						for r := 0; r < np && n > 0; r++ {
+							if a2a[r*n] != float64(me*3) {
+								t.Errorf("alltoall block %d: %v", r, a2a[r*n])
+							}
+						}
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestTableParsing(t *testing.T) {
+	rules, err := parseTable("allreduce multi 2-16 0-64K ring # comment\nbcast * * 1M-* scatter_allgather\n", "test")
+	if err != nil || len(rules) != 2 || rules[0].bytesHi != 64<<10 || rules[1].bytesLo != 1<<20 {
+		t.Fatalf("%v %+v", err, rules)
+	}
+	if !rules[0].matches("allreduce", selCtx{np: 4, bytes: 100}) || rules[0].matches("allreduce", selCtx{local: true, np: 4}) {
+		t.Errorf("matching")
+	}
+	for _, bad := range []string{"allreduce * * * nope", "nope * * * ring", "allreduce x * * ring", "allreduce * a-b * ring", "allreduce * *"} {
+		if _, err := parseTable(bad, "bad"); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}

@@ -1,0 +1,643 @@
+package collectives
+
+import (
+	"gompj/ranks"
+)
+
+// Message-based algorithms, over the communicator's collective context. Blocks travel as bytes.
+
+// Tags on the collective context; all far below MaxTag-ReservedTags (communicator management's).
+const (
+	tagBarrier = iota + 1
+	tagBcast
+	tagReduce
+	tagAllreduce
+	tagGather
+	tagScatter
+	tagAllgather
+	tagAlltoall
+	tagReduceScatter
+	tagScan
+	tagHier
+)
+
+var _ = ranks.MaxTag - ranks.ReservedTags // the tags above must stay below this
+
+type p2p struct {
+	c          *ranks.Comm // on the collective context
+	rank, size int
+	st         *commState
+}
+
+func newP2P(c *ranks.Comm, st *commState) p2p {
+	return p2p{c: c.Coll(), rank: st.rank, size: st.size, st: st}
+}
+
+var empty = []byte{}
+
+func (p p2p) send(b []byte, dst, tag int) error { return p.c.Send(b, dst, tag) }
+
+func (p p2p) recv(b []byte, src, tag int) error {
+	_, err := p.c.Recv(b, src, tag)
+	return err
+}
+
+func (p p2p) sendrecv(s []byte, dst int, r []byte, src, tag int) error {
+	_, err := p.c.Sendrecv(s, dst, tag, r, src, tag)
+	return err
+}
+
+func waitAll(reqs []*ranks.Request) error { return ranks.Waitall(reqs...) }
+
+// --- barrier ---
+
+func (p p2p) dissemination() error {
+	for d := 1; d < p.size; d *= 2 {
+		if err := p.sendrecv(empty, (p.rank+d)%p.size, empty, (p.rank-d+p.size)%p.size, tagBarrier); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// --- bcast ---
+
+func (p p2p) binomialBcast(buf []byte, root int) error {
+	n := p.size
+	vr := (p.rank - root + n) % n
+	mask := 1
+	for mask < n {
+		if vr&mask != 0 {
+			if err := p.recv(buf, (p.rank-mask+n)%n, tagBcast); err != nil {
+				return err
+			}
+			break
+		}
+		mask <<= 1
+	}
+	var reqs []*ranks.Request
+	for mask >>= 1; mask > 0; mask >>= 1 {
+		if vr+mask < n {
+			r, err := p.c.Isend(buf, (p.rank+mask)%n, tagBcast)
+			if err != nil {
+				return err
+			}
+			reqs = append(reqs, r)
+		}
+	}
+	return waitAll(reqs)
+}
+
+func (p p2p) linearBcast(buf []byte, root int) error {
+	if p.rank != root {
+		return p.recv(buf, root, tagBcast)
+	}
+	reqs := make([]*ranks.Request, 0, p.size)
+	for i := 0; i < p.size; i++ {
+		if i != root {
+			r, err := p.c.Isend(buf, i, tagBcast)
+			if err != nil {
+				return err
+			}
+			reqs = append(reqs, r)
+		}
+	}
+	return waitAll(reqs)
+}
+
+// span returns the byte range of piece i of total bytes (elements of sz) cut into n pieces.
+func span(total, sz, n, i int) (lo, hi int) {
+	elems := total / sz
+	per, extra := elems/n, elems%n
+	lo = i*per + min(i, extra)
+	hi = lo + per
+	if i < extra {
+		hi++
+	}
+	return lo * sz, hi * sz
+}
+
+// scatterAllgatherBcast: the root hands piece i to rank i, then a ring allgather completes everybody (van de
+// Geijn): every link carries about 2 bytes per byte of the message, whatever the number of ranks.
+func (p p2p) scatterAllgatherBcast(buf []byte, sz, root int) error {
+	n := p.size
+	piece := func(i int) []byte {
+		lo, hi := span(len(buf), sz, n, (i-root+n)%n)
+		return buf[lo:hi]
+	}
+	if p.rank == root {
+		reqs := make([]*ranks.Request, 0, n)
+		for i := 0; i < n; i++ {
+			if i != root {
+				r, err := p.c.Isend(piece(i), i, tagBcast)
+				if err != nil {
+					return err
+				}
+				reqs = append(reqs, r)
+			}
+		}
+		if err := waitAll(reqs); err != nil {
+			return err
+		}
+	} else if err := p.recv(piece(p.rank), root, tagBcast); err != nil {
+		return err
+	}
+	right, left := (p.rank+1)%n, (p.rank-1+n)%n
+	for s := 0; s < n-1; s++ {
+		if err := p.sendrecv(piece((p.rank-s+n)%n), right, piece((p.rank-s-1+2*n)%n), left, tagBcast); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// --- reductions ---
+
+// combiner applies an op keeping rank order for non-commutative ops.
+type combiner struct {
+	k    kernel
+	comm bool
+}
+
+// left: acc = in op acc (in comes from lower ranks).
+func (cb combiner) left(acc, in []byte) { cb.k(acc, in) }
+
+// right: acc = acc op in (in comes from higher ranks); in is clobbered.
+func (cb combiner) right(acc, in []byte) {
+	if cb.comm {
+		cb.k(acc, in)
+		return
+	}
+	cb.k(in, acc)
+	copy(acc, in)
+}
+
+// binomialReduce combines into acc (holding this rank's contribution) and leaves the result in the root's acc.
+// Non-commutative ops are reduced to rank 0 in rank order and then sent to the root.
+func (p p2p) binomialReduce(cb combiner, acc []byte, root int) error {
+	n := p.size
+	r0 := root
+	if !cb.comm {
+		r0 = 0
+	}
+	vr := (p.rank - r0 + n) % n
+	tmp := make([]byte, len(acc))
+	for mask := 1; mask < n; mask <<= 1 {
+		if vr&mask == 0 {
+			if src := vr | mask; src < n {
+				if err := p.recv(tmp, (src+r0)%n, tagReduce); err != nil {
+					return err
+				}
+				cb.right(acc, tmp)
+			}
+		} else {
+			if err := p.send(acc, (vr&^mask+r0)%n, tagReduce); err != nil {
+				return err
+			}
+			break
+		}
+	}
+	if r0 != root {
+		if p.rank == r0 {
+			return p.send(acc, root, tagReduce)
+		}
+		if p.rank == root {
+			return p.recv(acc, r0, tagReduce)
+		}
+	}
+	return nil
+}
+
+func pof2Below(n int) int {
+	p := 1
+	for p*2 <= n {
+		p *= 2
+	}
+	return p
+}
+
+// fold: the first 2*rem ranks pair up so that a power of two of ranks remains; even ones hand their data to the
+// odd neighbour and sit out. It returns the rank among the remaining ones, or -1.
+func (p p2p) fold(cb combiner, acc, tmp []byte, tag int) (newrank, pof2, rem int, err error) {
+	n := p.size
+	pof2 = pof2Below(n)
+	rem = n - pof2
+	if p.rank < 2*rem {
+		if p.rank%2 == 0 {
+			return -1, pof2, rem, p.send(acc, p.rank+1, tag)
+		}
+		if err := p.recv(tmp, p.rank-1, tag); err != nil {
+			return 0, 0, 0, err
+		}
+		cb.left(acc, tmp)
+		return p.rank / 2, pof2, rem, nil
+	}
+	return p.rank - rem, pof2, rem, nil
+}
+
+func (p p2p) unfold(acc []byte, rem, tag int) error {
+	if p.rank < 2*rem {
+		if p.rank%2 == 1 {
+			return p.send(acc, p.rank-1, tag)
+		}
+		return p.recv(acc, p.rank+1, tag)
+	}
+	return nil
+}
+
+func realRank(newrank, rem int) int {
+	if newrank < rem {
+		return newrank*2 + 1
+	}
+	return newrank + rem
+}
+
+// recursiveDoubling allreduce on acc (this rank's contribution, then the result); keeps rank order.
+func (p p2p) recursiveDoubling(cb combiner, acc []byte) error {
+	tmp := make([]byte, len(acc))
+	newrank, pof2, rem, err := p.fold(cb, acc, tmp, tagAllreduce)
+	if err != nil {
+		return err
+	}
+	if newrank >= 0 {
+		for mask := 1; mask < pof2; mask <<= 1 {
+			dst := realRank(newrank^mask, rem)
+			if err := p.sendrecv(acc, dst, tmp, dst, tagAllreduce); err != nil {
+				return err
+			}
+			if dst < p.rank {
+				cb.left(acc, tmp)
+			} else {
+				cb.right(acc, tmp)
+			}
+		}
+	}
+	return p.unfold(acc, rem, tagAllreduce)
+}
+
+// rabenseifner allreduce (commutative ops): reduce-scatter by recursive halving, allgather by recursive doubling.
+func (p p2p) rabenseifner(cb combiner, acc []byte, sz int) error {
+	tmp := make([]byte, len(acc))
+	newrank, pof2, rem, err := p.fold(cb, acc, tmp, tagAllreduce)
+	if err != nil {
+		return err
+	}
+	if newrank >= 0 {
+		disp := make([]int, pof2+1)
+		for i := 0; i < pof2; i++ {
+			_, disp[i+1] = span(len(acc), sz, pof2, i)
+		}
+		sendIdx, recvIdx, lastIdx := 0, 0, pof2
+		mask := 1
+		for ; mask < pof2; mask <<= 1 {
+			newdst := newrank ^ mask
+			dst := realRank(newdst, rem)
+			var sLo, sHi, rLo, rHi int
+			if newrank < newdst {
+				sendIdx = recvIdx + pof2/(mask*2)
+				sLo, sHi, rLo, rHi = sendIdx, lastIdx, recvIdx, sendIdx
+			} else {
+				recvIdx = sendIdx + pof2/(mask*2)
+				sLo, sHi, rLo, rHi = sendIdx, recvIdx, recvIdx, lastIdx
+			}
+			r := tmp[disp[rLo]:disp[rHi]]
+			if err := p.sendrecv(acc[disp[sLo]:disp[sHi]], dst, r, dst, tagAllreduce); err != nil {
+				return err
+			}
+			cb.k(acc[disp[rLo]:disp[rHi]], r)
+			sendIdx = recvIdx
+			if mask*2 < pof2 {
+				lastIdx = recvIdx + pof2/(mask*2)
+			}
+		}
+		for mask >>= 1; mask > 0; mask >>= 1 {
+			newdst := newrank ^ mask
+			dst := realRank(newdst, rem)
+			var sLo, sHi, rLo, rHi int
+			if newrank < newdst {
+				if mask != pof2/2 {
+					lastIdx += pof2 / (mask * 2)
+				}
+				recvIdx = sendIdx + pof2/(mask*2)
+				sLo, sHi, rLo, rHi = sendIdx, recvIdx, recvIdx, lastIdx
+			} else {
+				recvIdx = sendIdx - pof2/(mask*2)
+				sLo, sHi, rLo, rHi = sendIdx, lastIdx, recvIdx, sendIdx
+			}
+			if err := p.sendrecv(acc[disp[sLo]:disp[sHi]], dst, acc[disp[rLo]:disp[rHi]], dst, tagAllreduce); err != nil {
+				return err
+			}
+			if newrank > newdst {
+				sendIdx = recvIdx
+			}
+		}
+	}
+	return p.unfold(acc, rem, tagAllreduce)
+}
+
+// ringReduceScatter leaves piece `target(r)` fully reduced at rank r: piece i of acc is span(i); after it, rank r
+// owns piece (r + shift) mod n.
+func (p p2p) ringReduceScatter(cb combiner, acc []byte, piece func(i int) []byte, shift int, tag int) error {
+	n := p.size
+	right, left := (p.rank+1)%n, (p.rank-1+n)%n
+	tmp := make([]byte, 0)
+	for s := 0; s < n-1; s++ {
+		si := ((p.rank-s-1+shift)%n + 2*n) % n
+		ri := ((p.rank-s-2+shift)%n + 2*n) % n
+		in := piece(ri)
+		if cap(tmp) < len(in) {
+			tmp = make([]byte, len(in))
+		}
+		t := tmp[:len(in)]
+		if err := p.sendrecv(piece(si), right, t, left, tag); err != nil {
+			return err
+		}
+		cb.k(in, t)
+	}
+	return nil
+}
+
+// ring allreduce (commutative ops): ring reduce-scatter, then ring allgather; bandwidth-optimal.
+func (p p2p) ringAllreduce(cb combiner, acc []byte, sz int) error {
+	n := p.size
+	piece := func(i int) []byte {
+		lo, hi := span(len(acc), sz, n, i)
+		return acc[lo:hi]
+	}
+	if err := p.ringReduceScatter(cb, acc, piece, 0, tagAllreduce); err != nil {
+		return err
+	}
+	// rank r owns piece r; allgather it around the ring
+	right, left := (p.rank+1)%n, (p.rank-1+n)%n
+	for s := 0; s < n-1; s++ {
+		if err := p.sendrecv(piece((p.rank-s+n)%n), right, piece((p.rank-s-1+2*n)%n), left, tagAllreduce); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// --- gather, scatter ---
+
+// linearGatherv: blocks land in recv at the root; send is this rank's block (nil at an in-place root).
+func (p p2p) linearGatherv(send []byte, recv []byte, counts, displs []int, sz, blockBytes, root int) error {
+	if p.rank != root {
+		return p.send(send, root, tagGather)
+	}
+	reqs := make([]*ranks.Request, 0, p.size)
+	for i := 0; i < p.size; i++ {
+		b := blockOf(recv, counts, displs, sz, i, blockBytes)
+		if i == root {
+			if send != nil {
+				if len(send) > len(b) {
+					return errTrunc("gather: %d bytes from the root into a block of %d", len(send), len(b))
+				}
+				copy(b, send)
+			}
+			continue
+		}
+		r, err := p.c.Irecv(b, i, tagGather)
+		if err != nil {
+			return err
+		}
+		reqs = append(reqs, r)
+	}
+	return waitAll(reqs)
+}
+
+func (p p2p) linearScatterv(send []byte, counts, displs []int, sz int, recv []byte, blockBytes, root int) error {
+	if p.rank != root {
+		return p.recv(recv, root, tagScatter)
+	}
+	reqs := make([]*ranks.Request, 0, p.size)
+	for i := 0; i < p.size; i++ {
+		b := blockOf(send, counts, displs, sz, i, blockBytes)
+		if i == root {
+			if recv != nil {
+				if len(b) > len(recv) {
+					return errTrunc("scatter: %d bytes for the root into a buffer of %d", len(b), len(recv))
+				}
+				copy(recv, b)
+			}
+			continue
+		}
+		r, err := p.c.Isend(b, i, tagScatter)
+		if err != nil {
+			return err
+		}
+		reqs = append(reqs, r)
+	}
+	return waitAll(reqs)
+}
+
+// binomialGather of equal blocks: subtrees are gathered in relative-rank order into tmp, then the root rotates.
+func (p p2p) binomialGather(send []byte, recv []byte, blk, root int) error {
+	n := p.size
+	vr := (p.rank - root + n) % n
+	tmp := make([]byte, blk*n)
+	copy(tmp, send)
+	have := 1
+	for mask := 1; mask < n; mask <<= 1 {
+		if vr&mask == 0 {
+			src := vr | mask
+			if src < n {
+				cnt := min(mask, n-src)
+				if err := p.recv(tmp[mask*blk:(mask+cnt)*blk], (src+root)%n, tagGather); err != nil {
+					return err
+				}
+				have += cnt
+			}
+		} else {
+			return p.send(tmp[:have*blk], (vr&^mask+root)%n, tagGather)
+		}
+	}
+	for i := 0; i < n; i++ {
+		copy(recv[((i+root)%n)*blk:], tmp[i*blk:(i+1)*blk])
+	}
+	return nil
+}
+
+func (p p2p) binomialScatter(send []byte, recv []byte, blk, root int) error {
+	n := p.size
+	vr := (p.rank - root + n) % n
+	tmp := make([]byte, blk*n)
+	mask := 1
+	if vr == 0 {
+		for i := 0; i < n; i++ {
+			copy(tmp[i*blk:(i+1)*blk], send[((i+root)%n)*blk:])
+		}
+		for mask < n {
+			mask <<= 1
+		}
+	} else {
+		for ; mask < n; mask <<= 1 {
+			if vr&mask != 0 {
+				cnt := min(mask, n-vr)
+				if err := p.recv(tmp[:cnt*blk], (p.rank-mask+n)%n, tagScatter); err != nil {
+					return err
+				}
+				break
+			}
+		}
+	}
+	var reqs []*ranks.Request
+	for mask >>= 1; mask > 0; mask >>= 1 {
+		if vr+mask < n {
+			cnt := min(mask, n-vr-mask)
+			r, err := p.c.Isend(tmp[mask*blk:(mask+cnt)*blk], (p.rank+mask)%n, tagScatter)
+			if err != nil {
+				return err
+			}
+			reqs = append(reqs, r)
+		}
+	}
+	if err := waitAll(reqs); err != nil {
+		return err
+	}
+	if recv != nil {
+		copy(recv, tmp[:blk])
+	}
+	return nil
+}
+
+// --- allgather ---
+
+// ringAllgatherv: this rank's block is already in place in recv.
+func (p p2p) ringAllgatherv(recv []byte, counts, displs []int, sz, blk int) error {
+	n := p.size
+	right, left := (p.rank+1)%n, (p.rank-1+n)%n
+	for s := 0; s < n-1; s++ {
+		sb := blockOf(recv, counts, displs, sz, (p.rank-s+n)%n, blk)
+		rb := blockOf(recv, counts, displs, sz, (p.rank-s-1+2*n)%n, blk)
+		if err := p.sendrecv(sb, right, rb, left, tagAllgather); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bruckAllgather: ceil(log2 n) steps for any n; this rank's block is in place in recv.
+func (p p2p) bruckAllgather(recv []byte, blk int) error {
+	n := p.size
+	tmp := make([]byte, n*blk)
+	copy(tmp, recv[p.rank*blk:(p.rank+1)*blk])
+	for pof := 1; pof < n; pof *= 2 {
+		cnt := min(pof, n-pof)
+		if err := p.sendrecv(tmp[:cnt*blk], (p.rank-pof+n)%n, tmp[pof*blk:(pof+cnt)*blk], (p.rank+pof)%n, tagAllgather); err != nil {
+			return err
+		}
+	}
+	for i := 0; i < n; i++ {
+		copy(recv[((p.rank+i)%n)*blk:], tmp[i*blk:(i+1)*blk])
+	}
+	return nil
+}
+
+// recursiveDoublingAllgather for a power-of-two size (others use Bruck's).
+func (p p2p) recursiveDoublingAllgather(recv []byte, blk int) error {
+	n := p.size
+	if n&(n-1) != 0 {
+		return p.bruckAllgather(recv, blk)
+	}
+	for mask := 1; mask < n; mask <<= 1 {
+		partner := p.rank ^ mask
+		mine := p.rank &^ (mask - 1)
+		theirs := partner &^ (mask - 1)
+		if err := p.sendrecv(recv[mine*blk:(mine+mask)*blk], partner, recv[theirs*blk:(theirs+mask)*blk], partner, tagAllgather); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// --- alltoall ---
+
+func (p p2p) pairwiseAlltoallv(send []byte, scounts, sdispls []int, recv []byte, rcounts, rdispls []int, sz, blk int) error {
+	n := p.size
+	for i := 0; i < n; i++ {
+		dst, src := (p.rank+i)%n, (p.rank-i+n)%n
+		sb := blockOf(send, scounts, sdispls, sz, dst, blk)
+		rb := blockOf(recv, rcounts, rdispls, sz, src, blk)
+		if i == 0 {
+			if len(sb) > len(rb) {
+				return errTrunc("alltoall: %d bytes to self into a block of %d", len(sb), len(rb))
+			}
+			copy(rb, sb)
+			continue
+		}
+		if err := p.sendrecv(sb, dst, rb, src, tagAlltoall); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bruckAlltoall: ceil(log2 n) steps, each moving about half the data; for small blocks.
+func (p p2p) bruckAlltoall(send, recv []byte, blk int) error {
+	n := p.size
+	tmp := make([]byte, n*blk)
+	for i := 0; i < n; i++ {
+		copy(tmp[i*blk:(i+1)*blk], send[((p.rank+i)%n)*blk:])
+	}
+	pack := make([]byte, 0, (n/2+1)*blk)
+	in := make([]byte, (n/2+1)*blk)
+	for pof := 1; pof < n; pof <<= 1 {
+		pack = pack[:0]
+		cnt := 0
+		for i := 0; i < n; i++ {
+			if i&pof != 0 {
+				pack = append(pack, tmp[i*blk:(i+1)*blk]...)
+				cnt++
+			}
+		}
+		if err := p.sendrecv(pack, (p.rank+pof)%n, in[:cnt*blk], (p.rank-pof+n)%n, tagAlltoall); err != nil {
+			return err
+		}
+		j := 0
+		for i := 0; i < n; i++ {
+			if i&pof != 0 {
+				copy(tmp[i*blk:(i+1)*blk], in[j*blk:(j+1)*blk])
+				j++
+			}
+		}
+	}
+	for i := 0; i < n; i++ {
+		copy(recv[((p.rank-i+n)%n)*blk:], tmp[i*blk:(i+1)*blk])
+	}
+	return nil
+}
+
+// --- scan ---
+
+// chainScan: rank i receives the prefix of ranks < i from rank i-1 and passes on its own.
+func (p p2p) chainScan(cb combiner, src, dst []byte, exclusive bool) error {
+	n := p.size
+	if !exclusive {
+		copy(dst, src)
+		if p.rank > 0 {
+			tmp := make([]byte, len(src))
+			if err := p.recv(tmp, p.rank-1, tagScan); err != nil {
+				return err
+			}
+			cb.left(dst, tmp)
+		}
+		if p.rank < n-1 {
+			return p.send(dst, p.rank+1, tagScan)
+		}
+		return nil
+	}
+	mine := src
+	if p.rank > 0 {
+		if err := p.recv(dst, p.rank-1, tagScan); err != nil {
+			return err
+		}
+		if p.rank < n-1 {
+			mine = append([]byte(nil), src...)
+			cb.left(mine, dst)
+		}
+	}
+	if p.rank < n-1 {
+		return p.send(mine, p.rank+1, tagScan)
+	}
+	return nil
+}

@@ -1,0 +1,581 @@
+package collectives
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"gompj/queues"
+	"gompj/ranks"
+)
+
+// Shared-memory collectives for a communicator whose members all live on this node.
+//
+// The members share one shmComm (ranks.World.Shared, keyed by the communicator's context). Each member owns one
+// slot in it, where it publishes slices of its buffers; the others copy or combine straight from them. Two kinds
+// of synchronisation, both on atomic counters:
+//
+//   - a counting barrier: arrivals is monotone and phase p is complete once it reaches p*n. A rank arrives at
+//     phase p+1 only after it saw phase p complete, so no reset (sense reversal) is ever needed: the phase number
+//     plays the part of the sense. Whatever a rank wrote before arriving is visible to every rank that saw the
+//     phase complete (sync/atomic orders it), so buffers published before a barrier may be read after it.
+//   - publication and acknowledgement: a slot's gen is set to the operation's sequence number once its buffers
+//     are published (a root's, say), readers wait for it; readers then add to the slot's acks, and the owner
+//     waits for as many acknowledgements as readers before returning, so its buffer is not reused while read.
+//     Every member counts the expected acknowledgements of every slot identically (acksExpected).
+//
+// Waiting spins and yields per queues.Policy, then parks on the communicator's event; the rank that completes a
+// condition wakes the parked ranks. No lock is taken unless somebody parked.
+
+const cacheLine = 128
+
+type shmSlot struct {
+	gen  atomic.Uint64
+	acks atomic.Uint64
+	_    [cacheLine - 16]byte
+
+	// Written by the owner before it publishes (gen) or arrives at a barrier, read by the others after.
+	src, dst []byte
+	counts   []int // v variants: counts and displacements in elements
+	displs   []int
+	blk      int       // gather, scatter: the root's block size in bytes
+	stage    [2][]byte // small-message staging, double-buffered by barrier phase parity
+	_        [cacheLine]byte
+}
+
+type shmComm struct {
+	n        int
+	arrivals atomic.Uint64
+	_        [cacheLine - 8]byte
+	ev       event
+	slots    []shmSlot
+}
+
+func newShmComm(n int) *shmComm { return &shmComm{n: n, slots: make([]shmSlot, n)} }
+
+// shmRank is a member's private bookkeeping (only its own goroutine touches it).
+type shmRank struct {
+	seq          uint64   // shared-memory operations started
+	phase        uint64   // barrier phases passed
+	acksExpected []uint64 // per slot: acknowledgements it will have received once the current reads are done
+	pref         []byte   // exscan: this rank's inclusive prefix
+}
+
+// event parks waiters until a notify.
+type event struct {
+	parked atomic.Bool
+	mu     sync.Mutex
+	ch     chan struct{}
+}
+
+func (e *event) notify() {
+	if e.parked.Load() {
+		e.mu.Lock()
+		if e.ch != nil {
+			close(e.ch)
+			e.ch = nil
+		}
+		e.parked.Store(false)
+		e.mu.Unlock()
+	}
+}
+
+// wait waits for cond per the policy; false means the job aborted.
+func (e *event) wait(cond func() bool, p *queues.Policy, abort <-chan struct{}) bool {
+	if p.SpinFor(cond) {
+		return true
+	}
+	for {
+		e.mu.Lock()
+		e.parked.Store(true) // before the check: a notifier that changed cond after it sees the flag
+		if cond() {
+			e.mu.Unlock()
+			return true
+		}
+		if e.ch == nil {
+			e.ch = make(chan struct{})
+		}
+		ch := e.ch
+		e.mu.Unlock()
+		select {
+		case <-ch:
+		case <-abort:
+			return cond()
+		}
+		if cond() {
+			return true
+		}
+	}
+}
+
+// shmOp is one member's view of one shared-memory operation.
+type shmOp struct {
+	s    *shmComm
+	me   *shmRank
+	rank int
+	w    *ranks.World
+}
+
+func (st *commState) shmOp(c *ranks.Comm) shmOp {
+	return shmOp{s: st.shm, me: st.me, rank: st.rank, w: c.World()}
+}
+
+func (o shmOp) aborted() error {
+	return fmt.Errorf("%w: %v", ranks.ErrAborted, o.w.AbortCause())
+}
+
+func (o shmOp) wait(cond func() bool) error {
+	if !o.s.ev.wait(cond, o.w.Policy(), o.w.AbortCh()) {
+		return o.aborted()
+	}
+	return nil
+}
+
+// barrier: arrive at the next phase and wait until everyone has.
+func (o shmOp) barrier() error {
+	o.me.phase++
+	target := o.me.phase * uint64(o.s.n)
+	if o.s.arrivals.Add(1) == target {
+		o.s.ev.notify()
+		return nil
+	}
+	a := &o.s.arrivals
+	return o.wait(func() bool { return a.Load() >= target })
+}
+
+// next starts an operation and returns its sequence number.
+func (o shmOp) next() uint64 {
+	o.me.seq++
+	return o.me.seq
+}
+
+func (o shmOp) publish(g uint64) {
+	o.s.slots[o.rank].gen.Store(g)
+	o.s.ev.notify()
+}
+
+func (o shmOp) waitPublished(j int, g uint64) error {
+	gen := &o.s.slots[j].gen
+	if gen.Load() >= g {
+		return nil
+	}
+	return o.wait(func() bool { return gen.Load() >= g })
+}
+
+// expectAcks records that k reads of slot j's buffers are coming (every member calls it alike).
+func (o shmOp) expectAcks(j, k int) { o.me.acksExpected[j] += uint64(k) }
+
+func (o shmOp) ack(j int) {
+	if o.s.slots[j].acks.Add(1) == o.me.acksExpected[j] {
+		o.s.ev.notify()
+	}
+}
+
+func (o shmOp) waitAcks() error {
+	acks, want := &o.s.slots[o.rank].acks, o.me.acksExpected[o.rank]
+	if acks.Load() >= want {
+		return nil
+	}
+	return o.wait(func() bool { return acks.Load() >= want })
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// --- barrier, bcast, scatter, gather ---
+
+func (o shmOp) Barrier() error { return o.barrier() }
+
+func (o shmOp) Bcast(buf []byte, root int) error {
+	g := o.next()
+	o.expectAcks(root, o.s.n-1)
+	if o.rank == root {
+		o.s.slots[root].src = buf
+		o.publish(g)
+		return o.waitAcks()
+	}
+	if err := o.waitPublished(root, g); err != nil {
+		return err
+	}
+	src := o.s.slots[root].src
+	var err error
+	if len(src) > len(buf) {
+		err = errTrunc("bcast of %d bytes from root %d into a buffer of %d", len(src), root, len(buf))
+	} else {
+		copy(buf, src)
+	}
+	o.ack(root)
+	return err
+}
+
+// Scatterv: the root's send holds counts[i] elements of size sz for rank i at displs[i] (nil displs: packed in
+// rank order, nil counts: len(recv) each). recv nil at the root means in place.
+func (o shmOp) Scatterv(send []byte, counts, displs []int, sz, blk int, recv []byte, inPlace bool, root int) error {
+	g := o.next()
+	o.expectAcks(root, o.s.n-1)
+	if o.rank == root {
+		sl := &o.s.slots[root]
+		sl.src, sl.counts, sl.displs, sl.blk = send, counts, displs, blk
+		o.publish(g)
+		var err error
+		if !inPlace {
+			b := blockOf(send, counts, displs, sz, root, blk)
+			if len(b) > len(recv) {
+				err = errTrunc("scatter: %d bytes for the root into a buffer of %d", len(b), len(recv))
+			} else {
+				copy(recv, b)
+			}
+		}
+		return firstErr(o.waitAcks(), err)
+	}
+	if err := o.waitPublished(root, g); err != nil {
+		return err
+	}
+	sl := &o.s.slots[root]
+	b := blockOf(sl.src, sl.counts, sl.displs, sz, o.rank, sl.blk)
+	var err error
+	if len(b) > len(recv) {
+		err = errTrunc("scatter: %d bytes for rank %d into a buffer of %d", len(b), o.rank, len(recv))
+	} else {
+		copy(recv, b)
+	}
+	o.ack(root)
+	return err
+}
+
+// blockOf returns rank i's block of buf: counts/displs in elements of sz bytes; without counts, blocks of
+// blockBytes packed in rank order.
+func blockOf(buf []byte, counts, displs []int, sz, i, blockBytes int) []byte {
+	if counts == nil {
+		return buf[i*blockBytes : (i+1)*blockBytes]
+	}
+	d := 0
+	if displs != nil {
+		d = displs[i]
+	} else {
+		for j := 0; j < i; j++ {
+			d += counts[j]
+		}
+	}
+	return buf[d*sz : (d+counts[i])*sz]
+}
+
+// Gatherv: the mirror of Scatterv. send nil at the root means in place.
+func (o shmOp) Gatherv(send []byte, inPlace bool, recv []byte, counts, displs []int, sz, blk int, root int) error {
+	g := o.next()
+	o.expectAcks(root, o.s.n-1)
+	if o.rank == root {
+		sl := &o.s.slots[root]
+		sl.dst, sl.counts, sl.displs, sl.blk = recv, counts, displs, blk
+		o.publish(g)
+		var err error
+		if !inPlace {
+			b := blockOf(recv, counts, displs, sz, root, blk)
+			if len(send) > len(b) {
+				err = errTrunc("gather: %d bytes from the root into a block of %d", len(send), len(b))
+			} else {
+				copy(b, send)
+			}
+		}
+		return firstErr(o.waitAcks(), err)
+	}
+	if err := o.waitPublished(root, g); err != nil {
+		return err
+	}
+	sl := &o.s.slots[root]
+	b := blockOf(sl.dst, sl.counts, sl.displs, sz, o.rank, sl.blk)
+	var err error
+	if len(send) > len(b) {
+		err = errTrunc("gather: %d bytes from rank %d into a block of %d", len(send), o.rank, len(b))
+	} else {
+		copy(b, send)
+	}
+	o.ack(root)
+	return err
+}
+
+// --- allgather, alltoall ---
+
+// Allgatherv: rank i's src lands in every recv at its block. src nil means in place (already in recv).
+func (o shmOp) Allgatherv(src []byte, inPlace bool, recv []byte, counts, displs []int, sz, blockBytes int) error {
+	n := o.s.n
+	sl := &o.s.slots[o.rank]
+	if inPlace {
+		src = blockOf(recv, counts, displs, sz, o.rank, blockBytes)
+	}
+	sl.src = src
+	if err := o.barrier(); err != nil {
+		return err
+	}
+	var err error
+	for k := 1; k <= n; k++ {
+		j := (o.rank + k) % n // start with the next rank: spreads the readers over the sources
+		if j == o.rank && inPlace {
+			continue
+		}
+		b := blockOf(recv, counts, displs, sz, j, blockBytes)
+		s := o.s.slots[j].src
+		if len(s) > len(b) {
+			err = errTrunc("allgather: %d bytes from rank %d into a block of %d", len(s), j, len(b))
+			continue
+		}
+		copy(b, s)
+	}
+	return firstErr(o.barrier(), err)
+}
+
+// Alltoallv: send's block j goes to rank j's recv block o.rank.
+func (o shmOp) Alltoallv(send []byte, scounts, sdispls []int, recv []byte, rcounts, rdispls []int, sz, blockBytes int) error {
+	n := o.s.n
+	sl := &o.s.slots[o.rank]
+	sl.src, sl.counts, sl.displs, sl.blk = send, scounts, sdispls, blockBytes
+	if err := o.barrier(); err != nil {
+		return err
+	}
+	var err error
+	for k := 0; k < n; k++ {
+		j := (o.rank + k) % n
+		p := &o.s.slots[j]
+		if p.counts == nil && len(p.src) < n*p.blk {
+			err = errArg("alltoall: rank %d sends %d bytes, not %d blocks of %d", j, len(p.src), n, p.blk)
+			continue
+		}
+		s := blockOf(p.src, p.counts, p.displs, sz, o.rank, p.blk)
+		b := blockOf(recv, rcounts, rdispls, sz, j, blockBytes)
+		if len(s) > len(b) {
+			err = errTrunc("alltoall: %d bytes from rank %d into a block of %d", len(s), j, len(b))
+			continue
+		}
+		copy(b, s)
+	}
+	return firstErr(o.barrier(), err)
+}
+
+// --- reductions ---
+
+const (
+	reduceBlock    = 4 << 10  // bytes combined at a time, in L1
+	minReduceChunk = 16 << 10 // smallest share of a reduction given to one rank
+	stageLimit     = 4 << 10  // allreduce through staging copies (one barrier) up to this size
+)
+
+// combineInto computes, for bytes [lo, hi) of the vectors, srcs[0] op srcs[1] op ... op srcs[n-1] (rank order),
+// block by block through acc, and writes each block to every dst.
+func combineInto(k kernel, srcs func(i int) []byte, n int, lo, hi, sz int, acc []byte, base int, dsts func(yield func([]byte))) {
+	bs := (reduceBlock / sz) * sz
+	if bs == 0 {
+		bs = sz
+	}
+	for a := lo; a < hi; a += bs {
+		b := min(a+bs, hi)
+		t := acc[:b-a]
+		copy(t, srcs(n - 1)[a:b])
+		for i := n - 2; i >= 0; i-- {
+			k(t, srcs(i)[a:b])
+		}
+		dsts(func(d []byte) { copy(d[a-base:b-base], t) })
+	}
+}
+
+// chunk returns the byte range of the reduction of total bytes (elements of sz) that member i computes, with n
+// members sharing it in chunks of at least minReduceChunk, starting at member first.
+func chunk(total, sz, n, i, first int) (lo, hi int) {
+	parts := min(n, max(1, total/minReduceChunk))
+	p := (i - first + n) % n
+	if p >= parts {
+		return 0, 0
+	}
+	elems := total / sz
+	per, extra := elems/parts, elems%parts
+	loE := p*per + min(p, extra)
+	hiE := loE + per
+	if p < extra {
+		hiE++
+	}
+	return loE * sz, hiE * sz
+}
+
+func (o shmOp) checkLengths(what string, total int) error {
+	for j := range o.s.slots {
+		if l := len(o.s.slots[j].src); l != total {
+			return errArg("%s: rank %d contributes %d bytes, rank %d %d", what, o.rank, total, j, l)
+		}
+	}
+	return nil
+}
+
+// Reduce combines every member's src into the root's dst. At the root, src may alias dst (in place).
+func (o shmOp) Reduce(k kernel, src, dst []byte, sz, root int, st *commState) error {
+	n := o.s.n
+	sl := &o.s.slots[o.rank]
+	sl.src = src
+	if o.rank == root {
+		sl.dst = dst
+	}
+	if err := o.barrier(); err != nil {
+		return err
+	}
+	total := len(src)
+	err := o.checkLengths("reduce", total)
+	if err == nil && len(o.s.slots[root].dst) < total {
+		err = errTrunc("reduce: %d bytes into a root buffer of %d", total, len(o.s.slots[root].dst))
+	}
+	if err == nil {
+		if lo, hi := chunk(total, sz, n, o.rank, root); hi > lo {
+			rd := o.s.slots[root].dst
+			combineInto(k, func(i int) []byte { return o.s.slots[i].src }, n, lo, hi, sz, st.scratch(reduceBlock+sz),
+				0, func(yield func([]byte)) { yield(rd) })
+		}
+	}
+	return firstErr(o.barrier(), err)
+}
+
+// Allreduce: every member's dst gets the combination of all srcs. src may alias dst (in place).
+func (o shmOp) Allreduce(k kernel, src, dst []byte, sz int, st *commState) error {
+	n := o.s.n
+	total := len(src)
+	if len(dst) < total {
+		return errTrunc("allreduce: %d bytes into a buffer of %d", total, len(dst))
+	}
+	sl := &o.s.slots[o.rank]
+	if total <= stageLimit {
+		par := (o.me.phase + 1) & 1
+		if cap(sl.stage[par]) < total {
+			sl.stage[par] = make([]byte, total, max(total, 64))
+		}
+		sl.stage[par] = sl.stage[par][:total]
+		copy(sl.stage[par], src)
+		if err := o.barrier(); err != nil {
+			return err
+		}
+		for j := range o.s.slots {
+			if l := len(o.s.slots[j].stage[par]); l != total {
+				return errArg("allreduce: rank %d contributes %d bytes, rank %d %d", o.rank, total, j, l)
+			}
+		}
+		out := dst[:total]
+		copy(out, o.s.slots[n-1].stage[par])
+		for i := n - 2; i >= 0; i-- {
+			k(out, o.s.slots[i].stage[par])
+		}
+		return nil
+	}
+	sl.src, sl.dst = src, dst
+	if err := o.barrier(); err != nil {
+		return err
+	}
+	err := o.checkLengths("allreduce", total)
+	if err == nil {
+		for j := range o.s.slots {
+			if len(o.s.slots[j].dst) < total {
+				err = errTrunc("allreduce: %d bytes into rank %d's buffer of %d", total, j, len(o.s.slots[j].dst))
+			}
+		}
+	}
+	if err == nil {
+		if lo, hi := chunk(total, sz, n, o.rank, 0); hi > lo {
+			combineInto(k, func(i int) []byte { return o.s.slots[i].src }, n, lo, hi, sz, st.scratch(reduceBlock+sz),
+				0, func(yield func([]byte)) {
+					for j := range o.s.slots {
+						yield(o.s.slots[(o.rank+j)%n].dst)
+					}
+				})
+		}
+	}
+	return firstErr(o.barrier(), err)
+}
+
+// ReduceScatter: member i's dst gets block i (counts in elements) of the combination of all srcs.
+func (o shmOp) ReduceScatter(k kernel, src, dst []byte, counts []int, sz int, st *commState) error {
+	n := o.s.n
+	o.s.slots[o.rank].src = src
+	if err := o.barrier(); err != nil {
+		return err
+	}
+	err := o.checkLengths("reduce_scatter", len(src))
+	if err == nil {
+		lo := 0
+		for j := 0; j < o.rank; j++ {
+			lo += counts[j] * sz
+		}
+		hi := lo + counts[o.rank]*sz
+		if hi > len(src) {
+			err = errArg("reduce_scatter: counts add up to more than the %d bytes sent", len(src))
+		} else if hi-lo > len(dst) {
+			err = errTrunc("reduce_scatter: %d bytes into a buffer of %d", hi-lo, len(dst))
+		} else if hi > lo {
+			combineInto(k, func(i int) []byte { return o.s.slots[i].src }, n, lo, hi, sz, st.scratch(reduceBlock+sz),
+				lo, func(yield func([]byte)) { yield(dst) })
+		}
+	}
+	return firstErr(o.barrier(), err)
+}
+
+// Scan (inclusive, or exclusive): a chain; rank i combines rank i-1's prefix with its own contribution, reading
+// it straight from rank i-1's memory. src may alias dst (in place).
+func (o shmOp) Scan(k kernel, src, dst []byte, exclusive bool) error {
+	n := o.s.n
+	g := o.next()
+	for j := 0; j < n-1; j++ {
+		o.expectAcks(j, 1)
+	}
+	total := len(src)
+	if len(dst) < total {
+		return errTrunc("scan: %d bytes into a buffer of %d", total, len(dst))
+	}
+	dst = dst[:total]
+	var err error
+	var mine []byte // what this rank publishes: its inclusive prefix
+	if !exclusive {
+		if total > 0 && &src[0] != &dst[0] {
+			copy(dst, src)
+		}
+		if o.rank > 0 {
+			if err := o.waitPublished(o.rank-1, g); err != nil {
+				return err
+			}
+			prev := o.s.slots[o.rank-1].dst
+			if len(prev) != total {
+				err = errArg("scan: rank %d contributes %d bytes, rank %d %d", o.rank, total, o.rank-1, len(prev))
+			} else {
+				k(dst, prev)
+			}
+			o.ack(o.rank - 1)
+		}
+		mine = dst
+	} else {
+		mine = src
+		if o.rank > 0 {
+			if err := o.waitPublished(o.rank-1, g); err != nil {
+				return err
+			}
+			prev := o.s.slots[o.rank-1].dst
+			if len(prev) != total {
+				err = errArg("exscan: rank %d contributes %d bytes, rank %d %d", o.rank, total, o.rank-1, len(prev))
+			} else {
+				copy(dst, prev)
+			}
+			o.ack(o.rank - 1)
+			if o.rank < n-1 && err == nil {
+				if cap(o.me.pref) < total {
+					o.me.pref = make([]byte, total)
+				}
+				mine = o.me.pref[:total]
+				copy(mine, src)
+				k(mine, dst)
+			}
+		}
+	}
+	if o.rank < n-1 {
+		o.s.slots[o.rank].dst = mine
+		o.publish(g)
+		err = firstErr(o.waitAcks(), err)
+	}
+	return err
+}

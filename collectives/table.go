@@ -1,0 +1,437 @@
+package collectives
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"gompj/ranks"
+)
+
+// The selection table. Each rule reads
+//
+//	<collective> <layout> <ranks> <bytes> <algorithm>
+//
+// layout is local (every member on this node), multi (members on several nodes) or *; ranks and bytes are
+// inclusive ranges lo-hi, lo-* or * (bytes accept K, M, G suffixes, powers of 1024). bytes is the message size for
+// bcast, reduce, allreduce, reduce_scatter and scan, the size of one rank's block for gather, scatter, allgather
+// and alltoall, and 0 for the v variants. For each call, the first rule that matches and whose algorithm applies
+// (shm needs a local communicator, hier a multi-node one with several members on some node, ring and
+// rabenseifner a commutative op) is taken; if none does, the collective's last-resort algorithm is.
+//
+// Overrides, highest priority first: Force on a communicator; GOMPJ_COLL_<COLLECTIVE>=<algorithm> (e.g.
+// GOMPJ_COLL_ALLREDUCE=ring); rules in the file named by GOMPJ_COLL_TABLE (same format, '#' comments), which are
+// tried before the built-in ones.
+
+const defaultTable = `
+barrier        local  *     *        shm
+barrier        multi  *     *        hier
+barrier        *      *     *        dissemination
+bcast          local  *     *        shm
+bcast          multi  *     *        hier
+bcast          *      1-3   *        binomial
+bcast          *      *     0-256K   binomial
+bcast          *      *     *        scatter_allgather
+reduce         local  *     *        shm
+reduce         multi  *     *        hier
+reduce         *      *     *        binomial
+allreduce      local  *     *        shm
+allreduce      multi  *     *        hier
+allreduce      *      *     0-8K     recursive_doubling
+allreduce      *      *     0-1M     rabenseifner
+allreduce      *      *     *        ring
+gather         local  *     *        shm
+gather         *      *     0-8K     binomial
+gather         *      *     *        linear
+gatherv        local  *     *        shm
+gatherv        *      *     *        linear
+scatter        local  *     *        shm
+scatter        *      *     0-8K     binomial
+scatter        *      *     *        linear
+scatterv       local  *     *        shm
+scatterv       *      *     *        linear
+allgather      local  *     *        shm
+allgather      *      *     0-8K     recursive_doubling
+allgather      *      *     *        ring
+allgatherv     local  *     *        shm
+allgatherv     *      *     *        ring
+alltoall       local  *     *        shm
+alltoall       *      *     0-1K     bruck
+alltoall       *      *     *        pairwise
+alltoallv      local  *     *        shm
+alltoallv      *      *     *        pairwise
+reduce_scatter local  *     *        shm
+reduce_scatter *      *     *        ring
+scan           local  *     *        shm
+scan           *      *     *        chain
+exscan         local  *     *        shm
+exscan         *      *     *        chain
+`
+
+// Collective ids index per-communicator caches.
+const (
+	collBarrier = iota
+	collBcast
+	collReduce
+	collAllreduce
+	collGather
+	collGatherv
+	collScatter
+	collScatterv
+	collAllgather
+	collAllgatherv
+	collAlltoall
+	collAlltoallv
+	collReduceScatter
+	collScan
+	collExscan
+	numColls
+)
+
+var collNames = [numColls]string{"barrier", "bcast", "reduce", "allreduce", "gather", "gatherv", "scatter",
+	"scatterv", "allgather", "allgatherv", "alltoall", "alltoallv", "reduce_scatter", "scan", "exscan"}
+
+func collID(name string) int {
+	for i, n := range collNames {
+		if n == name {
+			return i
+		}
+	}
+	return -1
+}
+
+type lastChoice struct {
+	valid       bool
+	bytes       int
+	commutative bool
+	algo        string
+}
+
+// selCtx is what a choice depends on; every member computes the same one.
+type selCtx struct {
+	local, hier, commutative bool
+	np, bytes                int
+}
+
+type applies func(selCtx) bool
+
+func always(selCtx) bool         { return true }
+func needLocal(s selCtx) bool    { return s.local }
+func needHier(s selCtx) bool     { return s.hier }
+func needMessages(s selCtx) bool { return true }
+func needComm(s selCtx) bool     { return s.commutative }
+func needHierComm(s selCtx) bool { return s.hier && s.commutative }
+
+// algorithms lists, per collective, its algorithms and when they apply; the first one listed is the last resort.
+var algorithms = map[string]map[string]applies{
+	"barrier":        {"dissemination": always, "shm": needLocal, "hier": needHier},
+	"bcast":          {"binomial": always, "linear": always, "scatter_allgather": always, "shm": needLocal, "hier": needHier},
+	"reduce":         {"binomial": always, "shm": needLocal, "hier": needHierComm},
+	"allreduce":      {"recursive_doubling": always, "rabenseifner": needComm, "ring": needComm, "reduce_bcast": always, "shm": needLocal, "hier": needHierComm},
+	"gather":         {"linear": always, "binomial": always, "shm": needLocal},
+	"gatherv":        {"linear": always, "shm": needLocal},
+	"scatter":        {"linear": always, "binomial": always, "shm": needLocal},
+	"scatterv":       {"linear": always, "shm": needLocal},
+	"allgather":      {"ring": always, "recursive_doubling": always, "bruck": always, "shm": needLocal},
+	"allgatherv":     {"ring": always, "shm": needLocal},
+	"alltoall":       {"pairwise": always, "bruck": always, "shm": needLocal},
+	"alltoallv":      {"pairwise": always, "shm": needLocal},
+	"reduce_scatter": {"reduce_scatterv": always, "ring": needComm, "shm": needLocal},
+	"scan":           {"chain": always, "shm": needLocal},
+	"exscan":         {"chain": always, "shm": needLocal},
+}
+
+var lastResort = map[string]string{"barrier": "dissemination", "bcast": "binomial", "reduce": "binomial",
+	"allreduce": "recursive_doubling", "gather": "linear", "gatherv": "linear", "scatter": "linear",
+	"scatterv": "linear", "allgather": "ring", "allgatherv": "ring", "alltoall": "pairwise", "alltoallv": "pairwise",
+	"reduce_scatter": "reduce_scatterv", "scan": "chain", "exscan": "chain"}
+
+type rule struct {
+	coll, layout     string
+	npLo, npHi       int
+	bytesLo, bytesHi int
+	algo             string
+	origin           string
+}
+
+func (r rule) matches(coll string, s selCtx) bool {
+	if r.coll != coll {
+		return false
+	}
+	switch r.layout {
+	case "local":
+		if !s.local {
+			return false
+		}
+	case "multi":
+		if s.local {
+			return false
+		}
+	}
+	return s.np >= r.npLo && s.np <= r.npHi && s.bytes >= r.bytesLo && s.bytes <= r.bytesHi
+}
+
+const unbounded = int(^uint(0) >> 1)
+
+func parseRange(f string, size bool) (int, int, error) {
+	if f == "*" {
+		return 0, unbounded, nil
+	}
+	lo, hi, ok := strings.Cut(f, "-")
+	if !ok {
+		hi = lo
+	}
+	a, err := parseNum(lo, size)
+	if err != nil {
+		return 0, 0, err
+	}
+	b := unbounded
+	if hi != "*" {
+		if b, err = parseNum(hi, size); err != nil {
+			return 0, 0, err
+		}
+	}
+	return a, b, nil
+}
+
+func parseNum(s string, size bool) (int, error) {
+	mult := 1
+	if size && s != "" {
+		switch s[len(s)-1] {
+		case 'K', 'k':
+			mult, s = 1<<10, s[:len(s)-1]
+		case 'M', 'm':
+			mult, s = 1<<20, s[:len(s)-1]
+		case 'G', 'g':
+			mult, s = 1<<30, s[:len(s)-1]
+		}
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("bad number %q", s)
+	}
+	return n * mult, nil
+}
+
+// ParseTable parses rules in the table format; origin names them in errors and in Describe.
+func parseTable(text, origin string) ([]rule, error) {
+	var rules []rule
+	sc := bufio.NewScanner(strings.NewReader(text))
+	line := 0
+	for sc.Scan() {
+		line++
+		t := sc.Text()
+		if i := strings.IndexByte(t, '#'); i >= 0 {
+			t = t[:i]
+		}
+		f := strings.Fields(t)
+		if len(f) == 0 {
+			continue
+		}
+		bad := func(format string, a ...any) error {
+			return fmt.Errorf("%w: %s:%d: %s", ranks.ErrArg, origin, line, fmt.Sprintf(format, a...))
+		}
+		if len(f) != 5 {
+			return nil, bad("want <collective> <layout> <ranks> <bytes> <algorithm>, got %q", t)
+		}
+		r := rule{coll: f[0], layout: f[1], algo: f[4], origin: origin}
+		algos, ok := algorithms[r.coll]
+		if !ok {
+			return nil, bad("unknown collective %q", r.coll)
+		}
+		if _, ok := algos[r.algo]; !ok {
+			return nil, bad("unknown %s algorithm %q (have %s)", r.coll, r.algo, algoList(r.coll))
+		}
+		if r.layout != "local" && r.layout != "multi" && r.layout != "*" {
+			return nil, bad("layout %q is not local, multi or *", r.layout)
+		}
+		var err error
+		if r.npLo, r.npHi, err = parseRange(f[2], false); err != nil {
+			return nil, bad("ranks: %v", err)
+		}
+		if r.bytesLo, r.bytesHi, err = parseRange(f[3], true); err != nil {
+			return nil, bad("bytes: %v", err)
+		}
+		rules = append(rules, r)
+	}
+	return rules, nil
+}
+
+func algoList(coll string) string {
+	var names []string
+	for a := range algorithms[coll] {
+		names = append(names, a)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+var (
+	tableOnce sync.Once
+	table     []rule
+	tableErr  error
+)
+
+// loadTable builds the process's table: environment overrides, then the GOMPJ_COLL_TABLE file, then the defaults.
+func loadTable() ([]rule, error) {
+	tableOnce.Do(func() {
+		var rules []rule
+		var colls []string
+		for c := range algorithms {
+			colls = append(colls, c)
+		}
+		sort.Strings(colls)
+		for _, c := range colls {
+			name := "GOMPJ_COLL_" + strings.ToUpper(c)
+			if v := strings.TrimSpace(os.Getenv(name)); v != "" {
+				r, err := parseTable(fmt.Sprintf("%s * * * %s", c, v), name)
+				if err != nil {
+					tableErr = err
+					return
+				}
+				rules = append(rules, r...)
+			}
+		}
+		if path := os.Getenv("GOMPJ_COLL_TABLE"); path != "" {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				tableErr = fmt.Errorf("%w: GOMPJ_COLL_TABLE: %v", ranks.ErrArg, err)
+				return
+			}
+			r, err := parseTable(string(b), path)
+			if err != nil {
+				tableErr = err
+				return
+			}
+			rules = append(rules, r...)
+		}
+		d, err := parseTable(defaultTable, "default")
+		if err != nil {
+			panic(err) // the built-in table is part of the program
+		}
+		table = append(rules, d...)
+	})
+	return table, tableErr
+}
+
+// choose returns the algorithm for one call. The rules that can match the communicator are filtered once; the
+// previous choice is reused for the same message size.
+func (st *commState) choose(coll string, s selCtx) (string, error) {
+	id := collID(coll)
+	if f := st.forced[id].Load(); f != nil && *f != "" && algorithms[coll][*f](s) {
+		return *f, nil
+	}
+	if l := &st.last[id]; l.valid && l.bytes == s.bytes && l.commutative == s.commutative {
+		return l.algo, nil
+	}
+	if st.rules[id] == nil {
+		all, err := loadTable()
+		if err != nil {
+			return "", err
+		}
+		mine := []rule{}
+		for _, r := range all {
+			if r.matches(coll, selCtx{local: s.local, np: s.np, bytes: r.bytesLo}) {
+				mine = append(mine, r)
+			}
+		}
+		st.rules[id] = mine
+	}
+	algo := lastResort[coll]
+	for _, r := range st.rules[id] {
+		if s.bytes >= r.bytesLo && s.bytes <= r.bytesHi && algorithms[coll][r.algo](s) {
+			algo = r.algo
+			break
+		}
+	}
+	st.last[id] = lastChoice{valid: true, bytes: s.bytes, commutative: s.commutative, algo: algo}
+	return algo, nil
+}
+
+func (st *commState) sel(commutative bool, bytes int) selCtx {
+	return selCtx{local: st.local, hier: st.hierOK(), commutative: commutative, np: st.size, bytes: bytes}
+}
+
+// Force makes every later call of collective coll on c (on this rank) use algorithm algo, when it applies to the
+// call (otherwise the table decides); "" removes the forcing. Every member must force alike. For benchmarks and
+// tests.
+func Force(c *ranks.Comm, coll, algo string) error {
+	algos, ok := algorithms[coll]
+	if !ok {
+		return fmt.Errorf("%w: unknown collective %q", ranks.ErrArg, coll)
+	}
+	if _, ok := algos[algo]; !ok && algo != "" {
+		return fmt.Errorf("%w: unknown %s algorithm %q (have %s)", ranks.ErrArg, coll, algo, algoList(coll))
+	}
+	stateOf(c).forced[collID(coll)].Store(&algo)
+	return nil
+}
+
+// Collectives lists the collectives the table knows, and Algorithms a collective's algorithms.
+func Collectives() []string {
+	var cs []string
+	for c := range algorithms {
+		cs = append(cs, c)
+	}
+	sort.Strings(cs)
+	return cs
+}
+
+func Algorithms(coll string) []string {
+	var as []string
+	for a := range algorithms[coll] {
+		as = append(as, a)
+	}
+	sort.Strings(as)
+	return as
+}
+
+// Describe returns the selection table in force (overrides first), for `gompj info`.
+func Describe() string {
+	var b strings.Builder
+	rules, err := loadTable()
+	b.WriteString("Collective algorithm selection (first matching rule that applies wins):\n")
+	if err != nil {
+		fmt.Fprintf(&b, "  error in the overrides: %v (defaults only)\n", err)
+		rules, _ = parseTable(defaultTable, "default")
+	}
+	fmtRange := func(lo, hi int, size bool) string {
+		if lo == 0 && hi == unbounded {
+			return "*"
+		}
+		s := func(n int) string {
+			if !size {
+				return strconv.Itoa(n)
+			}
+			switch {
+			case n >= 1<<30 && n%(1<<30) == 0:
+				return fmt.Sprintf("%dG", n>>30)
+			case n >= 1<<20 && n%(1<<20) == 0:
+				return fmt.Sprintf("%dM", n>>20)
+			case n >= 1<<10 && n%(1<<10) == 0:
+				return fmt.Sprintf("%dK", n>>10)
+			}
+			return strconv.Itoa(n)
+		}
+		if hi == unbounded {
+			return s(lo) + "-*"
+		}
+		return s(lo) + "-" + s(hi)
+	}
+	fmt.Fprintf(&b, "  %-15s %-6s %-7s %-10s %-19s %s\n", "collective", "layout", "ranks", "bytes", "algorithm", "from")
+	for _, r := range rules {
+		fmt.Fprintf(&b, "  %-15s %-6s %-7s %-10s %-19s %s\n", r.coll, r.layout, fmtRange(r.npLo, r.npHi, false),
+			fmtRange(r.bytesLo, r.bytesHi, true), r.algo, r.origin)
+	}
+	b.WriteString("Algorithms:\n")
+	for _, c := range Collectives() {
+		fmt.Fprintf(&b, "  %-15s %s (last resort: %s)\n", c, strings.Join(Algorithms(c), ", "), lastResort[c])
+	}
+	b.WriteString("Override: GOMPJ_COLL_<COLLECTIVE>=<algorithm>, or GOMPJ_COLL_TABLE=<file of rules>\n")
+	b.WriteString("  rule: <collective> <local|multi|*> <ranks lo-hi|*> <bytes lo-hi|*> <algorithm>\n")
+	return b.String()
+}

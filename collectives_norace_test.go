@@ -1,0 +1,5 @@
+//go:build !race
+
+package gompj
+
+const raceEnabled = false

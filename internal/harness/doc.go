@@ -1,0 +1,8 @@
+// Package harness runs a test's SPMD body in gompj's three modes: on one node (goroutine ranks), on several node
+// processes on this box with several ranks each, and with one rank per node process (pure network). Node
+// processes are the test binary itself, re-executed with -test.run selecting the same subtest and the job's
+// identity in GOMPJ_* variables; the parent runs the bootstrap coordinator, waits for the children and fails the
+// subtest with their output when one fails.
+//
+// Imports: gompj, gompj/node, gompj/node/bootstrap and the standard library (tests only).
+package harness

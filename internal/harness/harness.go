@@ -1,0 +1,297 @@
+package harness
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"gompj"
+	"gompj/node"
+	"gompj/node/bootstrap"
+)
+
+// Environment of a node process started by the harness.
+const (
+	envJob  = "GOMPJ_HARNESS_JOB"  // the full name of the (sub)test the child must run
+	envNode = "GOMPJ_HARNESS_NODE" // its node id, for messages
+	marker  = "gompj-harness: node "
+)
+
+// PureMax is the largest np the "pure" mode (one rank per node process) runs; larger jobs skip it to keep the
+// suite fast.
+const PureMax = 6
+
+// Run runs body in three subtests: "onenode" (np goroutine ranks), "nodes" (3 node processes, ranks in blocks;
+// fewer if np < 3) and "pure" (np node processes of one rank; skipped for np > PureMax).
+func Run(t *testing.T, np int, body func(c *gompj.Comm) error) {
+	t.Helper()
+	t.Run("onenode", func(t *testing.T) {
+		if isChild() {
+			t.Skip("node process of another subtest")
+		}
+		if err := gompj.RunWith(gompj.Config{Ranks: np, Nodes: 1}, body); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("nodes", func(t *testing.T) {
+		Procs(t, Spec{Ranks: np, Nodes: min(3, np)}, body).Check(t)
+	})
+	t.Run("pure", func(t *testing.T) {
+		if np > PureMax {
+			t.Skipf("pure mode runs up to %d ranks (one process each); this test has %d", PureMax, np)
+		}
+		Procs(t, Spec{Ranks: np, Nodes: np}, body).Check(t)
+	})
+}
+
+func isChild() bool { return os.Getenv(envJob) != "" }
+
+// Spec describes a multi-process job.
+type Spec struct {
+	Ranks, Nodes int
+	RanksPerNode int
+	Timeout      time.Duration      // how long the parent waits for the whole job (default 90 s)
+	Env          []string           // extra variables for every node process
+	NodeEnv      func(int) []string // extra variables per node
+	// Start, if set, starts node process i instead of exec.Command(os.Args[0], args...): tests wrap it, e.g. in
+	// `ip netns exec`. It must return an unstarted command whose Env may be appended to.
+	Start func(i int, args []string) *exec.Cmd
+	// Skip lists nodes the parent does not start (bootstrap timeout tests).
+	Skip []int
+	// CoordinatorTimeout is the coordinator's registration timeout (default 20 s).
+	CoordinatorTimeout time.Duration
+	// CoordinatorAddr is where the coordinator listens (default 127.0.0.1:0).
+	CoordinatorAddr string
+}
+
+// Job is a multi-process job started by Procs (in the parent).
+type Job struct {
+	Spec    Spec
+	Layout  node.Layout
+	cmds    []*exec.Cmd
+	outs    []*lockedBuffer
+	done    []chan struct{}
+	results []Result
+	co      *bootstrap.Coordinator
+	coErr   error
+	started time.Time
+	wg      sync.WaitGroup
+}
+
+// Result is how one node process ended.
+type Result struct {
+	Node   int
+	Code   int // exit status; -1 if never started
+	Output string
+	End    time.Time
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// runPattern is the -test.run pattern that selects exactly the test named name.
+func runPattern(name string) string {
+	parts := strings.Split(name, "/")
+	for i, p := range parts {
+		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
+	}
+	return strings.Join(parts, "/")
+}
+
+// Procs starts the node processes of a job running body and returns at once (in the parent). In a node process
+// of this very (sub)test it runs this node's ranks instead and ends the process: status 0 after success (the
+// test returns), else the error on stderr and node.ExitCode(err).
+func Procs(t *testing.T, s Spec, body func(c *gompj.Comm) error) *Job {
+	t.Helper()
+	if job := os.Getenv(envJob); job != "" {
+		if job != t.Name() {
+			t.Skip("node process of another subtest")
+		}
+		err := gompj.Run(body)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s%s failed: %v\n", marker, os.Getenv(envNode), err)
+			os.Exit(max(node.ExitCode(err), 1))
+		}
+		fmt.Printf("%s%s done\n", marker, os.Getenv(envNode))
+		t.SkipNow() // the parent judges the job; the node process just ends cleanly
+	}
+	if s.Timeout == 0 {
+		s.Timeout = 90 * time.Second
+	}
+	if s.CoordinatorTimeout == 0 {
+		s.CoordinatorTimeout = 20 * time.Second
+	}
+	if s.CoordinatorAddr == "" {
+		s.CoordinatorAddr = "127.0.0.1:0"
+	}
+	layout, err := node.NewLayout(s.Ranks, s.Nodes, s.RanksPerNode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := make([]byte, 24)
+	rand.Read(raw)
+	secret := hex.EncodeToString(raw)
+	co, err := bootstrap.NewCoordinator(bootstrap.CoordinatorConfig{Addr: s.CoordinatorAddr, Nodes: s.Nodes,
+		Secret: []byte(secret), Timeout: s.CoordinatorTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &Job{Spec: s, Layout: layout, co: co, started: time.Now(),
+		cmds: make([]*exec.Cmd, s.Nodes), outs: make([]*lockedBuffer, s.Nodes), done: make([]chan struct{}, s.Nodes),
+		results: make([]Result, s.Nodes)}
+	t.Cleanup(func() { j.kill(syscall.SIGKILL); j.wg.Wait(); co.Close() })
+	args := []string{"-test.run=" + runPattern(t.Name()), "-test.count=1", "-test.timeout=" + s.Timeout.String()}
+	for i := range s.Nodes {
+		j.done[i] = make(chan struct{})
+		j.outs[i] = &lockedBuffer{}
+		j.results[i] = Result{Node: i, Code: -1}
+		skip := false
+		for _, k := range s.Skip {
+			skip = skip || k == i
+		}
+		if skip {
+			close(j.done[i])
+			continue
+		}
+		var cmd *exec.Cmd
+		if s.Start != nil {
+			cmd = s.Start(i, args)
+		} else {
+			cmd = exec.Command(os.Args[0], args...)
+		}
+		if cmd.Env == nil {
+			cmd.Env = os.Environ()
+		}
+		cmd.Env = append(cmd.Env, envJob+"="+t.Name(), envNode+"="+strconv.Itoa(i),
+			"GOMPJ_NP="+strconv.Itoa(s.Ranks), "GOMPJ_NODES="+strconv.Itoa(s.Nodes), "GOMPJ_NODE_ID="+strconv.Itoa(i),
+			"GOMPJ_RANKS_PER_NODE="+strconv.Itoa(s.RanksPerNode), "GOMPJ_COORDINATOR="+co.Addr(),
+			"GOMPJ_SECRET="+secret, "GOMPJ_TIMEOUT="+s.CoordinatorTimeout.String())
+		cmd.Env = append(cmd.Env, s.Env...)
+		if s.NodeEnv != nil {
+			cmd.Env = append(cmd.Env, s.NodeEnv(i)...)
+		}
+		cmd.Stdout, cmd.Stderr = j.outs[i], j.outs[i]
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("starting node %d: %v", i, err)
+		}
+		j.cmds[i] = cmd
+		j.wg.Add(1)
+		go func() {
+			defer j.wg.Done()
+			err := cmd.Wait()
+			code := 0
+			if cmd.ProcessState != nil {
+				code = cmd.ProcessState.ExitCode()
+				if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+					code = 128 + int(ws.Signal())
+				}
+			} else if err != nil {
+				code = 1
+			}
+			j.results[i] = Result{Node: i, Code: code, Output: j.outs[i].String(), End: time.Now()}
+			close(j.done[i])
+		}()
+	}
+	return j
+}
+
+// Kill sends sig to node i's process group.
+func (j *Job) Kill(i int, sig syscall.Signal) {
+	if c := j.cmds[i]; c != nil && c.Process != nil {
+		syscall.Kill(-c.Process.Pid, sig)
+	}
+}
+
+func (j *Job) kill(sig syscall.Signal) {
+	for i := range j.cmds {
+		select {
+		case <-j.done[i]:
+		default:
+			j.Kill(i, sig)
+		}
+	}
+}
+
+// Wait waits for every node process (killing them all after the spec's timeout) and returns how each ended.
+func (j *Job) Wait(t *testing.T) []Result {
+	t.Helper()
+	all := make(chan struct{})
+	go func() { j.wg.Wait(); close(all) }()
+	timer := time.NewTimer(time.Until(j.started.Add(j.Spec.Timeout)))
+	defer timer.Stop()
+	select {
+	case <-all:
+	case <-timer.C:
+		j.kill(syscall.SIGKILL)
+		<-all
+		t.Errorf("the job did not end within %v; node outputs:\n%s", j.Spec.Timeout, j.outputs())
+	}
+	return j.results
+}
+
+// WaitNode waits for node i alone.
+func (j *Job) WaitNode(t *testing.T, i int, d time.Duration) Result {
+	t.Helper()
+	select {
+	case <-j.done[i]:
+	case <-time.After(d):
+		t.Fatalf("node %d did not end within %v", i, d)
+	}
+	return j.results[i]
+}
+
+// Coordinator is the job's coordinator.
+func (j *Job) Coordinator() *bootstrap.Coordinator { return j.co }
+
+func (j *Job) outputs() string {
+	var b strings.Builder
+	for i, o := range j.outs {
+		fmt.Fprintf(&b, "--- %s:\n%s", j.Layout.Describe(i), o.String())
+	}
+	return b.String()
+}
+
+// Check waits for the job and fails the test unless every node process ran the body and succeeded; the failure
+// shows every node's output.
+func (j *Job) Check(t *testing.T) {
+	t.Helper()
+	res := j.Wait(t)
+	failed := false
+	for _, r := range res {
+		if r.Code != 0 {
+			failed = true
+			t.Errorf("%s exited with status %d", j.Layout.Describe(r.Node), r.Code)
+		} else if !strings.Contains(r.Output, marker+strconv.Itoa(r.Node)+" done") {
+			failed = true
+			t.Errorf("%s did not run the test body (a -test.run mismatch?)", j.Layout.Describe(r.Node))
+		}
+	}
+	if failed {
+		t.Logf("node outputs:\n%s", j.outputs())
+	}
+}

@@ -1,0 +1,332 @@
+package node
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"gompj/device"
+	"gompj/netdev"
+	"gompj/netdev/auth"
+	"gompj/node/bootstrap"
+	"gompj/ranks"
+)
+
+// Grace periods of an aborted multi-node job: how long the local ranks get to notice the abort (a rank busy in
+// computation never does), and how long the device and the coordinator get to close. Together they keep the
+// time from an abort to Run's return well under 5 s.
+const (
+	abortGrace    = 2 * time.Second
+	teardownGrace = time.Second
+	forever       = 100 * 365 * 24 * time.Hour
+)
+
+// lateSink is the device's Sink until the World exists: the device must be built before the World (the World
+// takes it in ranks.Options.Device) and the World is the real Sink. No rank traffic can arrive before attach: the
+// peers send only after the start barrier, which this node enters after attach.
+type lateSink struct {
+	w    atomic.Pointer[ranks.World]
+	mu   sync.Mutex
+	lost func(node int, err error)
+}
+
+func (s *lateSink) DeliverEager(in *device.Inbound) {
+	if w := s.w.Load(); w != nil {
+		w.DeliverEager(in)
+		return
+	}
+	in.Done()
+	s.PeerLost(int(-1), fmt.Errorf("a message from rank %d arrived before the job started", in.Header.Source))
+}
+
+func (s *lateSink) DeliverRTS(h *device.Header) {
+	if w := s.w.Load(); w != nil {
+		w.DeliverRTS(h)
+		return
+	}
+	s.PeerLost(-1, fmt.Errorf("a request-to-send from rank %d arrived before the job started", h.Source))
+}
+
+func (s *lateSink) DeliverControl(node int, payload []byte) {
+	if w := s.w.Load(); w != nil {
+		w.DeliverControl(node, payload)
+	}
+}
+
+func (s *lateSink) PeerLost(node int, err error) {
+	s.mu.Lock()
+	f := s.lost
+	s.mu.Unlock()
+	if f != nil {
+		f(node, err)
+	}
+}
+
+// job is one node's share of a multi-node job.
+type job struct {
+	cfg    Config
+	layout Layout
+	w      *ranks.World
+	cl     *bootstrap.Client
+	// early holds a loss reported before the World existed.
+	early atomic.Pointer[RemoteError]
+}
+
+func (j *job) describeRanks(node int) string {
+	if node < 0 || node >= j.layout.Nodes {
+		return "no ranks"
+	}
+	lo, hi := j.layout.Range(node)
+	if hi-lo == 1 {
+		return fmt.Sprintf("rank %d", lo)
+	}
+	return fmt.Sprintf("ranks %d-%d", lo, hi-1)
+}
+
+// peerLost is the device's report of a node whose connection failed.
+func (j *job) peerLost(node int, err error) {
+	e := &RemoteError{Node: node, Ranks: j.describeRanks(node), Lost: true, Code: -1, Reason: err.Error()}
+	if node < 0 {
+		e = &RemoteError{Node: -1, Reason: err.Error()}
+	}
+	if j.w == nil {
+		j.early.CompareAndSwap(nil, e)
+		return
+	}
+	j.w.Abort(e)
+}
+
+// remoteAbort is the coordinator's notice that another node aborted the job or was lost.
+func (j *job) remoteAbort(node, code int, reason string) {
+	e := &RemoteError{Node: node, Ranks: j.describeRanks(node), Code: code, Reason: reason, fromCoordinator: true}
+	if node >= 0 && code == -1 {
+		e.Lost = true
+	}
+	if node < 0 {
+		e.Ranks = ""
+	}
+	if j.w == nil {
+		j.early.CompareAndSwap(nil, e)
+		return
+	}
+	j.w.Abort(e)
+}
+
+// forwardAborts tells the other nodes (through the coordinator) about a local abort, as soon as it happens: a
+// failed rank, Abort(code), a lost peer seen only by this node's device.
+func (j *job) forwardAborts(stop <-chan struct{}) {
+	select {
+	case <-stop:
+		return
+	case <-j.w.AbortCh():
+	}
+	cause := j.w.AbortCause()
+	var re *RemoteError
+	if errors.As(cause, &re) && re.fromCoordinator {
+		return
+	}
+	j.cl.Abort(abortCode(cause), cause.Error()) // the coordinator's notice names this node
+}
+
+// runMulti runs this node's ranks of a multi-node job: bootstrap through the coordinator, the network device, a
+// barrier, the ranks, and a finalize that delivers every message in flight before the connections close.
+func runMulti(cfg Config, body Body) error {
+	layout, err := NewLayout(cfg.Ranks, cfg.Nodes, cfg.RanksPerNode)
+	if err != nil {
+		return err
+	}
+	me := layout.Describe(cfg.NodeID)
+	if cfg.Coordinator == "" {
+		return fmt.Errorf("gompj: %s of %d: no coordinator address (GOMPJ_COORDINATOR)", me, cfg.Nodes)
+	}
+	if cfg.Secret == nil && os.Getenv("GOMPJ_SECRET_STDIN") == "1" {
+		line, err := bufio.NewReader(os.Stdin).ReadString('\n')
+		if err != nil && line == "" {
+			return fmt.Errorf("gompj: %s: reading the job secret from standard input: %w", me, err)
+		}
+		cfg.Secret = []byte(strings.TrimRight(line, "\r\n"))
+	}
+	if len(cfg.Secret) < auth.MinSecret {
+		return fmt.Errorf("gompj: %s: a multi-node job needs a job secret of at least %d bytes (GOMPJ_SECRET), got %d",
+			me, auth.MinSecret, len(cfg.Secret))
+	}
+	laddr, err := listenAddress(cfg)
+	if err != nil {
+		return fmt.Errorf("gompj: %s: %w", me, err)
+	}
+	ln, err := net.Listen("tcp", laddr)
+	if err != nil {
+		return fmt.Errorf("gompj: %s: network listener: %w", me, err)
+	}
+	lnOwned := true
+	defer func() {
+		if lnOwned {
+			ln.Close()
+		}
+	}()
+
+	var co *bootstrap.Coordinator
+	if cfg.ServeCoordinator && cfg.NodeID == 0 {
+		co, err = bootstrap.NewCoordinator(bootstrap.CoordinatorConfig{Addr: cfg.Coordinator, Nodes: cfg.Nodes,
+			Secret: cfg.Secret, Timeout: cfg.Timeout})
+		if err != nil {
+			return fmt.Errorf("gompj: %s: starting the coordinator on %s: %w", me, cfg.Coordinator, err)
+		}
+		defer co.Close()
+	}
+	cl, err := bootstrap.Join(bootstrap.ClientConfig{Coordinator: cfg.Coordinator, Node: cfg.NodeID, Nodes: cfg.Nodes,
+		Addr: ln.Addr().String(), Secret: cfg.Secret, Timeout: cfg.Timeout + 5*time.Second})
+	if err != nil {
+		return fmt.Errorf("gompj: %s: bootstrap: %w", me, err)
+	}
+	j := &job{cfg: cfg, layout: layout, cl: cl}
+	sink := &lateSink{lost: j.peerLost}
+	cl.OnAbort(j.remoteAbort)
+
+	lnOwned = false // the device owns it now
+	dev, err := netdev.New(netdev.Config{Node: cfg.NodeID, Addrs: cl.Table(), Ranks: cfg.Ranks, NodeOf: layout.NodeOf,
+		Secret: cfg.Secret, Sink: sink, Listener: ln, Stripes: cfg.Stripes, Lazy: cfg.Lazy,
+		EagerLimit: cfg.NetEagerLimit, UnexpectedLimit: cfg.UnexpectedLimit, BusyPoll: cfg.BusyPoll,
+		ConnectTimeout: cfg.Timeout})
+	if err != nil {
+		ln.Close()
+		cl.Abort(1, fmt.Sprintf("%s: network device: %v", me, err))
+		cl.Leave()
+		return fmt.Errorf("gompj: %s: network device: %w", me, err)
+	}
+	lo, hi := layout.Range(cfg.NodeID)
+	w, err := ranks.NewWorld(ranks.Options{Size: cfg.Ranks, Lo: lo, Hi: hi, EagerLimit: cfg.EagerLimit,
+		Policy: policy(cfg, hi-lo), Device: dev, NodeOf: layout.NodeOf})
+	if err != nil {
+		dev.Close()
+		cl.Leave()
+		return err
+	}
+	w.SetHooks(ranks.Hooks{PeerLost: j.peerLost})
+	j.w = w
+	sink.w.Store(w)
+	if e := j.early.Load(); e != nil {
+		w.Abort(e)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go j.forwardAborts(stop)
+
+	// Start: the mesh is up and every node is here.
+	if err := dev.WaitConnected(cfg.Timeout); err != nil {
+		w.Abort(fmt.Errorf("%s: connecting the mesh: %w", me, err))
+		return j.teardown(dev, co)
+	}
+	if err := cl.Barrier("start", cfg.Timeout); err != nil {
+		w.Abort(j.barrierErr(err, "start"))
+		return j.teardown(dev, co)
+	}
+
+	runErr := runRanksGrace(w, cfg, body)
+	if runErr != nil || w.Aborted() {
+		return j.teardown(dev, co)
+	}
+	// Finalize: once every node's ranks have returned, no receive waits for anything; Close flushes what is still
+	// queued (sends whose receives were already satisfied by copies), says goodbye and closes.
+	if err := cl.Barrier("finalize", forever); err != nil {
+		w.Abort(j.barrierErr(err, "finalize"))
+		return j.teardown(dev, co)
+	}
+	closeErr := dev.Close()
+	cl.Leave()
+	if co != nil {
+		waitTimeout(func() { co.Wait() }, cfg.Timeout)
+	}
+	if closeErr != nil {
+		return fmt.Errorf("gompj: %s: closing the network device: %w", me, closeErr)
+	}
+	return nil
+}
+
+// barrierErr turns a failed coordinator barrier into the job's cause.
+func (j *job) barrierErr(err error, name string) error {
+	var ae *bootstrap.AbortError
+	if errors.As(err, &ae) {
+		e := &RemoteError{Node: ae.Node, Ranks: j.describeRanks(ae.Node), Code: ae.Code, Reason: ae.Reason, fromCoordinator: true}
+		e.Lost = ae.Node >= 0 && ae.Code == -1
+		return e
+	}
+	return fmt.Errorf("%s: %s barrier: %w", j.layout.Describe(j.cfg.NodeID), name, err)
+}
+
+// teardown ends an aborted job quickly: the abort has been forwarded; the device and the coordinator connection
+// get a short grace to close.
+func (j *job) teardown(dev *netdev.Device, co *bootstrap.Coordinator) error {
+	cause := j.w.AbortCause()
+	// Make sure the other nodes heard of a local cause before this process goes away.
+	var re *RemoteError
+	if !errors.As(cause, &re) || !re.fromCoordinator {
+		j.cl.Abort(abortCode(cause), cause.Error())
+	}
+	waitTimeout(func() { dev.Close() }, teardownGrace)
+	waitTimeout(func() { j.cl.Leave() }, teardownGrace)
+	if co != nil {
+		// Node 0 serves the coordinator: give the others a moment to hear the abort and go.
+		waitTimeout(func() { co.Wait() }, teardownGrace)
+	}
+	return cause
+}
+
+// runRanksGrace is runRanks for a multi-node job: once the job aborts, ranks that do not return within
+// abortGrace (busy in computation, not in a gompj call) are left behind so that the process can exit.
+func runRanksGrace(w *ranks.World, cfg Config, body Body) error {
+	done := make(chan struct{})
+	go func() {
+		runRanks(w, cfg, body)
+		close(done)
+	}()
+	select {
+	case <-done:
+		return w.AbortCause()
+	case <-w.AbortCh():
+	}
+	t := time.NewTimer(abortGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+	return w.AbortCause()
+}
+
+// waitTimeout runs f and waits for it at most d.
+func waitTimeout(f func(), d time.Duration) {
+	done := make(chan struct{})
+	go func() { f(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
+// listenAddress picks this node's listen address: GOMPJ_LISTEN, else the local address of the interface that
+// routes to the coordinator (loopback for a loopback coordinator), with a port the kernel chooses.
+func listenAddress(cfg Config) (string, error) {
+	if cfg.Listen != "" {
+		if _, _, err := net.SplitHostPort(cfg.Listen); err == nil {
+			return cfg.Listen, nil
+		}
+		return net.JoinHostPort(cfg.Listen, "0"), nil
+	}
+	// A UDP "connection" sends nothing; it asks the kernel which local address routes to the coordinator.
+	c, err := net.Dial("udp", cfg.Coordinator)
+	if err != nil {
+		return "", fmt.Errorf("no route to the coordinator %s to choose a listen interface (set GOMPJ_LISTEN): %w", cfg.Coordinator, err)
+	}
+	defer c.Close()
+	ip := c.LocalAddr().(*net.UDPAddr).IP
+	return net.JoinHostPort(ip.String(), "0"), nil
+}

@@ -1,0 +1,402 @@
+package npb
+
+import (
+	"fmt"
+
+	"gompj"
+)
+
+// IS: rank 2^n integer keys with a bucket sort. Each rank generates its share
+// of the key sequence, counts its keys per bucket, the bucket totals are
+// summed with Allreduce, buckets are assigned to ranks so that each gets about
+// the same number of keys, Alltoall exchanges the per-rank key counts and
+// Alltoallv moves the keys; then each rank ranks the key range it owns.
+
+const (
+	isIterations = 10
+	isTestSize   = 5
+	isSeed       = 314159265
+)
+
+type isClass struct {
+	totalKeysLog2, maxKeyLog2, bucketsLog2 int
+	testIndex, testRank                    [isTestSize]int
+}
+
+func isParams(class byte) (isClass, bool) {
+	switch class {
+	case 'S':
+		return isClass{16, 11, 9,
+			[5]int{48427, 17148, 23627, 62548, 4431},
+			[5]int{0, 18, 346, 64917, 65463}}, true
+	case 'W':
+		return isClass{20, 16, 10,
+			[5]int{357773, 934767, 875723, 898999, 404505},
+			[5]int{1249, 11698, 1039987, 1043896, 1048018}}, true
+	case 'A':
+		return isClass{23, 19, 10,
+			[5]int{2112377, 662041, 5336171, 3642833, 4250760},
+			[5]int{104, 17523, 123928, 8288932, 8388264}}, true
+	case 'B':
+		return isClass{25, 21, 10,
+			[5]int{41869, 812306, 5102857, 18232239, 26860214},
+			[5]int{33422937, 10244, 59149, 33135281, 99}}, true
+	case 'C':
+		return isClass{27, 23, 10,
+			[5]int{44172927, 72999161, 74326391, 129606274, 21736814},
+			[5]int{61147, 882988, 266290, 133997595, 133525895}}, true
+	}
+	return isClass{}, false
+}
+
+// isExpectedRank is the rank the test key i must have at the given
+// iteration: NPB shifts the reference ranks differently for each class.
+func isExpectedRank(class byte, p *isClass, i, iteration int) int {
+	r := p.testRank[i]
+	switch class {
+	case 'S', 'C':
+		if i <= 2 {
+			return r + iteration
+		}
+		return r - iteration
+	case 'W':
+		if i < 2 {
+			return r + iteration - 2
+		}
+		return r - iteration
+	case 'A':
+		if i <= 2 {
+			return r + iteration - 1
+		}
+		return r - iteration + 1
+	case 'B':
+		if i == 1 || i == 2 || i == 4 {
+			return r + iteration
+		}
+		return r - iteration
+	}
+	return -1
+}
+
+// isGenerateKeys fills keys with the rank's part of the key sequence: key i
+// is maxKey/4 * (sum of four successive deviates), the sequence starting at
+// 4*len(keys)*rank past the seed.
+func isGenerateKeys(keys []int32, maxKey int, rank int) {
+	const a = uint64(RandA)
+	s := skip46(isSeed, a, int64(4*len(keys))*int64(rank))
+	k := float64(maxKey / 4)
+	for i := range keys {
+		x := randlc46(&s, a)
+		x += randlc46(&s, a)
+		x += randlc46(&s, a)
+		x += randlc46(&s, a)
+		keys[i] = int32(k * x)
+	}
+}
+
+// isRank is one rank's state for the IS kernel.
+type isRank struct {
+	c        *gompj.Comm
+	class    byte
+	p        isClass
+	np, me   int
+	numKeys  int // keys generated per rank
+	maxKey   int
+	nBuckets int
+	shift    uint
+
+	keys      []int32 // key_array
+	buff1     []int32 // keys sorted into buckets (send buffer), then the key histogram
+	buff2     []int32 // keys received after redistribution
+	bsize     []int   // local bucket sizes + hidden test keys
+	btotal    []int   // global bucket sizes + test keys
+	bptr      []int
+	distLo    []int // first bucket of each rank
+	distHi    []int // last bucket of each rank
+	sendCount []int
+	sendDispl []int
+	recvCount []int
+	recvDispl []int
+
+	passed int
+
+	// state of the last iteration, for full verification
+	lastLocal  int
+	lastMinKey int
+}
+
+func newISRank(c *gompj.Comm, class byte, p isClass) *isRank {
+	np := c.Size()
+	totalKeys := 1 << p.totalKeysLog2
+	r := &isRank{
+		c: c, class: class, p: p, np: np, me: c.Rank(),
+		numKeys:  totalKeys / np,
+		maxKey:   1 << p.maxKeyLog2,
+		nBuckets: 1 << p.bucketsLog2,
+		shift:    uint(p.maxKeyLog2 - p.bucketsLog2),
+	}
+	r.keys = make([]int32, r.numKeys)
+	n1 := r.numKeys
+	if r.maxKey > n1 {
+		n1 = r.maxKey
+	}
+	r.buff1 = make([]int32, n1)
+	r.buff2 = make([]int32, r.numKeys+r.numKeys/2+1)
+	r.bsize = make([]int, r.nBuckets+isTestSize)
+	r.btotal = make([]int, r.nBuckets+isTestSize)
+	r.bptr = make([]int, r.nBuckets)
+	r.distLo = make([]int, np)
+	r.distHi = make([]int, np)
+	r.sendCount = make([]int, np)
+	r.sendDispl = make([]int, np)
+	r.recvCount = make([]int, np)
+	r.recvDispl = make([]int, np)
+	return r
+}
+
+// rank performs one ranking iteration.
+func (r *isRank) rank(iteration int) error {
+	nb := r.nBuckets
+	if r.me == 0 {
+		r.keys[iteration] = int32(iteration)
+		r.keys[iteration+isIterations] = int32(r.maxKey - iteration)
+	}
+	for i := range r.bsize {
+		r.bsize[i] = 0
+	}
+	// Hide the test keys owned by this rank above the bucket counts so that
+	// the Allreduce below delivers them to everybody.
+	for i := 0; i < isTestSize; i++ {
+		t := r.p.testIndex[i]
+		if t/r.numKeys == r.me {
+			r.bsize[nb+i] = int(r.keys[t%r.numKeys])
+		}
+	}
+	keys := r.keys
+	bsize := r.bsize[:nb]
+	shift := r.shift
+	for _, k := range keys {
+		bsize[k>>shift]++
+	}
+	bptr := r.bptr[:nb]
+	bptr[0] = 0
+	for i := 1; i < nb; i++ {
+		bptr[i] = bptr[i-1] + bsize[i-1]
+	}
+	buff1 := r.buff1
+	for _, k := range keys {
+		b := k >> shift
+		buff1[bptr[b]] = k
+		bptr[b]++
+	}
+
+	if err := r.c.Allreduce(r.bsize, r.btotal, gompj.Sum); err != nil {
+		return err
+	}
+
+	// Assign buckets to ranks: accumulate the totals until they pass
+	// (j+1)*numKeys; those buckets go to rank j.
+	btotal := r.btotal
+	for j := range r.distLo {
+		r.distLo[j], r.distHi[j], r.sendCount[j], r.sendDispl[j] = 0, 0, 0, 0
+	}
+	acc, localAcc, j := 0, 0, 0
+	for i := 0; i < nb; i++ {
+		acc += btotal[i]
+		localAcc += bsize[i]
+		if acc >= (j+1)*r.numKeys {
+			r.sendCount[j] = localAcc
+			if j != 0 {
+				r.sendDispl[j] = r.sendDispl[j-1] + r.sendCount[j-1]
+				r.distLo[j] = r.distHi[j-1] + 1
+			}
+			r.distHi[j] = i
+			j++
+			localAcc = 0
+		}
+	}
+	for ; j < r.np; j++ {
+		r.sendCount[j] = 0
+		r.distLo[j] = 1
+		if j > 0 {
+			r.sendDispl[j] = r.sendDispl[j-1] + r.sendCount[j-1]
+		}
+	}
+
+	if err := r.c.Alltoall(r.sendCount, r.recvCount); err != nil {
+		return err
+	}
+	r.recvDispl[0] = 0
+	for i := 1; i < r.np; i++ {
+		r.recvDispl[i] = r.recvDispl[i-1] + r.recvCount[i-1]
+	}
+	total := r.recvDispl[r.np-1] + r.recvCount[r.np-1]
+	if total > len(r.buff2) {
+		r.buff2 = make([]int32, total+total/4)
+	}
+	if err := r.c.Alltoallv(r.buff1, r.sendCount, r.sendDispl, r.buff2, r.recvCount, r.recvDispl); err != nil {
+		return err
+	}
+
+	minKey := r.distLo[r.me] << shift
+	maxKey := ((r.distHi[r.me] + 1) << shift) - 1
+	// m: number of keys held by lower ranks.
+	m := 0
+	for k := 0; k < r.me; k++ {
+		for i := r.distLo[k]; i <= r.distHi[k]; i++ {
+			m += btotal[i]
+		}
+	}
+	local := 0
+	for i := r.distLo[r.me]; i <= r.distHi[r.me]; i++ {
+		local += btotal[i]
+	}
+	// Key population, then cumulative counts, over [minKey, maxKey].
+	span := maxKey - minKey + 1
+	if span < 0 {
+		span = 0
+	}
+	hist := r.buff1[:span]
+	for i := range hist {
+		hist[i] = 0
+	}
+	recv := r.buff2[:local]
+	if minKey == 0 {
+		for _, k := range recv {
+			hist[k]++
+		}
+	} else {
+		for _, k := range recv {
+			hist[int(k)-minKey]++
+		}
+	}
+	for i := 1; i < span; i++ {
+		hist[i] += hist[i-1]
+	}
+
+	// Partial verification.
+	for i := 0; i < isTestSize; i++ {
+		k := btotal[nb+i]
+		if minKey <= k && k <= maxKey {
+			keyRank := m
+			if k-1 >= minKey {
+				keyRank += int(hist[k-1-minKey])
+			}
+			if keyRank == isExpectedRank(r.class, &r.p, i, iteration) {
+				r.passed++
+			}
+		}
+	}
+	r.lastLocal = local
+	r.lastMinKey = minKey
+	return nil
+}
+
+// fullVerify sorts the local keys with the last iteration's cumulative
+// counts and checks the order within the rank and across the rank boundary.
+func (r *isRank) fullVerify() error {
+	local := r.lastLocal
+	hist := r.buff1
+	sorted := make([]int32, local)
+	for _, k := range r.buff2[:local] {
+		i := int(k) - r.lastMinKey
+		hist[i]--
+		sorted[hist[i]] = k
+	}
+	// The largest key of the previous rank must not exceed our smallest.
+	var req *gompj.Request
+	prev := []int32{0}
+	var err error
+	if r.me > 0 {
+		if req, err = r.c.Irecv(prev, r.me-1, 1000); err != nil {
+			return err
+		}
+	}
+	if r.me < r.np-1 {
+		last := []int32{0}
+		if local > 0 {
+			last[0] = sorted[local-1]
+		}
+		if err := r.c.Send(last, r.me+1, 1000); err != nil {
+			return err
+		}
+	}
+	if req != nil {
+		if _, err := req.Wait(); err != nil {
+			return err
+		}
+	}
+	bad := 0
+	if r.me > 0 && local > 0 && prev[0] > sorted[0] {
+		bad++
+	}
+	for i := 1; i < local; i++ {
+		if sorted[i-1] > sorted[i] {
+			bad++
+		}
+	}
+	if bad == 0 {
+		r.passed++
+	}
+	return nil
+}
+
+// RunIS runs the IS kernel; the number of ranks must be a power of two no
+// larger than the number of buckets.
+func RunIS(c *gompj.Comm, class byte) (*Result, error) {
+	p, ok := isParams(class)
+	if !ok {
+		return nil, badClass("IS", class)
+	}
+	np := c.Size()
+	if err := needPow2("IS", np); err != nil {
+		return nil, err
+	}
+	if np > 1<<p.bucketsLog2 || np > 1<<(p.totalKeysLog2-2) {
+		return nil, fmt.Errorf("%w: IS class %c allows at most %d ranks", ErrProcs, class, 1<<p.bucketsLog2)
+	}
+	r := newISRank(c, class, p)
+	isGenerateKeys(r.keys, r.maxKey, r.me)
+
+	// One untimed iteration, as NPB does, to touch code and data.
+	if err := r.rank(1); err != nil {
+		return nil, err
+	}
+	r.passed = 0
+
+	if err := c.Barrier(); err != nil {
+		return nil, err
+	}
+	t0 := gompj.Wtime()
+	for it := 1; it <= isIterations; it++ {
+		if err := r.rank(it); err != nil {
+			return nil, err
+		}
+	}
+	elapsed := gompj.Wtime() - t0
+
+	if err := r.fullVerify(); err != nil {
+		return nil, err
+	}
+	passed := []int{r.passed}
+	total := []int{0}
+	if err := c.Allreduce(passed, total, gompj.Sum); err != nil {
+		return nil, err
+	}
+	totalKeys := 1 << p.totalKeysLog2
+	res := &Result{
+		Kernel: "IS", Class: class,
+		Size:       fmt.Sprint(totalKeys),
+		Iterations: isIterations,
+		OpType:     "keys ranked",
+		Checks: []Check{{
+			Name:      "tests passed",
+			Computed:  float64(total[0]),
+			Reference: float64(isTestSize*isIterations + np),
+		}},
+	}
+	if err := finish(c, res, elapsed, float64(isIterations)*float64(totalKeys)); err != nil {
+		return nil, err
+	}
+	return res, nil
+}

@@ -1,0 +1,160 @@
+package npb
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"gompj"
+)
+
+// Result is what a kernel reports. Every rank of the run gets the same
+// Result (the time is the maximum over ranks).
+type Result struct {
+	Kernel      string  // "EP", "IS", "CG", "MG" or "FT"
+	Class       byte    // 'S', 'W', 'A', 'B' or 'C'
+	Size        string  // problem size as NPB prints it
+	Iterations  int     // NPB's iteration count (0 for EP)
+	Time        float64 // seconds of the timed region, max over ranks
+	MopsTotal   float64 // official operation count / Time / 1e6
+	MopsPerRank float64 // MopsTotal / NP
+	NP          int     // number of ranks
+	OpType      string  // NPB's "Operation type" line
+	Verified    bool    // every check below passed
+
+	// Checks lists the verification quantities: what was computed and the
+	// official reference it was compared with.
+	Checks []Check
+}
+
+// Check is one verification quantity.
+type Check struct {
+	Name      string
+	Computed  float64
+	Reference float64
+	Tolerance float64 // allowed |computed-reference|/|reference|; 0 means exact
+}
+
+// Err is the relative error of the check.
+func (c Check) Err() float64 {
+	if c.Reference == 0 {
+		return math.Abs(c.Computed)
+	}
+	return math.Abs((c.Computed - c.Reference) / c.Reference)
+}
+
+// OK tells whether the check passes; a NaN never passes.
+func (c Check) OK() bool {
+	e := c.Err()
+	return e <= c.Tolerance // false for NaN
+}
+
+// Errors returned for requests NPB does not allow.
+var (
+	ErrClass = errors.New("npb: unknown problem class")
+	ErrProcs = errors.New("npb: process count not allowed for this kernel")
+)
+
+// KernelNames lists the kernel names Run accepts.
+func KernelNames() []string { return []string{"EP", "IS", "CG", "MG", "FT"} }
+
+// Run runs the named kernel (EP, IS, CG, MG or FT, any case) at the given
+// class on every rank of c.
+func Run(c *gompj.Comm, kernel string, class byte) (*Result, error) {
+	switch strings.ToUpper(kernel) {
+	case "EP":
+		return RunEP(c, class)
+	case "IS":
+		return RunIS(c, class)
+	case "CG":
+		return RunCG(c, class)
+	case "MG":
+		return RunMG(c, class)
+	case "FT":
+		return RunFT(c, class)
+	}
+	return nil, fmt.Errorf("npb: unknown kernel %q (want one of %s)", kernel, strings.Join(KernelNames(), ", "))
+}
+
+// Report prints r in the NPB report format. layout describes how the ranks
+// were placed, e.g. "1 node x 4 ranks (shm)".
+func (r *Result) Report(w io.Writer, layout string) {
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	p("\n\n %s Benchmark Completed.\n", r.Kernel)
+	p(" Class           = %24c\n", r.Class)
+	p(" Size            = %24s\n", r.Size)
+	p(" Iterations      = %24d\n", r.Iterations)
+	p(" Time in seconds = %24.2f\n", r.Time)
+	p(" Total processes = %24d\n", r.NP)
+	if layout != "" {
+		p(" Layout          = %24s\n", layout)
+	}
+	p(" Mop/s total     = %24.2f\n", r.MopsTotal)
+	p(" Mop/s/process   = %24.2f\n", r.MopsPerRank)
+	p(" Operation type  = %24s\n", r.OpType)
+	if r.Verified {
+		p(" Verification    =  SUCCESSFUL\n")
+	} else {
+		p(" Verification    =  UNSUCCESSFUL\n")
+	}
+	p(" Version         = %24s\n", "NPB 3.4 kernels, gompj")
+	for _, c := range r.Checks {
+		status := "ok"
+		if !c.OK() {
+			status = "FAILED"
+		}
+		if c.Tolerance == 0 {
+			p("   %-12s computed = %22.0f  reference = %22.0f  %s\n", c.Name, c.Computed, c.Reference, status)
+		} else {
+			p("   %-12s computed = %22.13e  reference = %22.13e  rel.err = %9.3e  %s\n",
+				c.Name, c.Computed, c.Reference, c.Err(), status)
+		}
+	}
+}
+
+// finish fills in the common fields once the timed region is over: the time
+// becomes the maximum over ranks and the verification verdict is taken from
+// the checks (all ranks compute the same checks).
+func finish(c *gompj.Comm, r *Result, localTime, ops float64) error {
+	send := []float64{localTime}
+	recv := []float64{0}
+	if err := c.Allreduce(send, recv, gompj.Max); err != nil {
+		return err
+	}
+	r.Time = recv[0]
+	r.NP = c.Size()
+	if r.Time > 0 {
+		r.MopsTotal = ops / r.Time / 1e6
+	}
+	r.MopsPerRank = r.MopsTotal / float64(r.NP)
+	r.Verified = len(r.Checks) > 0
+	for _, ch := range r.Checks {
+		if !ch.OK() {
+			r.Verified = false
+		}
+	}
+	return nil
+}
+
+func isPow2(n int) bool { return n > 0 && n&(n-1) == 0 }
+
+func log2int(n int) int {
+	l := 0
+	for (1 << l) < n {
+		l++
+	}
+	return l
+}
+
+func needPow2(kernel string, np int) error {
+	if !isPow2(np) {
+		return fmt.Errorf("%w: %s needs a power of two, got %d ranks", ErrProcs, kernel, np)
+	}
+	return nil
+}
+
+func badClass(kernel string, class byte) error {
+	return fmt.Errorf("%w %q for %s (want S, W, A, B or C)", ErrClass, class, kernel)
+}

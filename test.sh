@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The project's test command (the README's quick start). .ci/run installs what the tests need, then calls this.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+	echo "gofmt would change: $unformatted"
+	exit 1
+fi
+
+echo "== go vet"
+go vet ./...
+
+echo "== race detector over the concurrent packages"
+go test -race -short -count=1 -timeout 10m . ./queues/... ./ranks/... ./node/... ./netdev/... ./collectives/...
+
+echo "== full suite"
+go test -count=1 -timeout 15m ./...
