@@ -269,8 +269,11 @@ func (j *job) teardown(dev *netdev.Device, co *bootstrap.Coordinator) error {
 	if !errors.As(cause, &re) || !re.fromCoordinator {
 		j.cl.Abort(abortCode(cause), cause.Error())
 	}
-	waitTimeout(func() { dev.Close() }, teardownGrace)
+	// Leave before closing the device: the coordinator handles this node's messages in order, so once it has
+	// closed the connection after the Leave it has also broadcast the abort, and the other nodes hear the cause
+	// before they see this node's connections close.
 	waitTimeout(func() { j.cl.Leave() }, teardownGrace)
+	waitTimeout(func() { dev.Close() }, teardownGrace)
 	if co != nil {
 		// Node 0 serves the coordinator: give the others a moment to hear the abort and go.
 		waitTimeout(func() { co.Wait() }, teardownGrace)

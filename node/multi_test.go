@@ -84,11 +84,11 @@ func TestLayout(t *testing.T) {
 
 func TestFirstHost(t *testing.T) {
 	for in, want := range map[string]string{
-		"node01":                 "node01",
+		"node01":                  "node01",
 		"node[01-04,07],gpu[1-2]": "node01",
-		"a,b":                    "a",
-		"rack[3-4]-n[7,9]":       "rack3-n7",
-		"n[5]":                   "n5",
+		"a,b":                     "a",
+		"rack[3-4]-n[7,9]":        "rack3-n7",
+		"n[5]":                    "n5",
 	} {
 		got, err := FirstHost(in)
 		if err != nil || got != want {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"gompj/node"
 )
 
 func init() {
@@ -40,7 +42,7 @@ func helpCmd(args []string) int {
 
 func printEnv(w io.Writer) {
 	fmt.Fprintln(w, "environment (read by every gompj program; `gompj run` sets the job's identity for its node processes):")
-	for _, v := range append(nodeVariables(), launcherVariables...) {
+	for _, v := range append(append([][2]string{}, node.Variables...), launcherVariables...) {
 		fmt.Fprintf(w, "  %-24s %s\n", v[0], v[1])
 	}
 	fmt.Fprintln(w, `

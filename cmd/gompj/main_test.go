@@ -148,7 +148,9 @@ func startReady(t *testing.T, args ...string) (*exec.Cmd, map[int]int, *strings.
 	}
 	pids := map[int]int{}
 	ready := make(chan struct{})
+	drained := make(chan struct{})
 	go func() {
+		defer close(drained)
 		sc := bufio.NewScanner(pr)
 		re := regexp.MustCompile(`READY rank (\d+) pid (\d+)`)
 		for sc.Scan() {
@@ -166,7 +168,7 @@ func startReady(t *testing.T, args ...string) (*exec.Cmd, map[int]int, *strings.
 		}
 	}()
 	done := make(chan error, 1)
-	go func() { err := cmd.Wait(); pw.Close(); done <- err }()
+	go func() { err := cmd.Wait(); pw.Close(); <-drained; done <- err }() // so is complete once done is
 	select {
 	case <-ready:
 	case err := <-done:

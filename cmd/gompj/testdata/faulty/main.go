@@ -38,25 +38,23 @@ func main() {
 }
 
 func body(c *gompj.Comm, mode string) error {
-	{
-		last := c.Rank() == c.Size()-1
-		// Everyone is in the body before anything happens.
-		if _, err := c.Sendrecv([]int{c.Rank()}, (c.Rank()+1)%c.Size(), 1, []int{0}, (c.Rank()+c.Size()-1)%c.Size(), 1); err != nil {
-			return err
-		}
-		switch {
-		case mode == "ok":
-			fmt.Printf("OK rank %d pid %d\n", c.Rank(), os.Getpid())
-			return nil
-		case mode == "abort" && last:
-			code, _ := strconv.Atoi(os.Args[2])
-			c.Abort(code)
-		case mode == "panic" && last:
-			panic("faulty: deliberate panic")
-		case mode == "ready":
-			fmt.Printf("READY rank %d pid %d\n", c.Rank(), os.Getpid())
-		}
-		_, err := c.Recv([]int{0}, (c.Rank()+1)%c.Size(), 999)
+	last := c.Rank() == c.Size()-1
+	// Everyone is in the body before anything happens.
+	if _, err := c.Sendrecv([]int{c.Rank()}, (c.Rank()+1)%c.Size(), 1, []int{0}, (c.Rank()+c.Size()-1)%c.Size(), 1); err != nil {
 		return err
 	}
+	switch {
+	case mode == "ok":
+		fmt.Printf("OK rank %d pid %d\n", c.Rank(), os.Getpid())
+		return nil
+	case mode == "abort" && last:
+		code, _ := strconv.Atoi(os.Args[2])
+		c.Abort(code)
+	case mode == "panic" && last:
+		panic("faulty: deliberate panic")
+	case mode == "ready":
+		fmt.Printf("READY rank %d pid %d\n", c.Rank(), os.Getpid())
+	}
+	_, err := c.Recv([]int{0}, (c.Rank()+1)%c.Size(), 999)
+	return err
 }

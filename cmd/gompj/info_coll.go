@@ -1,0 +1,6 @@
+package main
+
+import "gompj/collectives"
+
+// The collective algorithm table printed by `gompj info`.
+func init() { collectiveTable = collectives.Describe }
