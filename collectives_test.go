@@ -1,4 +1,4 @@
-package gompj
+package gompj_test
 
 import (
 	"errors"
@@ -7,12 +7,20 @@ import (
 	"slices"
 	"testing"
 
+	. "gompj"
 	"gompj/collectives"
+	"gompj/internal/harness"
 )
 
-// runN runs body on np ranks of one node. When internal/harness lands, this becomes harness.Run(t, np, body),
-// which runs it in all three modes.
+// runN runs body on np ranks in the harness's three modes: one node, several node processes, one rank per
+// process.
 func runN(t *testing.T, np int, body func(c *Comm) error) {
+	t.Helper()
+	harness.Run(t, np, body)
+}
+
+// runOneNode runs body on np goroutine ranks of one node only (tests about shared-memory waiting).
+func runOneNode(t *testing.T, np int, body func(c *Comm) error) {
 	t.Helper()
 	if err := RunWith(Config{Ranks: np}, body); err != nil {
 		t.Fatalf("np=%d: %v", np, err)
@@ -21,7 +29,9 @@ func runN(t *testing.T, np int, body func(c *Comm) error) {
 
 // The matrix is smaller in -short mode and under the race detector (see collectives_race_test.go).
 func matrixSizes(t *testing.T) (nps []int, counts []int) {
-	nps = []int{1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 16, 17}
+	for np := 1; np <= 17; np++ {
+		nps = append(nps, np)
+	}
 	counts = []int{0, 1, 7}
 	if testing.Short() || raceEnabled {
 		nps = []int{1, 2, 3, 5, 8}
@@ -213,6 +223,9 @@ func roots(np int) []int {
 func reductions[T comparable](t *testing.T, c *Comm, tc tcase[T], counts []int, algos bool) {
 	np, me := c.Size(), c.Rank()
 	k := checker{t, c, tc.name}
+	if algos && len(counts) > 1 {
+		counts = append(slices.Clone(counts), 100) // between the inline and the chunked shared-memory paths
+	}
 	forceEach := func(coll string, run func(algo string)) {
 		list := []string{""}
 		if algos {
@@ -319,6 +332,9 @@ func reductions[T comparable](t *testing.T, c *Comm, tc tcase[T], counts []int, 
 func movement[T comparable](t *testing.T, c *Comm, tc tcase[T], counts []int, algos bool) {
 	np, me := c.Size(), c.Rank()
 	k := checker{t, c, tc.name}
+	if algos && len(counts) > 1 {
+		counts = append(slices.Clone(counts), 100)
+	}
 	val := func(r, i int) T { return tc.mk(r*31, i) } // distinct per rank
 	forceEach := func(coll string, run func(algo string)) {
 		list := []string{""}
@@ -643,7 +659,7 @@ func TestCollectivesMixedWithP2P(t *testing.T) {
 // Many more ranks than cores: the shared-memory waits must park, not spin forever.
 func TestCollectivesOversubscribed(t *testing.T) {
 	np := 64
-	runN(t, np, func(c *Comm) error {
+	runOneNode(t, np, func(c *Comm) error {
 		for i := 0; i < 20; i++ {
 			if err := c.Barrier(); err != nil {
 				return err
@@ -737,4 +753,91 @@ func contains(s, sub string) bool {
 		}
 	}
 	return false
+}
+
+// A rank that fails while the others wait in shared-memory collectives aborts the job: nobody hangs.
+func TestCollectivesAbortWakesWaiters(t *testing.T) {
+	boom := errors.New("boom")
+	for _, np := range []int{3, 16} {
+		err := RunWith(Config{Ranks: np}, func(c *Comm) error {
+			if c.Rank() == 1 {
+				return boom
+			}
+			for i := 0; ; i++ {
+				var err error
+				switch i % 3 {
+				case 0:
+					err = c.Barrier()
+				case 1:
+					err = c.Bcast(make([]byte, 10), 1)
+				case 2:
+					err = c.Allreduce([]int{1}, make([]int, 1), Sum)
+				}
+				if err != nil {
+					if !errors.Is(err, ErrAborted) {
+						t.Errorf("rank %d: %v, want ErrAborted", c.Rank(), err)
+					}
+					return err
+				}
+			}
+		})
+		if !errors.Is(err, boom) {
+			t.Errorf("np=%d: job ended with %v, want boom", np, err)
+		}
+	}
+}
+
+type collObj struct {
+	Name string
+	Vals []int
+}
+
+// Values that are not primitive slices travel msgpack-encoded: Bcast, Gather, Allgather, Scatter.
+func TestCollectivesObjects(t *testing.T) {
+	runN(t, 4, func(c *Comm) error {
+		me, np := c.Rank(), c.Size()
+		mine := collObj{fmt.Sprint("r", me), []int{me, me * 2}}
+		for root := 0; root < np; root++ {
+			var all []collObj
+			if err := c.Gather(mine, &all, root); err != nil {
+				return err
+			}
+			if me == root {
+				for r, o := range all {
+					if o.Name != fmt.Sprint("r", r) || len(o.Vals) != 2 || o.Vals[1] != 2*r {
+						t.Errorf("gather root %d: %+v", root, all)
+						break
+					}
+				}
+			}
+			var send []collObj
+			if me == root {
+				for r := 0; r < np; r++ {
+					send = append(send, collObj{fmt.Sprint("to", r), []int{r}})
+				}
+			}
+			var got collObj
+			if err := c.Scatter(send, &got, root); err != nil {
+				return err
+			}
+			if got.Name != fmt.Sprint("to", me) || got.Vals[0] != me {
+				t.Errorf("scatter root %d: %+v", root, got)
+			}
+		}
+		var all []collObj
+		if err := c.Allgather(mine, &all); err != nil {
+			return err
+		}
+		if len(all) != np || all[np-1].Name != fmt.Sprint("r", np-1) {
+			t.Errorf("allgather: %+v", all)
+		}
+		m := map[string]int{}
+		if me == 1 {
+			m["x"] = 7
+		}
+		if err := c.Bcast(&m, 1); err != nil || m["x"] != 7 {
+			t.Errorf("bcast map: %v %v", m, err)
+		}
+		return nil
+	})
 }

@@ -155,16 +155,16 @@ func reduceArgs(what string, send, recv any, needRecv bool) (src, dst vec, err e
 		if !needRecv {
 			return src, dst, errArg("%s: InPlace is only for the rank that receives the result", what)
 		}
-		if dst, err = viewOf(recv, what+" receive"); err != nil {
+		if dst, err = viewOfRole(recv, what, " receive"); err != nil {
 			return
 		}
 		return dst, dst, nil
 	}
-	if src, err = viewOf(send, what+" send"); err != nil {
+	if src, err = viewOfRole(send, what, " send"); err != nil {
 		return
 	}
 	if needRecv {
-		if dst, err = viewOf(recv, what+" receive"); err != nil {
+		if dst, err = viewOfRole(recv, what, " receive"); err != nil {
 			return
 		}
 		if err = sameKind(src, dst); err != nil {
@@ -284,6 +284,9 @@ func Gather(c *ranks.Comm, send, recv any, root int) error {
 		return err
 	}
 	n := st.size
+	if isObject(send) {
+		return gatherObjects(c, send, recv, root)
+	}
 	var sv, rv vec
 	inPlace := isInPlace(send)
 	var blk int
@@ -414,6 +417,9 @@ func Scatter(c *ranks.Comm, send, recv any, root int) error {
 		return err
 	}
 	n := st.size
+	if isObject(recv) {
+		return scatterObjects(c, send, recv, root)
+	}
 	inPlace := isInPlace(recv)
 	if inPlace && st.rank != root {
 		return errArg("scatter: InPlace is only for the root")
@@ -536,6 +542,9 @@ func Allgather(c *ranks.Comm, send, recv any) error {
 		return err
 	}
 	n := st.size
+	if isObject(send) {
+		return allgatherObjects(c, send, recv)
+	}
 	rv, err := viewOf(recv, "allgather receive")
 	if err != nil {
 		return err
@@ -577,6 +586,8 @@ func Allgather(c *ranks.Comm, send, recv any) error {
 	p := newP2P(c, st)
 	all := rv.b[:n*blk]
 	switch algo {
+	case "hier":
+		return hierAllgather(c, st, all, blk)
 	case "recursive_doubling":
 		return p.recursiveDoublingAllgather(all, blk)
 	case "bruck":

@@ -2,6 +2,7 @@ package collectives
 
 import (
 	"fmt"
+	"reflect"
 	"unsafe"
 
 	"gompj/ranks"
@@ -80,7 +81,10 @@ func locVec[T LocValue](k kind, s []Loc[T]) vec {
 }
 
 // viewOf returns buf's memory, or an ErrBuffer error for a value that is not a primitive or Loc slice.
-func viewOf(buf any, what string) (vec, error) {
+func viewOf(buf any, what string) (vec, error) { return viewOfRole(buf, what, "") }
+
+// viewOfRole is viewOf with the buffer's description in two parts, joined only for an error.
+func viewOfRole(buf any, what, role string) (vec, error) {
 	if rv, ok := ranks.ViewOf(buf); ok {
 		sz := rv.Type.Size()
 		return vec{k: kind(rv.Type), b: rv.Bytes(), n: rv.N, sz: sz}, nil
@@ -98,9 +102,9 @@ func viewOf(buf any, what string) (vec, error) {
 		return locVec(kLocInt64, s), nil
 	}
 	if buf == nil {
-		return vec{}, fmt.Errorf("%w: nil %s buffer", ranks.ErrBuffer, what)
+		return vec{}, fmt.Errorf("%w: nil %s%s buffer", ranks.ErrBuffer, what, role)
 	}
-	return vec{}, fmt.Errorf("%w: %s buffer of %T: collectives take slices of primitive types or Loc pairs", ranks.ErrBuffer, what, buf)
+	return vec{}, fmt.Errorf("%w: %s%s buffer of %s: collectives take slices of primitive types or Loc pairs", ranks.ErrBuffer, what, role, reflect.TypeOf(buf))
 }
 
 // kindOfElem returns the buffer kind whose elements have the dynamic type of e.

@@ -18,11 +18,14 @@
 //     reduce; recursive doubling, Rabenseifner and ring allreduce; ring, Bruck and recursive doubling allgather;
 //     Bruck and pairwise alltoall; linear and binomial gather/scatter; chain scan. Tags stay below
 //     MaxTag-ReservedTags. Every algorithm handles any communicator size.
-//   - node-aware (hier.go) for communicators spanning nodes: a shared-memory phase inside each node, an inter-node
-//     phase among one leader per node over point-to-point, then shared memory again.
+//   - node-aware (hier.go) for communicators spanning nodes (barrier, bcast, reduce, allreduce, allgather): a
+//     shared-memory phase inside each node, an inter-node phase among one leader per node (its lowest rank) over
+//     point-to-point, then shared memory again; the sub-communicators are made with Split on first use, and any
+//     rank-to-node layout works. Reductions need a commutative op for this (otherwise the flat algorithms run).
 //
-// Buffers are primitive slices (ranks.ViewOf), slices of Loc pairs for MaxLoc/MinLoc, or (Bcast only) any
-// msgpack-encodable value passed as a pointer. Reductions dispatch once per call on the element type and the op to
+// Buffers are primitive slices (ranks.ViewOf) or slices of Loc pairs (MaxLoc/MinLoc). Bcast, Gather, Allgather
+// and Scatter also move other values, msgpack-encoded (objects.go): a pointer for Bcast, a value sent and a pointer
+// to a slice received for Gather and Allgather, a slice sent and a pointer received for Scatter. Reductions dispatch once per call on the element type and the op to
 // a generic kernel: no interface call per element.
 //
 // What is checked, and what is not: buffer lengths against counts on the calling rank (ErrTruncate, ErrArg),
@@ -30,6 +33,10 @@
 // buffer, so a mismatch is an error and never an overrun. As in MPI, mismatched roots, ops or element types across
 // ranks are erroneous programs; gompj does not detect them all (element types are not compared across ranks on
 // message paths, where blocks travel as bytes), but it never writes outside the buffers it was given.
+//
+// Per-communicator state (layout, forced algorithms, cached choices, node-aware sub-communicators) is found through
+// a process-wide cache keyed by the Comm (weak pointers; state.go): it is per rank, since every rank has its own
+// Comm values, and it dies with the Comm.
 //
 // Imports: ranks, queues, the standard library. Not node, not the root package.
 package collectives

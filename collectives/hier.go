@@ -80,6 +80,11 @@ func hierBcast(c *ranks.Comm, st *commState, buf vec, root int) error {
 	}
 	rootNode := h.nodeIdx[root]
 	mine := h.nodeIdx[st.rank]
+	if h.leaders != nil && (mine != rootNode || h.nodeRank[root] == 0) {
+		if ok, err := leaderBcastOverlap(h, buf, rootNode, mine == rootNode); ok {
+			return err
+		}
+	}
 	if mine == rootNode {
 		if err := bcastVec(h.node, buf, h.nodeRank[root]); err != nil {
 			return err
@@ -94,6 +99,32 @@ func hierBcast(c *ranks.Comm, st *commState, buf vec, root int) error {
 		return bcastVec(h.node, buf, 0)
 	}
 	return nil
+}
+
+// leaderBcastOverlap is a leader's part of a node-aware bcast when the node phase runs in shared memory and the
+// leaders' phase is a binomial tree: the leader publishes its buffer to its node as soon as it has the data and
+// lets the local ranks copy while it forwards the message to its children leaders. It reports false (having done
+// nothing) when the algorithms are not those.
+func leaderBcastOverlap(h *hierComms, buf vec, rootNode int, haveData bool) (bool, error) {
+	ns, ls := stateOf(h.node), stateOf(h.leaders)
+	if a, err := ns.choose("bcast", ns.sel(true, len(buf.b))); err != nil || a != "shm" || ns.size == 1 {
+		return false, nil
+	}
+	if a, err := ls.choose("bcast", ls.sel(true, len(buf.b))); err != nil || a != "binomial" {
+		return false, nil
+	}
+	o := ns.shmOp(h.node)
+	if haveData {
+		o.BcastPublish(buf.b)
+	}
+	reqs, err := newP2P(h.leaders, ls).binomialBcastStart(buf.b, rootNode)
+	if err != nil {
+		return true, err
+	}
+	if !haveData {
+		o.BcastPublish(buf.b)
+	}
+	return true, firstErr(waitAll(reqs), o.waitAcks())
 }
 
 // hierAllreduce: reduce to each node's leader, allreduce among leaders, bcast inside each node.
@@ -125,7 +156,7 @@ func hierReduce(c *ranks.Comm, st *commState, k kernel, op Op, src, dst vec, roo
 	var tmp vec
 	if leader {
 		tmp = src
-		tmp.b = make([]byte, len(src.b))
+		tmp.b = st.scratch(len(src.b)) // c's own scratch: the node phase uses the node communicator's
 	}
 	if err := reduceVec(h.node, k, op, src, tmp, 0); err != nil {
 		return err
@@ -159,4 +190,83 @@ func leaderRankOf(h *hierComms, st *commState, r int) int {
 		}
 	}
 	return r
+}
+
+// hierAllgather (equal blocks of blk bytes, this rank's already in place in recv): gather each node's blocks at
+// its leader, allgather the node blocks among leaders, put them in rank order, bcast inside each node.
+func hierAllgather(c *ranks.Comm, st *commState, recv []byte, blk int) error {
+	h, err := st.hierarchy(c)
+	if err != nil {
+		return err
+	}
+	n := st.size
+	nodeSize := h.node.Size()
+	own := recv[st.rank*blk : (st.rank+1)*blk]
+	var nb []byte
+	leader := h.leaders != nil
+	if leader {
+		nb = make([]byte, nodeSize*blk)
+	}
+	nbv := vec{k: kind(ranks.TypeByte), b: nb, n: len(nb), sz: 1}
+	if err := gatherVec(h.node, own, nbv, blk, 0); err != nil {
+		return err
+	}
+	if leader {
+		nodes := h.leaders.Size()
+		counts := make([]int, nodes)
+		for i := 0; i < n; i++ {
+			counts[h.nodeIdx[i]] += blk
+		}
+		displs := make([]int, nodes)
+		for i := 1; i < nodes; i++ {
+			displs[i] = displs[i-1] + counts[i-1]
+		}
+		all := make([]byte, n*blk)
+		copy(all[displs[h.nodeIdx[st.rank]]:], nb)
+		if err := allgathervBytes(h.leaders, all, counts, displs); err != nil {
+			return err
+		}
+		for r := 0; r < n; r++ {
+			off := displs[h.nodeIdx[r]] + h.nodeRank[r]*blk
+			copy(recv[r*blk:(r+1)*blk], all[off:off+blk])
+		}
+	}
+	return bcastVec(h.node, vec{k: kind(ranks.TypeByte), b: recv[:n*blk], n: n * blk, sz: 1}, 0)
+}
+
+// gatherVec gathers equal blocks of bytes at root (recv significant there only).
+func gatherVec(c *ranks.Comm, send []byte, recv vec, blk, root int) error {
+	st := stateOf(c)
+	if st.size == 1 {
+		copy(recv.b, send)
+		return nil
+	}
+	algo, err := st.choose("gather", st.sel(true, blk))
+	if err != nil {
+		return err
+	}
+	p := newP2P(c, st)
+	switch algo {
+	case "shm":
+		return st.shmOp(c).Gatherv(send, false, recv.b, nil, nil, 1, blk, root)
+	case "binomial":
+		return p.binomialGather(send, recv.b, blk, root)
+	}
+	return p.linearGatherv(send, recv.b, nil, nil, 1, blk, root)
+}
+
+// allgathervBytes: this rank's block already in place in all.
+func allgathervBytes(c *ranks.Comm, all []byte, counts, displs []int) error {
+	st := stateOf(c)
+	if st.size == 1 {
+		return nil
+	}
+	algo, err := st.choose("allgatherv", st.sel(true, 0))
+	if err != nil {
+		return err
+	}
+	if algo == "shm" {
+		return st.shmOp(c).Allgatherv(nil, true, all, counts, displs, 1, 0)
+	}
+	return newP2P(c, st).ringAllgatherv(all, counts, displs, 1, 0)
 }

@@ -118,3 +118,38 @@ func TestTableParsing(t *testing.T) {
 		}
 	}
 }
+
+func TestTableOverrides(t *testing.T) {
+	env := map[string]string{"GOMPJ_COLL_ALLREDUCE": "ring", "GOMPJ_COLL_TABLE": "/x"}
+	file := "# mine\nbcast local 1-4 0-1K binomial\n"
+	rules, err := buildTable(func(k string) string { return env[k] },
+		func(string) ([]byte, error) { return []byte(file), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rules[0].coll != "allreduce" || rules[0].algo != "ring" || rules[1].coll != "bcast" || rules[1].origin != "/x" {
+		t.Fatalf("override order: %+v %+v", rules[0], rules[1])
+	}
+	st := &commState{size: 4, local: true}
+	pick := func(coll string, s selCtx) string {
+		for _, r := range rules {
+			if r.matches(coll, s) && algorithms[coll][r.algo](s) {
+				return r.algo
+			}
+		}
+		return lastResort[coll]
+	}
+	if a := pick("bcast", st.sel(true, 100)); a != "binomial" {
+		t.Errorf("bcast 100 B on 4 local ranks: %s", a)
+	}
+	if a := pick("bcast", st.sel(true, 4096)); a != "shm" {
+		t.Errorf("bcast 4 KiB on 4 local ranks: %s", a)
+	}
+	if a := pick("allreduce", st.sel(false, 8)); a != "shm" {
+		t.Errorf("ring does not apply to a non-commutative op: got %s", a)
+	}
+	env["GOMPJ_COLL_BARRIER"] = "nonsense"
+	if _, err := buildTable(func(k string) string { return env[k] }, nil); err == nil {
+		t.Errorf("a bad override was accepted")
+	}
+}

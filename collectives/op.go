@@ -50,6 +50,7 @@ type opDef struct {
 	commutative bool
 	userKind    kind                                  // element kind a user op accepts
 	userKernel  func(inout, in unsafe.Pointer, n int) // inout[i] = in[i] op inout[i]
+	bytesKernel kernel                                // userKernel over byte ranges
 }
 
 // The predefined operations.
@@ -79,6 +80,12 @@ func NewOp[T any](fn func(in, inout []T), commutative bool) Op {
 	if fn != nil && d.userKind != kNone {
 		d.userKernel = func(inout, in unsafe.Pointer, n int) {
 			fn(unsafe.Slice((*T)(in), n), unsafe.Slice((*T)(inout), n))
+		}
+		uk, sz := d.userKernel, d.userKind.size()
+		d.bytesKernel = func(inout, in []byte) {
+			if len(inout) > 0 {
+				uk(unsafe.Pointer(unsafe.SliceData(inout)), unsafe.Pointer(unsafe.SliceData(in)), len(inout)/sz)
+			}
 		}
 	}
 	return Op{d}
@@ -302,6 +309,19 @@ func locKernel[T LocValue](c opCode) kernel {
 	return nil
 }
 
+const maxKind = 80
+
+// kernels holds every predefined op's kernel per element kind, built once: a call looks its kernel up.
+var kernels [opUser][maxKind]kernel
+
+func init() {
+	for c := opSum; c < opUser; c++ {
+		for k := kind(0); k < maxKind; k++ {
+			kernels[c][k] = buildKernel(c, k)
+		}
+	}
+}
+
 // kernelFor returns the kernel of op over elements of kind k, or ErrOp.
 func kernelFor(op Op, k kind) (kernel, error) {
 	d := op.d
@@ -315,13 +335,18 @@ func kernelFor(op Op, k kind) (kernel, error) {
 		if d.userKind != k {
 			return nil, fmt.Errorf("%w: %s applied to a buffer of %s", ranks.ErrOp, d.name, k)
 		}
-		uk, sz := d.userKernel, k.size()
-		return func(inout, in []byte) {
-			if len(inout) > 0 {
-				uk(unsafe.Pointer(unsafe.SliceData(inout)), unsafe.Pointer(unsafe.SliceData(in)), len(inout)/sz)
-			}
-		}, nil
+		return d.bytesKernel, nil
 	}
+	if k < maxKind {
+		if kn := kernels[d.code][k]; kn != nil {
+			return kn, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %s is not defined on %s", ranks.ErrOp, d.name, k)
+}
+
+func buildKernel(code opCode, k kind) kernel {
+	d := &opDef{code: code}
 	var kn kernel
 	switch k {
 	case kind(ranks.TypeByte):
@@ -372,8 +397,5 @@ func kernelFor(op Op, k kind) (kernel, error) {
 	case kLocInt64:
 		kn = locKernel[int64](d.code)
 	}
-	if kn == nil {
-		return nil, fmt.Errorf("%w: %s is not defined on %s", ranks.ErrOp, d.name, k)
-	}
-	return kn, nil
+	return kn
 }

@@ -63,13 +63,23 @@ func (p p2p) dissemination() error {
 // --- bcast ---
 
 func (p p2p) binomialBcast(buf []byte, root int) error {
+	reqs, err := p.binomialBcastStart(buf, root)
+	if err != nil {
+		return err
+	}
+	return waitAll(reqs)
+}
+
+// binomialBcastStart receives buf from the parent and starts the sends to the children; the caller waits for
+// the returned requests (so that it can do something else meanwhile).
+func (p p2p) binomialBcastStart(buf []byte, root int) ([]*ranks.Request, error) {
 	n := p.size
 	vr := (p.rank - root + n) % n
 	mask := 1
 	for mask < n {
 		if vr&mask != 0 {
 			if err := p.recv(buf, (p.rank-mask+n)%n, tagBcast); err != nil {
-				return err
+				return nil, err
 			}
 			break
 		}
@@ -80,12 +90,12 @@ func (p p2p) binomialBcast(buf []byte, root int) error {
 		if vr+mask < n {
 			r, err := p.c.Isend(buf, (p.rank+mask)%n, tagBcast)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			reqs = append(reqs, r)
 		}
 	}
-	return waitAll(reqs)
+	return reqs, nil
 }
 
 func (p p2p) linearBcast(buf []byte, root int) error {

@@ -43,7 +43,20 @@ type shmSlot struct {
 	_        [cacheLine]byte
 }
 
+// inlineSlot carries a small contribution and its sequence number in the same cache lines, so that a reader
+// pays one transfer for the flag and the data together. Used only by operations in which every member reads every
+// other member's slot (small allreduce and allgather): a member publishes round k+2 into the buffer of round k
+// only after reading everybody's round k+1, which each published after it had finished reading round k.
+type inlineSlot struct {
+	seq  atomic.Uint64
+	len  int
+	data [inlineMax]byte
+}
+
+const inlineMax = 256 - 16
+
 type shmComm struct {
+	inline   [][2]inlineSlot
 	n        int
 	arrivals atomic.Uint64
 	_        [cacheLine - 8]byte
@@ -51,7 +64,9 @@ type shmComm struct {
 	slots    []shmSlot
 }
 
-func newShmComm(n int) *shmComm { return &shmComm{n: n, slots: make([]shmSlot, n)} }
+func newShmComm(n int) *shmComm {
+	return &shmComm{n: n, slots: make([]shmSlot, n), inline: make([][2]inlineSlot, n)}
+}
 
 // shmRank is a member's private bookkeeping (only its own goroutine touches it).
 type shmRank struct {
@@ -59,6 +74,7 @@ type shmRank struct {
 	phase        uint64   // barrier phases passed
 	acksExpected []uint64 // per slot: acknowledgements it will have received once the current reads are done
 	pref         []byte   // exscan: this rank's inclusive prefix
+	inlineSeq    uint64   // inline rounds done
 }
 
 // event parks waiters until a notify.
@@ -193,13 +209,12 @@ func firstErr(errs ...error) error {
 func (o shmOp) Barrier() error { return o.barrier() }
 
 func (o shmOp) Bcast(buf []byte, root int) error {
-	g := o.next()
-	o.expectAcks(root, o.s.n-1)
 	if o.rank == root {
-		o.s.slots[root].src = buf
-		o.publish(g)
+		o.BcastPublish(buf)
 		return o.waitAcks()
 	}
+	g := o.next()
+	o.expectAcks(root, o.s.n-1)
 	if err := o.waitPublished(root, g); err != nil {
 		return err
 	}
@@ -212,6 +227,15 @@ func (o shmOp) Bcast(buf []byte, root int) error {
 	}
 	o.ack(root)
 	return err
+}
+
+// BcastPublish is the root's half of Bcast without the wait: the readers may copy from buf once it returns; the
+// root must call waitAcks before it touches buf again or returns.
+func (o shmOp) BcastPublish(buf []byte) {
+	g := o.next()
+	o.expectAcks(o.rank, o.s.n-1)
+	o.s.slots[o.rank].src = buf
+	o.publish(g)
 }
 
 // Scatterv: the root's send holds counts[i] elements of size sz for rank i at displs[i] (nil displs: packed in
@@ -308,6 +332,46 @@ func (o shmOp) Allgatherv(src []byte, inPlace bool, recv []byte, counts, displs 
 	sl := &o.s.slots[o.rank]
 	if inPlace {
 		src = blockOf(recv, counts, displs, sz, o.rank, blockBytes)
+	}
+	if counts == nil && blockBytes <= inlineMax && len(src) <= inlineMax {
+		k, par := o.inlinePublish(src)
+		var err error
+		for j := 0; j < n; j++ {
+			s, werr := o.inlineGet(j, k, par)
+			if werr != nil {
+				return werr
+			}
+			if j == o.rank && inPlace {
+				continue
+			}
+			b := blockOf(recv, nil, nil, sz, j, blockBytes)
+			if len(s) > len(b) {
+				err = errTrunc("allgather: %d bytes from rank %d into a block of %d", len(s), j, len(b))
+				continue
+			}
+			copy(b, s)
+		}
+		return err
+	}
+	if counts == nil && blockBytes <= stageLimit/2 {
+		par := o.stage(src)
+		if err := o.barrier(); err != nil {
+			return err
+		}
+		var err error
+		for j := 0; j < n; j++ {
+			if j == o.rank && inPlace {
+				continue
+			}
+			b := blockOf(recv, nil, nil, sz, j, blockBytes)
+			s := o.s.slots[j].stage[par]
+			if len(s) > len(b) {
+				err = errTrunc("allgather: %d bytes from rank %d into a block of %d", len(s), j, len(b))
+				continue
+			}
+			copy(b, s)
+		}
+		return err
 	}
 	sl.src = src
 	if err := o.barrier(); err != nil {
@@ -413,6 +477,28 @@ func (o shmOp) checkLengths(what string, total int) error {
 // Reduce combines every member's src into the root's dst. At the root, src may alias dst (in place).
 func (o shmOp) Reduce(k kernel, src, dst []byte, sz, root int, st *commState) error {
 	n := o.s.n
+	total := len(src)
+	if total <= stageLimit {
+		par := o.stage(src)
+		if err := o.barrier(); err != nil {
+			return err
+		}
+		if o.rank != root {
+			return nil
+		}
+		if err := o.checkStaged("reduce", par, total); err != nil {
+			return err
+		}
+		if len(dst) < total {
+			return errTrunc("reduce: %d bytes into a root buffer of %d", total, len(dst))
+		}
+		out := dst[:total]
+		copy(out, o.s.slots[n-1].stage[par])
+		for i := n - 2; i >= 0; i-- {
+			k(out, o.s.slots[i].stage[par])
+		}
+		return nil
+	}
 	sl := &o.s.slots[o.rank]
 	sl.src = src
 	if o.rank == root {
@@ -421,7 +507,6 @@ func (o shmOp) Reduce(k kernel, src, dst []byte, sz, root int, st *commState) er
 	if err := o.barrier(); err != nil {
 		return err
 	}
-	total := len(src)
 	err := o.checkLengths("reduce", total)
 	if err == nil && len(o.s.slots[root].dst) < total {
 		err = errTrunc("reduce: %d bytes into a root buffer of %d", total, len(o.s.slots[root].dst))
@@ -436,6 +521,52 @@ func (o shmOp) Reduce(k kernel, src, dst []byte, sz, root int, st *commState) er
 	return firstErr(o.barrier(), err)
 }
 
+// inlinePublish puts src (at most inlineMax bytes) in this rank's inline slot for the next round.
+func (o shmOp) inlinePublish(src []byte) (k uint64, par int) {
+	o.me.inlineSeq++
+	k = o.me.inlineSeq
+	par = int(k & 1)
+	sl := &o.s.inline[o.rank][par]
+	sl.len = copy(sl.data[:], src)
+	sl.seq.Store(k)
+	o.s.ev.notify()
+	return k, par
+}
+
+// inlineGet waits for member j's contribution to round k.
+func (o shmOp) inlineGet(j int, k uint64, par int) ([]byte, error) {
+	sl := &o.s.inline[j][par]
+	if sl.seq.Load() < k {
+		if err := o.wait(func() bool { return sl.seq.Load() >= k }); err != nil {
+			return nil, err
+		}
+	}
+	return sl.data[:sl.len], nil
+}
+
+// stage copies src into this rank's staging buffer for the coming barrier phase and returns the phase parity.
+// Staged data is read between that barrier and the next, and the buffer of the other parity is the one the next
+// staging op writes, so no rank ever overwrites staged data still being read: one barrier per op, no acks.
+func (o shmOp) stage(src []byte) uint64 {
+	sl := &o.s.slots[o.rank]
+	par := (o.me.phase + 1) & 1
+	if cap(sl.stage[par]) < len(src) {
+		sl.stage[par] = make([]byte, len(src), max(len(src), 64))
+	}
+	sl.stage[par] = sl.stage[par][:len(src)]
+	copy(sl.stage[par], src)
+	return par
+}
+
+func (o shmOp) checkStaged(what string, par uint64, total int) error {
+	for j := range o.s.slots {
+		if l := len(o.s.slots[j].stage[par]); l != total {
+			return errArg("%s: rank %d contributes %d bytes, rank %d %d", what, o.rank, total, j, l)
+		}
+	}
+	return nil
+}
+
 // Allreduce: every member's dst gets the combination of all srcs. src may alias dst (in place).
 func (o shmOp) Allreduce(k kernel, src, dst []byte, sz int, st *commState) error {
 	n := o.s.n
@@ -443,21 +574,35 @@ func (o shmOp) Allreduce(k kernel, src, dst []byte, sz int, st *commState) error
 	if len(dst) < total {
 		return errTrunc("allreduce: %d bytes into a buffer of %d", total, len(dst))
 	}
+	if total <= inlineMax {
+		round, par := o.inlinePublish(src)
+		out := dst[:total]
+		var err error
+		for i := n - 1; i >= 0; i-- {
+			in, werr := o.inlineGet(i, round, par)
+			if werr != nil {
+				return werr
+			}
+			switch {
+			case len(in) != total:
+				err = errArg("allreduce: rank %d contributes %d bytes, rank %d %d", o.rank, total, i, len(in))
+			case err != nil:
+			case i == n-1:
+				copy(out, in)
+			default:
+				k(out, in)
+			}
+		}
+		return err
+	}
 	sl := &o.s.slots[o.rank]
 	if total <= stageLimit {
-		par := (o.me.phase + 1) & 1
-		if cap(sl.stage[par]) < total {
-			sl.stage[par] = make([]byte, total, max(total, 64))
-		}
-		sl.stage[par] = sl.stage[par][:total]
-		copy(sl.stage[par], src)
+		par := o.stage(src)
 		if err := o.barrier(); err != nil {
 			return err
 		}
-		for j := range o.s.slots {
-			if l := len(o.s.slots[j].stage[par]); l != total {
-				return errArg("allreduce: rank %d contributes %d bytes, rank %d %d", o.rank, total, j, l)
-			}
+		if err := o.checkStaged("allreduce", par, total); err != nil {
+			return err
 		}
 		out := dst[:total]
 		copy(out, o.s.slots[n-1].stage[par])

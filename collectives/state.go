@@ -74,6 +74,12 @@ func stateOf(c *ranks.Comm) *commState {
 		states.CompareAndDelete(e.key, e)
 		slotOf(e.key).CompareAndSwap(e, nil)
 		layoutHooks.Delete(e.wp)
+		if h := e.st.hier; h != nil { // the node-aware sub-communicators die with their parent
+			h.node.Free()
+			if h.leaders != nil {
+				h.leaders.Free()
+			}
+		}
 	}, e)
 	return e.st
 }

@@ -33,7 +33,7 @@ barrier        multi  *     *        hier
 barrier        *      *     *        dissemination
 bcast          local  *     *        shm
 bcast          multi  *     *        hier
-bcast          *      1-3   *        binomial
+bcast          *      1-7   *        binomial
 bcast          *      *     0-256K   binomial
 bcast          *      *     *        scatter_allgather
 reduce         local  *     *        shm
@@ -55,6 +55,7 @@ scatter        *      *     *        linear
 scatterv       local  *     *        shm
 scatterv       *      *     *        linear
 allgather      local  *     *        shm
+allgather      multi  *     0-16K    hier
 allgather      *      *     0-8K     recursive_doubling
 allgather      *      *     *        ring
 allgatherv     local  *     *        shm
@@ -122,7 +123,6 @@ type applies func(selCtx) bool
 func always(selCtx) bool         { return true }
 func needLocal(s selCtx) bool    { return s.local }
 func needHier(s selCtx) bool     { return s.hier }
-func needMessages(s selCtx) bool { return true }
 func needComm(s selCtx) bool     { return s.commutative }
 func needHierComm(s selCtx) bool { return s.hier && s.commutative }
 
@@ -136,7 +136,7 @@ var algorithms = map[string]map[string]applies{
 	"gatherv":        {"linear": always, "shm": needLocal},
 	"scatter":        {"linear": always, "binomial": always, "shm": needLocal},
 	"scatterv":       {"linear": always, "shm": needLocal},
-	"allgather":      {"ring": always, "recursive_doubling": always, "bruck": always, "shm": needLocal},
+	"allgather":      {"ring": always, "recursive_doubling": always, "bruck": always, "shm": needLocal, "hier": needHier},
 	"allgatherv":     {"ring": always, "shm": needLocal},
 	"alltoall":       {"pairwise": always, "bruck": always, "shm": needLocal},
 	"alltoallv":      {"pairwise": always, "shm": needLocal},
@@ -276,46 +276,41 @@ var (
 	tableErr  error
 )
 
-// loadTable builds the process's table: environment overrides, then the GOMPJ_COLL_TABLE file, then the defaults.
+// loadTable builds the process's table once: environment overrides, then the GOMPJ_COLL_TABLE file, then the
+// defaults.
 func loadTable() ([]rule, error) {
-	tableOnce.Do(func() {
-		var rules []rule
-		var colls []string
-		for c := range algorithms {
-			colls = append(colls, c)
-		}
-		sort.Strings(colls)
-		for _, c := range colls {
-			name := "GOMPJ_COLL_" + strings.ToUpper(c)
-			if v := strings.TrimSpace(os.Getenv(name)); v != "" {
-				r, err := parseTable(fmt.Sprintf("%s * * * %s", c, v), name)
-				if err != nil {
-					tableErr = err
-					return
-				}
-				rules = append(rules, r...)
-			}
-		}
-		if path := os.Getenv("GOMPJ_COLL_TABLE"); path != "" {
-			b, err := os.ReadFile(path)
+	tableOnce.Do(func() { table, tableErr = buildTable(os.Getenv, os.ReadFile) })
+	return table, tableErr
+}
+
+func buildTable(getenv func(string) string, readFile func(string) ([]byte, error)) ([]rule, error) {
+	var rules []rule
+	for _, c := range Collectives() {
+		name := "GOMPJ_COLL_" + strings.ToUpper(c)
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			r, err := parseTable(fmt.Sprintf("%s * * * %s", c, v), name)
 			if err != nil {
-				tableErr = fmt.Errorf("%w: GOMPJ_COLL_TABLE: %v", ranks.ErrArg, err)
-				return
-			}
-			r, err := parseTable(string(b), path)
-			if err != nil {
-				tableErr = err
-				return
+				return nil, err
 			}
 			rules = append(rules, r...)
 		}
-		d, err := parseTable(defaultTable, "default")
+	}
+	if path := getenv("GOMPJ_COLL_TABLE"); path != "" {
+		b, err := readFile(path)
 		if err != nil {
-			panic(err) // the built-in table is part of the program
+			return nil, fmt.Errorf("%w: GOMPJ_COLL_TABLE: %v", ranks.ErrArg, err)
 		}
-		table = append(rules, d...)
-	})
-	return table, tableErr
+		r, err := parseTable(string(b), path)
+		if err != nil {
+			return nil, err
+		}
+		rules = append(rules, r...)
+	}
+	d, err := parseTable(defaultTable, "default")
+	if err != nil {
+		panic(err) // the built-in table is part of the program
+	}
+	return append(rules, d...), nil
 }
 
 // choose returns the algorithm for one call. The rules that can match the communicator are filtered once; the

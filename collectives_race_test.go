@@ -1,5 +1,0 @@
-//go:build race
-
-package gompj
-
-const raceEnabled = true
