@@ -2,8 +2,6 @@ package collectives
 
 import (
 	"runtime"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -109,15 +107,8 @@ func newState(c *ranks.Comm) *commState {
 		s.nodeOf = nodes
 		return s
 	}
-	// Disjoint groups may share a context (Split), so the key names the group too.
-	var key strings.Builder
-	key.WriteString("gompj/collectives.shm")
-	for i := 0; i < s.size; i++ {
-		key.WriteByte(' ')
-		key.WriteString(strconv.Itoa(c.WorldRank(i)))
-	}
 	n := s.size
-	s.shm = w.Shared(c.Context(), key.String(), func() any { return newShmComm(n) }).(*shmComm)
+	s.shm = w.Shared(c, "gompj/collectives.shm", func() any { return newShmComm(n) }).(*shmComm)
 	s.me = &shmRank{acksExpected: make([]uint64, n)}
 	return s
 }

@@ -162,7 +162,7 @@ func (c *Comm) Free() error {
 	if !c.freed.CompareAndSwap(false, true) {
 		return fmt.Errorf("%w: already freed", ErrComm)
 	}
-	c.w.dropShared(c.ctx)
+	c.w.dropShared(c)
 	return nil
 }
 

@@ -218,3 +218,49 @@ func TestManyRanksMemory(t *testing.T) {
 		t.Fatalf("%d bytes per rank, want under 64 KiB", perRank)
 	}
 }
+
+// Disjoint groups from one Split share a context: each has its own shared objects, and freeing one group's
+// communicator leaves the other's alone.
+func TestSharedIsPerGroup(t *testing.T) {
+	w := world(t, 4)
+	objs := make([]*int, 4)
+	err := spmd(w, func(c *Comm) error {
+		half, err := c.Split(c.Rank()%2, 0)
+		if err != nil {
+			return err
+		}
+		color := c.Rank() % 2
+		objs[c.Rank()] = w.Shared(half, "k", func() any { v := color; return &v }).(*int)
+		if *objs[c.Rank()] != color {
+			return fmt.Errorf("rank %d got group %d's object", c.Rank(), *objs[c.Rank()])
+		}
+		if err := c.Coll().Send([]byte{0}, 0, 1); err != nil { // everyone has its object before anyone frees
+			return err
+		}
+		if c.Rank() == 0 {
+			for i := 0; i < 4; i++ {
+				if _, err := c.Coll().Recv(make([]byte, 1), AnySource, 1); err != nil {
+					return err
+				}
+			}
+			if err := half.Free(); err != nil {
+				return err
+			}
+			if got := w.Shared(w.Comm(1), "probe", func() any { return 0 }); got != 0 {
+				return fmt.Errorf("unexpected probe object %v", got)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if objs[0] != objs[2] || objs[1] != objs[3] || objs[0] == objs[1] {
+		t.Fatal("groups did not get one object each")
+	}
+	// Group 1 (ranks 1, 3) still finds its object after group 0 freed its communicator.
+	g1 := &Comm{r: w.ranks[1], w: w, size: 2, group: []int32{1, 3}, ctx: w.ranks[1].nextCtx*2 - 2}
+	if got := w.Shared(g1, "k", func() any { v := -1; return &v }).(*int); got != objs[1] {
+		t.Fatalf("freeing group 0 dropped group 1's object (got %d)", *got)
+	}
+}

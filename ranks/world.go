@@ -42,9 +42,12 @@ type World struct {
 	shared   map[sharedKey]any
 }
 
+// sharedKey names a communicator on this node: disjoint groups from one Split share a context, but never their
+// first member.
 type sharedKey struct {
-	ctx uint32
-	key string
+	ctx    uint32
+	leader int
+	key    string
 }
 
 // Rank is the state of one rank: its queues and its communicator bookkeeping. The lock and the queue heads come
@@ -149,15 +152,15 @@ func (w *World) local(worldRank int) *Rank {
 	return nil
 }
 
-// Shared returns the object a communicator's members on this node share under key, making it with mk the first
-// time. Collectives keep their shared-memory state here.
-func (w *World) Shared(ctx uint32, key string, mk func() any) any {
+// Shared returns the object the members of c on this node share under key, making it with mk the first time.
+// Collectives keep their shared-memory state here.
+func (w *World) Shared(c *Comm, key string, mk func() any) any {
 	w.sharedMu.Lock()
 	defer w.sharedMu.Unlock()
 	if w.shared == nil {
 		w.shared = make(map[sharedKey]any)
 	}
-	k := sharedKey{ctx, key}
+	k := sharedKey{c.ctx &^ 1, c.WorldRank(0), key}
 	v, ok := w.shared[k]
 	if !ok {
 		v = mk()
@@ -166,11 +169,12 @@ func (w *World) Shared(ctx uint32, key string, mk func() any) any {
 	return v
 }
 
-// dropShared forgets a freed communicator's shared objects.
-func (w *World) dropShared(ctx uint32) {
+// dropShared forgets a freed communicator's shared objects, and no other group's.
+func (w *World) dropShared(c *Comm) {
+	ctx, leader := c.ctx&^1, c.WorldRank(0)
 	w.sharedMu.Lock()
 	for k := range w.shared {
-		if k.ctx == ctx || k.ctx == ctx+1 {
+		if k.ctx == ctx && k.leader == leader {
 			delete(w.shared, k)
 		}
 	}
