@@ -78,8 +78,24 @@ type Device interface {
 	Close() error
 }
 
+// Poller is implemented by a device whose progress a waiting rank can drive itself, as FastMPJ's devices poll
+// from the waiting thread: a rank that waits for something that may come from the network calls Enter, then Poll
+// between checks of its completion flag, then Leave. While at least one rank is inside Enter/Leave the device's
+// own progress goroutine stands down, so a node has one spinner on the network, not two fighting for a core.
+//
+// Poll makes whatever progress is possible without blocking (reads, deliveries to the Sink, queued writes) and
+// reports whether it did any. Only one caller polls at a time; the others return false at once. Sink callbacks
+// may therefore run on a polling rank's goroutine. Leave's parking argument says the caller is about to block
+// (its spin window is over), so the device must resume its own progress at once; otherwise it may resume a little
+// later, since the caller is likely to wait again soon.
+type Poller interface {
+	Enter()
+	Poll() bool
+	Leave(parking bool)
+}
+
 // Sink is the node side of a device: where inbound traffic is delivered. Its methods are called from the device's
-// progress loop and must not block.
+// progress loop, or from a rank driving it (see Poller), and must not block.
 type Sink interface {
 	DeliverEager(in *Inbound)
 	DeliverRTS(h *Header)

@@ -19,71 +19,180 @@ const readBudget = 4 << 20
 // maxHandshakes bounds concurrent inbound handshakes; connections beyond it are closed at once.
 const maxHandshakes = 64
 
-// loop is the device's progress engine: one goroutine, one epoll set holding every connection.
+// standDownCheck is how often a progress loop that stood down for driving ranks looks again whether any still
+// drives, when no parking rank told it to resume.
+const standDownCheck = time.Millisecond
+
+// loop is the device's progress engine: one goroutine, one epoll set holding every connection. Everything the
+// comments call "loop only" is guarded by pollMu, which the loop holds while it polls and handles events and which
+// a driving rank holds during Poll.
 func (d *Device) loop() {
 	defer close(d.loopDone)
-	evs := make([]unix.EpollEvent, 128)
-	lastActive := time.Now()
+	resume := time.NewTimer(standDownCheck)
+	resume.Stop()
 	for {
+		if d.drivers.Load() > 0 && !d.hasTasks() && d.standDownOK() {
+			// A rank is driving the device (Poll): stand down until the last driver parks, or look again soon.
+			resume.Reset(standDownCheck)
+			select {
+			case <-d.kick:
+			case <-resume.C:
+			case <-d.quit:
+			}
+			resume.Stop()
+			continue
+		}
+		d.pollMu.Lock()
+		if d.loopExited {
+			d.pollMu.Unlock()
+			return
+		}
 		timeout := -1
 		switch {
 		case len(d.pendingRead) > 0:
 			timeout = 0
 		case d.closeState > 0:
 			timeout = 5 // ms: Close's deadlines are checked between events
-		case d.busy > 0 && time.Since(lastActive) < d.busy:
+		case d.busy > 0 && time.Since(d.lastActive) < d.busy:
 			timeout = 0
 		}
 		var n int
 		var err error
 		if timeout == 0 {
-			n, err = pollNow(d.ep, evs)
+			n, err = pollNow(d.ep, d.evs)
 		} else {
-			n, err = unix.EpollWait(d.ep, evs, timeout)
-		}
-		if err != nil {
-			if err == unix.EINTR {
+			// Enter wakes a blocked loop through the eventfd when it sees loopBlocked; checking drivers after
+			// setting it closes the race (both are sequentially consistent atomics).
+			d.loopBlocked.Store(true)
+			if d.drivers.Load() > 0 && d.closeState == 0 && !d.hasTasks() {
+				d.loopBlocked.Store(false)
+				d.pollMu.Unlock()
 				continue
 			}
-			d.closeReport = fmt.Errorf("netdev: node %d: epoll_wait: %w", d.self, err)
-			d.killAll(d.closeReport)
-			d.loopExited = true
-			return
+			n, err = unix.EpollWait(d.ep, d.evs, timeout)
+			d.loopBlocked.Store(false)
 		}
-		if n > 0 {
-			lastActive = time.Now()
-		}
-		if len(d.pendingRead) > 0 {
-			pend := d.pendingRead
-			d.pendingRead = nil
-			for _, c := range pend {
-				d.readConn(c)
-			}
-		}
-		for i := range n {
-			ev := &evs[i]
-			if ev.Fd == 0 {
-				var b [8]byte
-				unix.Read(d.evfd, b[:])
-				d.runTasks()
-				continue
-			}
-			c := d.conns[ev.Fd]
-			if c == nil {
-				continue // closed earlier in this batch
-			}
-			if ev.Events&unix.EPOLLOUT != 0 {
-				d.flushConn(c)
-			}
-			if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 && !c.closed {
-				d.readConn(c)
-			}
-		}
-		if d.closeState > 0 && d.closeStep() {
-			d.loopExited = true
+		exit := d.handle(n, err)
+		d.pollMu.Unlock()
+		if exit {
 			return
 		}
 	}
+}
+
+// hasTasks reports whether tasks were posted: the loop runs them itself, since a driver may have stopped polling.
+func (d *Device) hasTasks() bool {
+	d.taskMu.Lock()
+	n := len(d.tasks)
+	d.taskMu.Unlock()
+	return n > 0
+}
+
+// standDownOK reports whether the loop may leave progress to driving ranks: not while closing or with reads
+// pending from a spent budget (a driver would handle those too, but Close's steps belong to the loop).
+func (d *Device) standDownOK() bool {
+	d.pollMu.Lock()
+	ok := d.closeState == 0 && !d.loopExited
+	d.pollMu.Unlock()
+	return ok
+}
+
+// handle processes one poll's events (pollMu held). It reports true when the loop must exit.
+func (d *Device) handle(n int, err error) bool {
+	if err != nil {
+		if err == unix.EINTR {
+			return false
+		}
+		d.closeReport = fmt.Errorf("netdev: node %d: epoll_wait: %w", d.self, err)
+		d.killAll(d.closeReport)
+		d.loopExited = true
+		return true
+	}
+	if n > 0 {
+		d.lastActive = time.Now()
+	}
+	if len(d.pendingRead) > 0 {
+		pend := d.pendingRead
+		d.pendingRead = nil
+		for _, c := range pend {
+			d.readConn(c)
+		}
+	}
+	for i := range n {
+		ev := &d.evs[i]
+		if ev.Fd == 0 {
+			var b [8]byte
+			unix.Read(d.evfd, b[:])
+			d.runTasks()
+			continue
+		}
+		c := d.conns[ev.Fd]
+		if c == nil {
+			continue // closed earlier in this batch
+		}
+		if ev.Events&unix.EPOLLOUT != 0 {
+			d.flushConn(c)
+		}
+		if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 && !c.closed {
+			d.readConn(c)
+		}
+	}
+	if d.closeState > 0 && d.closeStep() {
+		d.loopExited = true
+		return true
+	}
+	return false
+}
+
+// Enter implements device.Poller: the calling rank will drive the device until Leave.
+func (d *Device) Enter() {
+	if d.drivers.Add(1) == 1 && d.loopBlocked.Load() {
+		d.wake()
+	}
+}
+
+// Leave implements device.Poller.
+func (d *Device) Leave(parking bool) {
+	if d.drivers.Add(-1) == 0 && parking {
+		select {
+		case d.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Poll implements device.Poller: one non-blocking round of the progress loop's work on the caller's goroutine.
+func (d *Device) Poll() bool {
+	if !d.pollMu.TryLock() {
+		return false
+	}
+	if d.loopExited || d.closeState > 0 {
+		d.pollMu.Unlock()
+		return false
+	}
+	n, err := pollNow(d.ep, d.evs)
+	if err == nil && n == 0 && len(d.pendingRead) == 0 {
+		d.pollMu.Unlock()
+		return false
+	}
+	if d.handle(n, err) {
+		// Only a failing epoll_wait ends the loop from here; the loop sees loopExited and stops.
+		d.pollMu.Unlock()
+		d.wake()
+		return true
+	}
+	d.pollMu.Unlock()
+	return n > 0
+}
+
+// wake interrupts a loop blocked in epoll_wait.
+func (d *Device) wake() {
+	d.taskMu.Lock()
+	if !d.evClosed {
+		var one = [8]byte{1}
+		unix.Write(d.evfd, one[:])
+	}
+	d.taskMu.Unlock()
 }
 
 func (d *Device) runTasks() {
@@ -596,6 +705,10 @@ func (d *Device) checkConnectTimeout() {
 func (d *Device) beginClose() {
 	d.closeState = 1
 	d.drainUntil = time.Now().Add(d.cfg.CloseTimeout)
+	select { // a driving rank may have run this task: the loop takes Close's steps over at once
+	case d.kick <- struct{}{}:
+	default:
+	}
 }
 
 // closeStep advances Close: drain, then goodbyes, then done (true).

@@ -143,7 +143,15 @@ type Device struct {
 	closeErr  error
 	loopDone  chan struct{}
 
-	// Owned by the progress loop.
+	// Driving (device.Poller): ranks that wait on the network poll the device themselves while the loop stands down.
+	drivers     atomic.Int32  // ranks between Enter and Leave
+	loopBlocked atomic.Bool   // the loop is in a blocking epoll_wait
+	kick        chan struct{} // resumes a loop that stood down (capacity 1)
+
+	// Owned by the progress loop: guarded by pollMu, held by the loop or by a rank in Poll.
+	pollMu      sync.Mutex
+	evs         []unix.EpollEvent
+	lastActive  time.Time
 	conns       map[int32]*conn
 	nextID      int32
 	pendingRead []*conn
@@ -290,6 +298,8 @@ func newDevice(cfg Config) (*Device, error) {
 		quit:     make(chan struct{}),
 		stateCh:  make(chan struct{}),
 		loopDone: make(chan struct{}),
+		kick:     make(chan struct{}, 1),
+		evs:      make([]unix.EpollEvent, 128),
 		conns:    map[int32]*conn{},
 		nextID:   1,
 		ep:       -1,
@@ -418,6 +428,10 @@ func (d *Device) post(f func()) {
 	d.tasks = append(d.tasks, f)
 	var one = [8]byte{1}
 	unix.Write(d.evfd, one[:])
+	select { // a loop that stood down for driving ranks takes the task itself
+	case d.kick <- struct{}{}:
+	default:
+	}
 }
 
 func (d *Device) signalState() {

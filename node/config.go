@@ -23,6 +23,10 @@ type Config struct {
 	// SpinTime is how long a waiting rank spins before it yields and parks (GOMPJ_SPIN, a Go duration such as
 	// 20us; default 50us when the node's ranks fit its cores, else no spinning). A negative value means none.
 	SpinTime time.Duration
+	// NetSpin is how long a rank spins, polling the network device itself, when it waits for something that may
+	// come from another node (GOMPJ_NET_SPIN, a Go duration; default 1ms when the node's ranks fit its cores, else
+	// no spinning). A negative value means none.
+	NetSpin time.Duration
 	// Yields is how many times a waiting rank yields the processor after spinning, before it parks
 	// (GOMPJ_YIELDS; default 50, or 10 when ranks outnumber cores).
 	Yields int
@@ -73,6 +77,7 @@ var Variables = [][2]string{
 	{"GOMPJ_EAGER_LIMIT", "intra-node protocol switch in bytes; larger messages go rendezvous (default 65536)"},
 	{"GOMPJ_PIN", "1 pins each rank to a core (default 0)"},
 	{"GOMPJ_SPIN", "how long a waiting rank spins before yielding, a Go duration (default 50us when ranks <= cores, else 0)"},
+	{"GOMPJ_NET_SPIN", "how long a rank waiting on the network spins, polling the device itself, a Go duration (default 1ms when ranks <= cores, else 0)"},
 	{"GOMPJ_YIELDS", "how often a waiting rank yields before it parks (default 50, or 10 when ranks > cores)"},
 	{"GOMPJ_NODES", "number of node processes in the job (default 1: this box only)"},
 	{"GOMPJ_NODE_ID", "this process's node id, 0 .. GOMPJ_NODES-1"},
@@ -90,6 +95,16 @@ var Variables = [][2]string{
 	{"GOMPJ_UNEXPECTED_LIMIT", "unexpected eager bytes a node holds from the network before senders switch to rendezvous (default 67108864)"},
 	{"GOMPJ_PORT", "Slurm: the coordinator's port (default derived from SLURM_JOB_ID and SLURM_STEP_ID, 12000-29999)"},
 	{"GOMPJ_NO_SLURM", "1 ignores the SLURM_* variables"},
+	{"GOMPJ_COLL_TABLE", "file of collective selection rules tried before the built-in table, one a line: " +
+		"<collective> <local|multi|*> <ranks lo-hi|*> <bytes lo-hi|*> <algorithm> ('#' comments; bytes take K, M, G; " +
+		"`gompj info` prints the table in force)"},
+	{"GOMPJ_COLL_<NAME>", "algorithm for collective NAME wherever it applies, e.g. GOMPJ_COLL_ALLREDUCE=ring. " +
+		"BARRIER: dissemination, shm, hier; BCAST: binomial, linear, scatter_allgather, shm, hier; " +
+		"REDUCE: binomial, shm, hier; ALLREDUCE: recursive_doubling, rabenseifner, ring, reduce_bcast, shm, hier; " +
+		"GATHER: linear, binomial, shm, hier; GATHERV: linear, shm; SCATTER: linear, binomial, shm, hier; " +
+		"SCATTERV: linear, shm; ALLGATHER: ring, recursive_doubling, bruck, shm, hier; ALLGATHERV: ring, shm; " +
+		"ALLTOALL: pairwise, bruck, shm, hier; ALLTOALLV: pairwise, shm; " +
+		"REDUCE_SCATTER: reduce_scatterv, ring, shm; SCAN, EXSCAN: chain, shm"},
 }
 
 // Defaults.
@@ -199,6 +214,7 @@ func FromEnv(c Config) (Config, error) {
 	e.int("GOMPJ_YIELDS", &c.Yields)
 	e.bool("GOMPJ_PIN", &c.Pin)
 	e.duration("GOMPJ_SPIN", &c.SpinTime, true)
+	e.duration("GOMPJ_NET_SPIN", &c.NetSpin, true)
 	e.int("GOMPJ_NODES", &c.Nodes)
 	e.int("GOMPJ_NODE_ID", &c.NodeID)
 	e.int("GOMPJ_RANKS_PER_NODE", &c.RanksPerNode)
@@ -303,6 +319,7 @@ func Effective() ([]Setting, error) {
 		{"GOMPJ_EAGER_LIMIT", strconv.Itoa(d.EagerLimit), ""},
 		{"GOMPJ_PIN", strconv.FormatBool(d.Pin), ""},
 		{"GOMPJ_SPIN", dur(d.SpinTime, "auto (50us when ranks <= cores, else 0)"), ""},
+		{"GOMPJ_NET_SPIN", dur(d.NetSpin, "auto (1ms when ranks <= cores, else 0)"), ""},
 		{"GOMPJ_YIELDS", map[bool]string{true: strconv.Itoa(d.Yields), false: "auto (50, or 10 when ranks > cores)"}[d.Yields > 0], ""},
 		{"GOMPJ_NODES", strconv.Itoa(d.Nodes), ""},
 		{"GOMPJ_NODE_ID", strconv.Itoa(d.NodeID), ""},

@@ -201,8 +201,9 @@ func runMulti(cfg Config, body Body) error {
 		return fmt.Errorf("gompj: %s: network device: %w", me, err)
 	}
 	lo, hi := layout.Range(cfg.NodeID)
+	pol := policy(cfg, hi-lo)
 	w, err := ranks.NewWorld(ranks.Options{Size: cfg.Ranks, Lo: lo, Hi: hi, EagerLimit: cfg.EagerLimit,
-		Policy: policy(cfg, hi-lo), Device: dev, NodeOf: layout.NodeOf})
+		Policy: pol, NetSpin: netSpin(cfg, pol), Device: dev, NodeOf: layout.NodeOf})
 	if err != nil {
 		dev.Close()
 		cl.Leave()

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -48,6 +49,19 @@ func policy(cfg Config, localRanks int) queues.Policy {
 		p.Yields = cfg.Yields
 	}
 	return p
+}
+
+// netSpin is how long a rank waiting on the network spins: GOMPJ_NET_SPIN, or 1ms when ranks spin at all (a
+// round trip across nodes takes microseconds to tens of microseconds on a loaded box, longer than the intra-node
+// window; parking costs a wake-up through the progress loop).
+func netSpin(cfg Config, p queues.Policy) time.Duration {
+	switch {
+	case cfg.NetSpin > 0:
+		return cfg.NetSpin
+	case cfg.NetSpin < 0 || p.Spin == 0:
+		return 0
+	}
+	return max(p.Spin, time.Millisecond)
 }
 
 // runRanks starts the World's local ranks and waits for them.

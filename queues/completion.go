@@ -86,9 +86,24 @@ func (w *Waker) Park(abort <-chan struct{}) bool {
 }
 
 // Policy says how a rank waits: spin on the flag for Spin, then yield the processor Yields times, then park.
+// With a Driver, the waiter drives it (Enter, Poll between checks, Leave) while it spins and yields.
 type Policy struct {
 	Spin   time.Duration
 	Yields int
+	Driver Driver
+}
+
+// Driver is a progress engine a waiting rank can run itself: a network device (device.Poller has this method set).
+type Driver interface {
+	Enter()
+	Poll() bool
+	Leave(parking bool)
+}
+
+// Driven returns p with d as its driver.
+func (p Policy) Driven(d Driver) Policy {
+	p.Driver = d
+	return p
 }
 
 // DefaultPolicy spins only when every local rank can have a core of its own.
@@ -102,6 +117,9 @@ func DefaultPolicy(localRanks int) Policy {
 func (p *Policy) spin(cond func() bool) bool {
 	if cond() {
 		return true
+	}
+	if p.Driver != nil {
+		return p.spinDriven(cond)
 	}
 	if p.Spin > 0 {
 		var deadline time.Time
@@ -128,12 +146,47 @@ func (p *Policy) spin(cond func() bool) bool {
 	return false
 }
 
+// spinDriven is spin with a driver: a system call to poll the device between short bursts of checks.
+func (p *Policy) spinDriven(cond func() bool) bool {
+	d := p.Driver
+	d.Enter()
+	if p.Spin > 0 {
+		deadline := time.Now().Add(p.Spin)
+		for {
+			d.Poll()
+			for i := 0; i < 32; i++ {
+				if cond() {
+					d.Leave(false)
+					return true
+				}
+			}
+			if time.Now().After(deadline) {
+				break
+			}
+		}
+	}
+	for i := 0; i < p.Yields; i++ {
+		d.Poll()
+		if cond() {
+			d.Leave(false)
+			return true
+		}
+		runtime.Gosched()
+	}
+	d.Leave(true)
+	return cond()
+}
+
 // Wait waits for c per the policy. It reports false if abort was closed first.
 func (c *Completion) Wait(p *Policy, abort <-chan struct{}) bool {
 	if c.state.Load() == stateDone {
 		return true
 	}
-	if p.Spin > 0 {
+	if p.Driver != nil {
+		if p.spinDriven(c.Done) {
+			return true
+		}
+	} else if p.Spin > 0 {
 		// The hot loop: nothing but the load, checking the clock only now and then.
 		deadline := time.Now().Add(p.Spin)
 		for {
@@ -147,10 +200,12 @@ func (c *Completion) Wait(p *Policy, abort <-chan struct{}) bool {
 			}
 		}
 	}
-	for i := 0; i < p.Yields; i++ {
-		runtime.Gosched()
-		if c.state.Load() == stateDone {
-			return true
+	if p.Driver == nil {
+		for i := 0; i < p.Yields; i++ {
+			runtime.Gosched()
+			if c.state.Load() == stateDone {
+				return true
+			}
 		}
 	}
 	w := GetWaker()

@@ -161,7 +161,7 @@ func (w *World) completed(k reqKind) *Request {
 // waitInternal waits for a pooled request of a blocking call and recycles it.
 func (rk *Rank) waitInternal(req *Request) error {
 	w := rk.w
-	if !req.done.Wait(&w.policy, w.abortCh) {
+	if !req.done.Wait(w.waitPolicy(req.remote), w.abortCh) {
 		// Someone may still complete req later: never recycle it.
 		return w.abortError()
 	}
@@ -352,6 +352,7 @@ func (c *Comm) sendRemote(env queues.Envelope, wdest int, v View, object bool, m
 	} else {
 		sreq = &Request{w: c.w, kind: kindSend}
 	}
+	sreq.remote = true
 	var err error
 	if eager {
 		h.Flags |= device.FlagSync
@@ -371,7 +372,7 @@ func (w *World) deviceError(err error) error {
 	if w.aborted.Load() {
 		return w.abortError()
 	}
-	return fmt.Errorf("%w: network device: %v", ErrAborted, err)
+	return fmt.Errorf("%w: network device: %w", ErrAborted, err)
 }
 
 // Recv receives into buf a message from source with tag (wildcards allowed).
@@ -397,7 +398,7 @@ func (c *Comm) Recv(buf any, source, tag int) (Status, error) {
 	rr := c.r.getReq(kindRecv)
 	rr.v = v
 	c.postRecv(rr, source, tag)
-	if !rr.done.Wait(&c.w.policy, c.w.abortCh) {
+	if !rr.done.Wait(c.w.waitPolicy(rr.remote), c.w.abortCh) {
 		return Status{}, c.w.abortError() // rr may still be matched later: never recycle it
 	}
 	st, err := rr.status, rr.err
@@ -440,6 +441,11 @@ func (c *Comm) Irecv(buf any, source, tag int) (*Request, error) {
 }
 
 // postRecv matches rr against the unexpected queue or posts it.
+// remoteSource reports whether a message from source (a rank of c, or AnySource) may come through the device.
+func (c *Comm) remoteSource(source int) bool {
+	return c.w.dev != nil && (source == AnySource || c.w.local(c.WorldRank(source)) == nil)
+}
+
 func (c *Comm) postRecv(rr *Request, source, tag int) {
 	r := c.r
 	r.mu.Lock()
@@ -449,6 +455,7 @@ func (c *Comm) postRecv(rr *Request, source, tag int) {
 		return
 	}
 	rr.item.Env = queues.Envelope{Ctx: c.ctx, Src: int32(source), Tag: int32(tag)}
+	rr.remote = c.remoteSource(source)
 	r.post(rr)
 	r.mu.Unlock()
 }
@@ -535,7 +542,7 @@ func (c *Comm) Probe(source, tag int) (Status, error) {
 		r.mu.Unlock()
 		return ok
 	}
-	if c.w.policy.SpinFor(found) {
+	if c.w.waitPolicy(c.remoteSource(source)).SpinFor(found) {
 		return st, nil
 	}
 	wk := queues.GetWaker()

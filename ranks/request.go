@@ -71,6 +71,7 @@ type Request struct {
 
 	finished bool // the waiter has run finish
 	internal bool // pooled; owned by a blocking call
+	remote   bool // may complete through the network device: its waiter drives the device (see World.waitPolicy)
 }
 
 var reqPool = sync.Pool{New: func() any { return new(Request) }}
@@ -91,7 +92,7 @@ func (rk *Rank) putReq(r *Request) {
 	// be inside Complete (loading the waker) when the waiter recycles the request.
 	r.item = queues.Item{} // slotEnv and slotTag are left: post rewrites them before every publication
 	r.w, r.kind, r.v, r.target, r.held, r.scratch, r.op = nil, 0, View{}, nil, nil, nil, nil
-	r.status, r.err, r.finished, r.internal = Status{}, nil, false, false
+	r.status, r.err, r.finished, r.internal, r.remote = Status{}, nil, false, false, false
 	r.done.Reset()
 	if !rk.spare.CompareAndSwap(nil, r) {
 		reqPool.Put(r)
@@ -101,7 +102,7 @@ func (rk *Rank) putReq(r *Request) {
 // Complete implements device.Completer: a device finished this request's transfer.
 func (r *Request) Complete(err error) {
 	if err != nil && r.err == nil {
-		r.err = fmt.Errorf("%w: %v", ErrAborted, err)
+		r.err = fmt.Errorf("%w: %w", ErrAborted, err)
 	}
 	if r.scratch != nil && r.err == nil {
 		copy(r.v.Bytes(), r.scratch)
@@ -114,7 +115,7 @@ var _ device.Completer = (*Request)(nil)
 
 // NewOpRequest returns a request that completes when op does.
 func (w *World) NewOpRequest(op Operation) *Request {
-	return &Request{w: w, kind: kindOp, op: op}
+	return &Request{w: w, kind: kindOp, op: op, remote: w.dev != nil}
 }
 
 // Completion returns the request's completion flag (for nonblocking collectives built on child requests).
@@ -169,7 +170,7 @@ func (r *Request) wait() error {
 				return w.abortError()
 			}
 			if b := r.op.Blocker(); b != nil {
-				if !b.Wait(&w.policy, w.abortCh) {
+				if !b.Wait(w.waitPolicy(r.remote), w.abortCh) {
 					return w.abortError()
 				}
 			} else {
@@ -178,7 +179,7 @@ func (r *Request) wait() error {
 		}
 		return nil
 	}
-	if !r.done.Wait(&w.policy, w.abortCh) {
+	if !r.done.Wait(w.waitPolicy(r.remote), w.abortCh) {
 		return w.abortError()
 	}
 	return nil
@@ -285,7 +286,11 @@ func Waitany(reqs ...*Request) (int, Status, error) {
 				continue
 			}
 		}
-		if queues.WaitAny(cs, &w.policy, w.abortCh) < 0 {
+		remote := false
+		for _, r := range reqs {
+			remote = remote || (r != nil && r.remote)
+		}
+		if queues.WaitAny(cs, w.waitPolicy(remote), w.abortCh) < 0 {
 			return -1, Status{}, w.abortError()
 		}
 	}

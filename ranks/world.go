@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"gompj/device"
@@ -17,6 +18,7 @@ type Options struct {
 	Lo, Hi     int           // world ranks hosted by this node: [Lo, Hi)
 	EagerLimit int           // intra-node protocol switch in bytes: larger messages go rendezvous
 	Policy     queues.Policy // how ranks wait
+	NetSpin    time.Duration // how long a wait that may complete through the device spins (0: Policy.Spin)
 	Device     device.Device // the node's network device; nil for a one-node job
 	NodeOf     func(rank int) int
 }
@@ -30,6 +32,9 @@ type World struct {
 	nodeOf func(int) int
 	eager  int
 	policy queues.Policy
+	// netPolicy is policy with the device as driver (when it is a device.Poller): waits that may complete through
+	// the network poll the device themselves.
+	netPolicy queues.Policy
 
 	abortCh   chan struct{}
 	abortOnce sync.Once
@@ -87,6 +92,13 @@ func NewWorld(o Options) (*World, error) {
 	}
 	w := &World{size: o.Size, lo: o.Lo, hi: o.Hi, dev: o.Device, nodeOf: o.NodeOf, eager: o.EagerLimit,
 		policy: o.Policy, abortCh: make(chan struct{})}
+	w.netPolicy = w.policy
+	if p, ok := o.Device.(device.Poller); ok {
+		w.netPolicy = w.policy.Driven(p)
+	}
+	if o.NetSpin > 0 {
+		w.netPolicy.Spin = o.NetSpin
+	}
 	if w.nodeOf == nil {
 		w.nodeOf = func(int) int { return 0 }
 	}
@@ -97,6 +109,14 @@ func NewWorld(o Options) (*World, error) {
 		w.ranks[i] = r
 	}
 	return w, nil
+}
+
+// waitPolicy is how a rank waits for something that may (remote) or may not come through the network device.
+func (w *World) waitPolicy(remote bool) *queues.Policy {
+	if remote {
+		return &w.netPolicy
+	}
+	return &w.policy
 }
 
 // Size is the number of ranks in the job.

@@ -1,0 +1,130 @@
+package netdev
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"gompj/device"
+)
+
+var _ device.Poller = (*Device)(nil)
+
+// TestDrivenProgress: while a goroutine drives device 1 (Enter, Poll, Leave), the progress loop stands down and
+// every frame is delivered by the driver's Poll calls; once the driver parks (Leave(true)), the loop delivers again
+// on its own; a rendezvous works while driven; Close completes while a driver is still inside Enter/Leave.
+func TestDrivenProgress(t *testing.T) {
+	c := startCluster(t, 2, 1, nil)
+	d0, d1 := c.devs[0], c.devs[1]
+	var inPoll atomic.Bool
+	var viaPoll, viaLoop atomic.Int64
+	c.sinks[1].mu.Lock()
+	c.sinks[1].onEager = func(in *device.Inbound) bool {
+		if inPoll.Load() {
+			viaPoll.Add(1)
+		} else {
+			viaLoop.Add(1)
+		}
+		return false
+	}
+	c.sinks[1].mu.Unlock()
+
+	const n = 200
+	d1.Enter()
+	// The loop may be inside one last busy-poll round when Enter runs; wait until it has stood down (it holds no
+	// lock then), which Poll's TryLock tells us.
+	waitUntil(t, 5*time.Second, "the loop to stand down", func() bool {
+		if !d1.pollMu.TryLock() {
+			return false
+		}
+		d1.pollMu.Unlock()
+		return true
+	})
+	base := viaLoop.Load()
+	h := &device.Header{Source: 0, Dest: 1, Tag: 7}
+	for i := range n {
+		if err := d0.SendEager(h, payloadFor(0, 1, i, 16), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		inPoll.Store(true)
+		d1.Poll()
+		inPoll.Store(false)
+		if e, _, _, _ := c.sinks[1].counts(); e >= n {
+			break
+		}
+		if time.Now().After(deadline) {
+			e, _, _, _ := c.sinks[1].counts()
+			t.Fatalf("driven device delivered %d of %d frames", e, n)
+		}
+	}
+	// A frame may have been read by the loop's last round before it stood down; everything else came by Poll.
+	if got := viaLoop.Load() - base; got > 1 {
+		t.Fatalf("%d frames were delivered by the loop while a driver was active (%d by Poll)", got, viaPoll.Load())
+	}
+	if viaPoll.Load() < n-1 {
+		t.Fatalf("only %d of %d frames delivered by Poll", viaPoll.Load(), n)
+	}
+
+	// Rendezvous under a driver: the RTS arrives by Poll, the CTS and DATA flow, the completions fire.
+	c.sinks[1].mu.Lock()
+	c.sinks[1].onRTS = func(rts *device.Header) bool {
+		dst := make([]byte, rts.Length)
+		if err := d1.ClearToSend(rts, dst, nil); err != nil {
+			t.Error(err)
+		}
+		return false
+	}
+	c.sinks[1].mu.Unlock()
+	big := payloadFor(0, 1, 1, 3<<20)
+	sent := newCompleter()
+	if err := d0.SendRendezvous(&device.Header{Kind: device.KindRTS, Source: 0, Dest: 1, Tag: 9, Length: uint64(len(big))}, big, sent); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		d1.Poll()
+		select {
+		case err := <-sent:
+			if err != nil {
+				t.Fatal(err)
+			}
+		default:
+			if time.Now().After(deadline.Add(10 * time.Second)) {
+				t.Fatal("rendezvous did not complete under a driver")
+			}
+			continue
+		}
+		break
+	}
+
+	// The driver parks: the loop must take over without any Poll.
+	d1.Leave(true)
+	before, _, _, _ := c.sinks[1].counts()
+	for i := range 10 {
+		if err := d0.SendEager(h, payloadFor(0, 1, i, 8), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.sinks[1].wait(t, 10*time.Second, "the loop to deliver after the driver parked", func() bool {
+		return len(c.sinks[1].eager) >= before+10
+	})
+
+	// Close while a driver is inside Enter/Leave (it stops polling but never left).
+	d1.Enter()
+	done := make(chan error, 1)
+	go func() { done <- d1.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("close: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close hung while a driver was registered")
+	}
+	if d1.Poll() {
+		t.Fatal("Poll did work on a closed device")
+	}
+	d1.Leave(false)
+}
