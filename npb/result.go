@@ -53,8 +53,9 @@ func (c Check) OK() bool {
 
 // Errors returned for requests NPB does not allow.
 var (
-	ErrClass = errors.New("npb: unknown problem class")
-	ErrProcs = errors.New("npb: process count not allowed for this kernel")
+	ErrKernel = errors.New("npb: unknown kernel")
+	ErrClass  = errors.New("npb: unknown problem class")
+	ErrProcs  = errors.New("npb: process count not allowed for this kernel")
 )
 
 // KernelNames lists the kernel names Run accepts.
@@ -75,7 +76,135 @@ func Run(c *gompj.Comm, kernel string, class byte) (*Result, error) {
 	case "FT":
 		return RunFT(c, class)
 	}
-	return nil, fmt.Errorf("npb: unknown kernel %q (want one of %s)", kernel, strings.Join(KernelNames(), ", "))
+	return nil, unknownKernel(kernel)
+}
+
+func unknownKernel(kernel string) error {
+	return fmt.Errorf("%w %q (want one of %s)", ErrKernel, kernel, strings.Join(KernelNames(), ", "))
+}
+
+// Allowed tells, without running anything, whether Run accepts kernel at
+// class on np ranks: nil, or an error wrapping ErrKernel, ErrClass or
+// ErrProcs that says why. A launcher calls it before starting processes so
+// that a bad request is refused at once with a clear message; it applies the
+// same rules as the kernels themselves.
+func Allowed(kernel string, class byte, np int) error {
+	kernel = strings.ToUpper(kernel)
+	if np <= 0 {
+		return fmt.Errorf("%w: %s needs at least one rank, got %d", ErrProcs, kernel, np)
+	}
+	switch kernel {
+	case "EP":
+		if _, ok := epParams(class); !ok {
+			return badClass(kernel, class)
+		}
+		return nil
+	case "IS":
+		p, ok := isParams(class)
+		if !ok {
+			return badClass(kernel, class)
+		}
+		if err := needPow2(kernel, np); err != nil {
+			return err
+		}
+		if np > 1<<p.bucketsLog2 || np > 1<<(p.totalKeysLog2-2) {
+			return fmt.Errorf("%w: IS class %c allows at most %d ranks", ErrProcs, class, min(1<<p.bucketsLog2, 1<<(p.totalKeysLog2-2)))
+		}
+		return nil
+	case "CG":
+		p, ok := cgParams(class)
+		if !ok {
+			return badClass(kernel, class)
+		}
+		if err := needPow2(kernel, np); err != nil {
+			return err
+		}
+		if _, npcols := cgGridShape(np); npcols > p.na/4 {
+			return fmt.Errorf("%w: CG class %c with %d ranks: the process grid is wider than the matrix allows", ErrProcs, class, np)
+		}
+		return nil
+	case "MG":
+		p, ok := mgParams(class)
+		if !ok {
+			return badClass(kernel, class)
+		}
+		if err := needPow2(kernel, np); err != nil {
+			return err
+		}
+		pg := mgProcGrid(np)
+		if max(mgLB, log2int(max(pg[0], pg[1], pg[2]))) >= log2int(p.n) {
+			return fmt.Errorf("%w: MG class %c with %d ranks (grid %v) is finer than the problem", ErrProcs, class, np, pg)
+		}
+		return nil
+	case "FT":
+		p, ok := ftParams(class)
+		if !ok {
+			return badClass(kernel, class)
+		}
+		if err := needPow2(kernel, np); err != nil {
+			return err
+		}
+		if np > p.ny || np > p.nz {
+			return fmt.Errorf("%w: FT class %c allows at most %d ranks", ErrProcs, class, min(p.ny, p.nz))
+		}
+		return nil
+	}
+	return unknownKernel(kernel)
+}
+
+// Layout says how the ranks of a run were placed: on how many node
+// processes, how many ranks each (MinRanks = MaxRanks unless the ranks do not
+// divide evenly), and over which device the nodes talk ("shm" on one node).
+type Layout struct {
+	Nodes              int
+	MinRanks, MaxRanks int
+	Device             string
+}
+
+// LayoutOf finds the layout of c's ranks; netDevice names the device between
+// nodes (e.g. "tcp"). Collective: every rank of c calls it and gets the same
+// answer.
+func LayoutOf(c *gompj.Comm, netDevice string) (Layout, error) {
+	local, err := c.SplitNode()
+	if err != nil {
+		return Layout{}, err
+	}
+	n, leader := local.Size(), 0
+	if local.Rank() == 0 {
+		leader = 1
+	}
+	if err := local.Free(); err != nil {
+		return Layout{}, err
+	}
+	nodes := []int{0}
+	if err := c.Allreduce([]int{leader}, nodes, gompj.Sum); err != nil {
+		return Layout{}, err
+	}
+	ext := []int{0, 0}
+	if err := c.Allreduce([]int{n, -n}, ext, gompj.Max); err != nil {
+		return Layout{}, err
+	}
+	l := Layout{Nodes: nodes[0], MinRanks: -ext[1], MaxRanks: ext[0], Device: netDevice}
+	if l.Nodes == 1 {
+		l.Device = "shm"
+	}
+	return l, nil
+}
+
+// String is the report's layout line: "2 nodes x 4 ranks per node (tcp)".
+func (l Layout) String() string {
+	nodes := "nodes"
+	if l.Nodes == 1 {
+		nodes = "node"
+	}
+	per := fmt.Sprintf("%d ranks", l.MaxRanks)
+	switch {
+	case l.MinRanks != l.MaxRanks:
+		per = fmt.Sprintf("%d-%d ranks", l.MinRanks, l.MaxRanks)
+	case l.MaxRanks == 1:
+		per = "1 rank"
+	}
+	return fmt.Sprintf("%d %s x %s per node (%s)", l.Nodes, nodes, per, l.Device)
 }
 
 // Report prints r in the NPB report format. layout describes how the ranks
