@@ -82,6 +82,10 @@ func RunWith(cfg Config, body func(c *Comm) error) error {
 	return node.Run(cfg, func(c *ranks.Comm) error { return body(&Comm{c}) })
 }
 
+// ExitCode is the process exit status a job's error calls for: 0 for nil, the code a rank passed to Abort, 1 for
+// any other failure. A program ends with os.Exit(gompj.ExitCode(err)) so that `gompj run` reports the worst.
+func ExitCode(err error) int { return node.ExitCode(err) }
+
 var start = time.Now()
 
 // Wtime is the wall-clock time in seconds since an arbitrary moment fixed for the process (MPI_Wtime).

@@ -13,10 +13,11 @@ import (
 const maxIov = 16
 
 // writev writes the gathered buffers with one system call. It allocates nothing: the iovec array belongs to the
-// caller (a connection, under its mutex).
+// caller (a connection, under its mutex). The socket is non-blocking, so the call never sleeps in the kernel and
+// skips the scheduler's system-call bookkeeping (RawSyscall), as pollNow does.
 func writev(fd int, iov []unix.Iovec) (int, error) {
 	for {
-		n, _, e := unix.Syscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&iov[0])), uintptr(len(iov)))
+		n, _, e := unix.RawSyscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&iov[0])), uintptr(len(iov)))
 		if e == unix.EINTR {
 			continue
 		}
@@ -32,14 +33,21 @@ func setIov(v *unix.Iovec, b []byte) {
 	v.SetLen(len(b))
 }
 
-// readFd reads into b, retrying on EINTR.
+// readFd reads into b from a non-blocking socket, retrying on EINTR. Like writev it never sleeps in the kernel,
+// so it is a raw system call.
 func readFd(fd int, b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
 	for {
-		n, err := unix.Read(fd, b)
-		if err == unix.EINTR {
+		n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		if e == unix.EINTR {
 			continue
 		}
-		return n, err
+		if e != 0 {
+			return 0, e
+		}
+		return int(n), nil
 	}
 }
 

@@ -243,7 +243,7 @@ unexpected:
 
 // fill completes a posted primitive receive with data (one copy), checking type and size.
 func (rr *Request) fill(env queues.Envelope, v View, data []byte) {
-	rr.status = Status{Source: int(env.Src), Tag: int(env.Tag), count: v.N, bytes: len(data), typ: v.Type}
+	rr.st = rstatus{src: env.Src, tag: env.Tag, bytes: int64(len(data)), typ: v.Type}
 	if rr.v.Type != v.Type {
 		rr.err = fmt.Errorf("%w: message of %s from rank %d (tag %d) received into %s", ErrType, v.Type,
 			env.Src, env.Tag, rr.v.Type)
@@ -253,7 +253,7 @@ func (rr *Request) fill(env queues.Envelope, v View, data []byte) {
 	if len(data) > len(dst) {
 		rr.err = fmt.Errorf("%w: %d elements from rank %d (tag %d) into a buffer of %d", ErrTruncate, v.N,
 			env.Src, env.Tag, rr.v.N)
-		rr.status.count, rr.status.bytes = rr.v.N, len(dst)
+		rr.st.bytes = int64(len(dst))
 		data = data[:len(dst)]
 	}
 	copy(dst, data)
@@ -262,7 +262,7 @@ func (rr *Request) fill(env queues.Envelope, v View, data []byte) {
 // takeObject hands an object message to a posted receive: the waiter decodes it.
 func (rr *Request) takeObject(m *msg) {
 	env := m.item.Env
-	rr.status = Status{Source: int(env.Src), Tag: int(env.Tag), count: 1, bytes: len(m.payload()), typ: TypeObject}
+	rr.st = rstatus{src: env.Src, tag: env.Tag, bytes: int64(len(m.payload())), typ: TypeObject}
 	if rr.v.Type != TypeObject {
 		rr.err = fmt.Errorf("%w: object message from rank %d (tag %d) received into %s", ErrType, env.Src,
 			env.Tag, rr.v.Type)
@@ -304,7 +304,7 @@ func (w *World) consume(rr *Request, m *msg) {
 func (w *World) clearToSend(rr *Request, m *msg) {
 	h := m.rts
 	env := m.item.Env
-	rr.status = Status{Source: int(env.Src), Tag: int(env.Tag), count: m.count, bytes: int(h.Length), typ: m.typ}
+	rr.st = rstatus{src: env.Src, tag: env.Tag, bytes: int64(h.Length), typ: m.typ}
 	var dst []byte
 	switch {
 	case m.typ != rr.v.Type:
@@ -320,7 +320,7 @@ func (w *World) clearToSend(rr *Request, m *msg) {
 	case int(h.Length) > rr.v.Len():
 		rr.err = fmt.Errorf("%w: %d elements from rank %d (tag %d) into a buffer of %d", ErrTruncate, m.count,
 			env.Src, env.Tag, rr.v.N)
-		rr.status.count, rr.status.bytes = rr.v.N, rr.v.Len()
+		rr.st.bytes = int64(rr.v.Len())
 		rr.scratch = make([]byte, h.Length)
 		dst = rr.scratch
 	default:
@@ -401,7 +401,7 @@ func (c *Comm) Recv(buf any, source, tag int) (Status, error) {
 	if !rr.done.Wait(c.w.waitPolicy(rr.remote), c.w.abortCh) {
 		return Status{}, c.w.abortError() // rr may still be matched later: never recycle it
 	}
-	st, err := rr.status, rr.err
+	st, err := rr.st.status(), rr.err
 	if m := rr.held; m != nil {
 		if err == nil {
 			err = decodeInto(target, m.payload())
@@ -423,7 +423,7 @@ func (c *Comm) Irecv(buf any, source, tag int) (*Request, error) {
 	}
 	if source == ProcNull {
 		r := c.w.completed(kindRecv)
-		r.status = Status{Source: ProcNull, Tag: AnyTag}
+		r.st = rstatus{src: ProcNull, tag: AnyTag}
 		return r, nil
 	}
 	rr := &Request{w: c.w, kind: kindRecv}

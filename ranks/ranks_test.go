@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"gompj/queues"
 )
@@ -264,3 +265,25 @@ func TestSharedIsPerGroup(t *testing.T) {
 		t.Fatalf("freeing group 0 dropped group 1's object (got %d)", *got)
 	}
 }
+
+// TestRequestLayout: what a matching sender touches (view, status, flag) is one cache line: the request is 256
+// bytes, a size class the allocator aligns to 64, and those fields come first.
+func TestRequestLayout(t *testing.T) {
+	var r Request
+	if s := unsafe.Sizeof(r); s != 256 {
+		t.Fatalf("Request is %d bytes; keep it at 256 (adjust the padding)", s)
+	}
+	if end := unsafe.Offsetof(r.done) + unsafe.Sizeof(r.done); unsafe.Offsetof(r.v) != 0 || end > 64 {
+		t.Fatalf("view, status and completion span bytes 0..%d; they must fit in the first 64", end)
+	}
+	for range 100 {
+		r := new(Request)
+		layoutSink = append(layoutSink, r) // on the heap, as requests are
+		if p := uintptr(unsafe.Pointer(r)); p%64 != 0 {
+			t.Fatalf("a Request allocated at %#x is not 64-byte aligned", p)
+		}
+	}
+	layoutSink = nil
+}
+
+var layoutSink []*Request

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
-	"sync/atomic"
+	"unsafe"
 
 	"gompj/device"
 	"gompj/queues"
@@ -50,17 +50,17 @@ type Operation interface {
 // Request is the handle of a nonblocking operation: a send, a receive, or an Operation. A completed request stays
 // completed: Wait and Test may be called again and return the same outcome.
 type Request struct {
-	item queues.Item // posted-receive queue node; must stay the first field
-	// The envelope again, for lock-free readers of a rank's receive slot (see Rank.slotGen).
-	slotEnv atomic.Uint64 // ctx<<32 | src
-	slotTag atomic.Int32
-	// What a matching sender reads and writes sits next to the item: the buffer, the outcome, the flag.
-	v      View
-	status Status
-	done   queues.Completion
-	err    error
-	w      *World
-	kind   reqKind
+	// What a matching sender reads and writes fills the first cache line exactly (Request is 256 bytes, so the
+	// allocator aligns it to 64): the buffer, the outcome, the flag. A match moves this one line to the sender and
+	// back to the waiter.
+	v    View
+	st   rstatus
+	done queues.Completion
+
+	item queues.Item // posted-receive queue node (see itemRequest)
+	err  error
+	w    *World
+	kind reqKind
 
 	target any  // object receive target (a pointer)
 	held   *msg // an object message's bytes, handed over at match, decoded by the waiter
@@ -69,9 +69,34 @@ type Request struct {
 
 	op Operation
 
-	finished bool // the waiter has run finish
-	internal bool // pooled; owned by a blocking call
-	remote   bool // may complete through the network device: its waiter drives the device (see World.waitPolicy)
+	finished bool     // the waiter has run finish
+	internal bool     // pooled; owned by a blocking call
+	remote   bool     // may complete through the network device: its waiter drives the device (see World.waitPolicy)
+	_        [16]byte // to 256 bytes, a size class whose objects are 64-byte aligned (TestRequestLayout)
+}
+
+// rstatus is a Status as a matching sender writes it, compact enough to share the request's first line with the
+// view and the completion flag. The element count follows from bytes and type.
+type rstatus struct {
+	src, tag int32
+	bytes    int64
+	typ      Type
+}
+
+func (s *rstatus) status() Status {
+	st := Status{Source: int(s.src), Tag: int(s.tag), bytes: int(s.bytes), typ: s.typ}
+	switch {
+	case s.typ == TypeObject:
+		st.count = 1
+	case s.typ.Size() > 0:
+		st.count = int(s.bytes) / s.typ.Size()
+	}
+	return st
+}
+
+// itemRequest returns the request whose item it is.
+func itemRequest(it *queues.Item) *Request {
+	return (*Request)(unsafe.Add(unsafe.Pointer(it), -int(unsafe.Offsetof(Request{}.item))))
 }
 
 var reqPool = sync.Pool{New: func() any { return new(Request) }}
@@ -90,9 +115,9 @@ func (rk *Rank) getReq(kind reqKind) *Request {
 func (rk *Rank) putReq(r *Request) {
 	// Field by field: the completion is reset with atomic stores, since the goroutine that completed it may still
 	// be inside Complete (loading the waker) when the waiter recycles the request.
-	r.item = queues.Item{} // slotEnv and slotTag are left: post rewrites them before every publication
+	r.item = queues.Item{}
 	r.w, r.kind, r.v, r.target, r.held, r.scratch, r.op = nil, 0, View{}, nil, nil, nil, nil
-	r.status, r.err, r.finished, r.internal, r.remote = Status{}, nil, false, false, false
+	r.st, r.err, r.finished, r.internal, r.remote = rstatus{}, nil, false, false, false
 	r.done.Reset()
 	if !rk.spare.CompareAndSwap(nil, r) {
 		reqPool.Put(r)
@@ -159,7 +184,7 @@ func (r *Request) Wait() (Status, error) {
 		return Status{}, err
 	}
 	r.finish()
-	return r.status, r.err
+	return r.st.status(), r.err
 }
 
 func (r *Request) wait() error {
@@ -200,7 +225,7 @@ func (r *Request) Test() (Status, bool, error) {
 		return Status{}, false, nil
 	}
 	r.finish()
-	return r.status, true, r.err
+	return r.st.status(), true, r.err
 }
 
 // Waitall waits for every request (nil ones are skipped) and returns the first error, if any.

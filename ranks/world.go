@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"gompj/device"
 	"gompj/queues"
@@ -63,9 +62,12 @@ type Rank struct {
 	// every sender looks at it before posted, so MPI's matching order holds.
 	// slotGen is odd while slot holds a receive; claiming it is a CAS of the generation, so a receive that was
 	// claimed, recycled and posted again (same pointer, new envelope) can never be claimed with a stale envelope.
+	// The slot's envelope sits on the same line, so that a sender reads one line it does not own before its CAS.
 	slotGen atomic.Uint64
 	slot    atomic.Pointer[Request]
-	_       [48]byte
+	slotEnv atomic.Uint64 // ctx<<32 | src of the slot's receive
+	slotTag atomic.Int32
+	_       [36]byte
 
 	mu      sync.Mutex // guards posted, unexp and probers together, as smdev does
 	posted  queues.Posted
@@ -302,12 +304,12 @@ func (r *Rank) claimSlot(env queues.Envelope) *Request {
 	if g&1 == 0 {
 		return nil
 	}
+	// Envelope and receive are read atomically and trusted only if the generation has not moved since g.
+	ce, tag := r.slotEnv.Load(), r.slotTag.Load()
 	rr := r.slot.Load()
 	if rr == nil {
 		return nil
 	}
-	// The envelope is read atomically and trusted only if the generation has not moved since g.
-	ce, tag := rr.slotEnv.Load(), rr.slotTag.Load()
 	recv := queues.Envelope{Ctx: uint32(ce >> 32), Src: int32(uint32(ce)), Tag: tag}
 	if !envMatches(recv, env) || !r.slotGen.CompareAndSwap(g, g+1) {
 		return nil
@@ -321,7 +323,7 @@ func (r *Rank) takePosted(env queues.Envelope) *Request {
 		return rr
 	}
 	if it := r.posted.Take(env); it != nil {
-		return (*Request)(unsafe.Pointer(it))
+		return itemRequest(it)
 	}
 	return nil
 }
@@ -330,8 +332,8 @@ func (r *Rank) takePosted(env queues.Envelope) *Request {
 func (r *Rank) post(rr *Request) {
 	if r.posted.Len() == 0 && r.slotGen.Load()&1 == 0 {
 		e := rr.item.Env
-		rr.slotEnv.Store(uint64(e.Ctx)<<32 | uint64(uint32(e.Src)))
-		rr.slotTag.Store(e.Tag)
+		r.slotEnv.Store(uint64(e.Ctx)<<32 | uint64(uint32(e.Src)))
+		r.slotTag.Store(e.Tag)
 		r.slot.Store(rr)
 		r.slotGen.Add(1)
 		return

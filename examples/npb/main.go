@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 
 	"gompj"
-	"gompj/node"
 	"gompj/npb"
 )
 
@@ -70,7 +69,7 @@ func main() {
 		return nil
 	})
 	if err != nil {
-		code := node.ExitCode(err)
+		code := gompj.ExitCode(err)
 		if code != 2 { // status 2 was explained by rank 0 already
 			fmt.Fprintln(os.Stderr, err)
 		}

@@ -53,6 +53,6 @@ func main() {
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		os.Exit(gompj.ExitCode(err))
 	}
 }
