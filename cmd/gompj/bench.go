@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -76,19 +75,13 @@ func benchCmd(args []string) int {
 	var o runOpts
 	var b benchOpts
 	f, fs := benchFlags(&o, &b)
-	fs.SetOutput(io.Discard)
 	// NAME may come first (gompj bench latency -np 2) or after the flags.
 	var name string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		name, args = args[0], args[1:]
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			f.printHelp(os.Stdout)
-			return 0
-		}
-		fmt.Fprintf(os.Stderr, "gompj bench: %v\n", err)
-		return 2
+	if code, ok := f.parse("bench", args, false); !ok {
+		return code
 	}
 	if name == "" && fs.NArg() > 0 {
 		name = fs.Arg(0)

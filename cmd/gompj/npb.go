@@ -63,19 +63,13 @@ func npbCmd(args []string) int {
 	var o runOpts
 	var n npbOpts
 	f, fs := npbFlags(&o, &n)
-	fs.SetOutput(io.Discard)
 	// KERNEL may come first (gompj npb CG -np 4) or after the flags.
 	var kernel string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		kernel, args = args[0], args[1:]
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			f.printHelp(os.Stdout)
-			return 0
-		}
-		fmt.Fprintf(os.Stderr, "gompj npb: %v\n", err)
-		return 2
+	if code, ok := f.parse("npb", args, false); !ok {
+		return code
 	}
 	if kernel == "" && fs.NArg() > 0 {
 		kernel = fs.Arg(0)

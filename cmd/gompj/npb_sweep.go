@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -52,14 +51,8 @@ status is 1 if a run failed or did not verify.`}
 func npbSweepCmd(args []string) int {
 	var s sweepOpts
 	fs := sweepFlags(&s)
-	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.printHelp(os.Stdout)
-			return 0
-		}
-		fmt.Fprintf(os.Stderr, "gompj npb sweep: %v\n", err)
-		return 2
+	if code, ok := fs.parse("npb sweep", args, false); !ok {
+		return code
 	}
 	cfg, err := s.config()
 	if err == nil && fs.NArg() > 0 {
@@ -184,14 +177,8 @@ func npbPlotCmd(args []string) int {
 	out := fs.String("out", "", "directory for the charts (default: that of -in)")
 	f := &flagSet{FlagSet: fs, synopsis: "gompj npb plot -in DIR/results.csv [-ref ref.csv] [-out DIR]",
 		extra: "Draws the charts gompj npb sweep draws, from a results CSV (e.g. after editing it, or with another reference)."}
-	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			f.printHelp(os.Stdout)
-			return 0
-		}
-		fmt.Fprintf(os.Stderr, "gompj npb plot: %v\n", err)
-		return 2
+	if code, ok := f.parse("npb plot", args, false); !ok {
+		return code
 	}
 	if *in == "" {
 		fmt.Fprintln(os.Stderr, "gompj npb plot: -in CSV is required")

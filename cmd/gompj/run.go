@@ -48,6 +48,25 @@ func (f *flagSet) printHelp(w io.Writer) {
 	}
 }
 
+// parse parses a subcommand's arguments. It reports false with the exit status when the command must stop there:
+// 0 after printing the help that -h asked for, 2 after a usage error (with the help too when full is set).
+func (f *flagSet) parse(cmd string, args []string, full bool) (int, bool) {
+	f.SetOutput(io.Discard)
+	err := f.Parse(args)
+	switch {
+	case err == nil:
+		return 0, true
+	case errors.Is(err, flag.ErrHelp):
+		f.printHelp(os.Stdout)
+		return 0, false
+	}
+	fmt.Fprintf(os.Stderr, "gompj %s: %v\n", cmd, err)
+	if full {
+		f.printHelp(os.Stderr)
+	}
+	return 2, false
+}
+
 func (o *runOpts) addFlags(fs *flag.FlagSet, defNP int) {
 	fs.IntVar(&o.np, "np", defNP, "number of ranks")
 	fs.IntVar(&o.nodes, "nodes", 0, "node processes on this box (default 1; with -ranks-per-node: np/K rounded up)")
@@ -155,15 +174,8 @@ func (o *runOpts) launch(program string, args []string) *launch {
 func runCmd(args []string) int {
 	var o runOpts
 	fs := runFlags(&o)
-	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.printHelp(os.Stdout)
-			return 0
-		}
-		fmt.Fprintf(os.Stderr, "gompj run: %v\n", err)
-		fs.printHelp(os.Stderr)
-		return 2
+	if code, ok := fs.parse("run", args, true); !ok {
+		return code
 	}
 	if fs.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "gompj run: no PROGRAM")
