@@ -36,8 +36,8 @@ func NewOp[T any](fn func(in, inout []T), commutative bool) Op {
 	return collectives.NewOp(fn, commutative)
 }
 
-// InPlace, passed as the send buffer of Allreduce, Reduce (root), Gather(v) (root), Allgather(v), Alltoall, Scan
-// and Exscan, or as the receive buffer of Scatter(v) (root), means the data is already in the other buffer
+// InPlace, passed as the send buffer of Allreduce, Reduce (root), Gather(v) (root), Allgather(v), Alltoall,
+// ReduceScatter(Block), Scan and Exscan, or as the receive buffer of Scatter(v) (root), means the data is already in the other buffer
 // (MPI_IN_PLACE).
 var InPlace = collectives.InPlace
 
@@ -97,11 +97,13 @@ func (c *Comm) Alltoallv(send any, sendCounts, sendDispls []int, recv any, recvC
 }
 
 // ReduceScatter combines every member's send with op and leaves block i (counts[i] elements) in rank i's recv.
+// InPlace as send: the whole vector is in recv, and the block is left at its start.
 func (c *Comm) ReduceScatter(send, recv any, counts []int, op Op) error {
 	return collectives.ReduceScatter(c.c, send, recv, counts, op)
 }
 
-// ReduceScatterBlock is ReduceScatter with blocks of len(recv) elements.
+// ReduceScatterBlock is ReduceScatter with blocks of len(recv) elements (InPlace as send: recv holds the whole
+// vector, Size() blocks, and the block is left at its start).
 func (c *Comm) ReduceScatterBlock(send, recv any, op Op) error {
 	return collectives.ReduceScatterBlock(c.c, send, recv, op)
 }

@@ -232,9 +232,6 @@ func reductions[T comparable](t *testing.T, c *Comm, tc tcase[T], counts []int, 
 			list = append(list, collectives.Algorithms(coll)...)
 		}
 		for _, a := range list {
-			if a == "hier" {
-				continue
-			}
 			if k.err(c.ForceAlgorithm(coll, a), "force %s %s", coll, a) {
 				return
 			}
@@ -312,10 +309,19 @@ func reductions[T comparable](t *testing.T, c *Comm, tc tcase[T], counts []int, 
 				if !k.err(c.ReduceScatter(in, out, cnts, o.op), "reduce_scatter %s", o.name) {
 					expect(k, out, ref[off:off+cnts[me]], "reduce_scatter %s n=%d algo=%q", o.name, n, a)
 				}
+				// in place: the vector is in recv (one spare element), the block is left at its start
+				inp := append(slices.Clone(in), tc.mk(me, 99))
+				if !k.err(c.ReduceScatter(InPlace, inp, cnts, o.op), "reduce_scatter in place %s", o.name) {
+					expect(k, inp[:cnts[me]], ref[off:off+cnts[me]], "reduce_scatter in place %s n=%d algo=%q", o.name, n, a)
+				}
 				blk := make([]T, n)
+				ref = reference(tc, o.f, 0, np, n*np)
 				if !k.err(c.ReduceScatterBlock(fill(tc, me, n*np), blk, o.op), "reduce_scatter_block %s", o.name) {
-					ref := reference(tc, o.f, 0, np, n*np)
 					expect(k, blk, ref[me*n:(me+1)*n], "reduce_scatter_block %s n=%d algo=%q", o.name, n, a)
+				}
+				inb := fill(tc, me, n*np)
+				if !k.err(c.ReduceScatterBlock(InPlace, inb, o.op), "reduce_scatter_block in place %s", o.name) {
+					expect(k, inb[:n], ref[me*n:(me+1)*n], "reduce_scatter_block in place %s n=%d algo=%q", o.name, n, a)
 				}
 			})
 		}
@@ -342,9 +348,6 @@ func movement[T comparable](t *testing.T, c *Comm, tc tcase[T], counts []int, al
 			list = append(list, collectives.Algorithms(coll)...)
 		}
 		for _, a := range list {
-			if a == "hier" {
-				continue
-			}
 			_ = c.ForceAlgorithm(coll, a)
 			run(a)
 		}
@@ -681,6 +684,20 @@ func TestCollectivesOversubscribed(t *testing.T) {
 			if b[99999] != byte(i+1) {
 				t.Errorf("bcast %d", b[99999])
 			}
+			// alltoall: the shared-memory one takes whichever peer is ready; ranks arrive in any order
+			s, r := make([]int32, 3*np), make([]int32, 3*np)
+			for j := range s {
+				s[j] = int32(c.Rank()*1000 + j/3 + i)
+			}
+			if err := c.Alltoall(s, r); err != nil {
+				return err
+			}
+			for j := 0; j < np; j++ {
+				if r[3*j] != int32(j*1000+c.Rank()+i) || r[3*j+2] != r[3*j] {
+					t.Errorf("alltoall from %d: %v", j, r[3*j:3*j+3])
+					break
+				}
+			}
 		}
 		return nil
 	})
@@ -703,6 +720,8 @@ func TestCollectivesErrors(t *testing.T) {
 		check(c.Alltoall([]int{1, 2}, make([]int, 3)), ErrArg, "alltoall send not divisible")
 		check(c.Gatherv([]int{1}, make([]int, 2), []int{1, 1, 1}, nil, c.Rank()), ErrTruncate, "gatherv counts overflow")
 		check(c.Allreduce(struct{}{}, make([]int, 1), Sum), ErrBuffer, "object reduce")
+		check(c.ReduceScatter(InPlace, make([]int, 2), []int{1, 1, 1}, Sum), ErrTruncate, "reduce_scatter in place, short recv")
+		check(c.ReduceScatterBlock(InPlace, make([]int, 4), Sum), ErrArg, "reduce_scatter_block in place, 4 elements for 3 ranks")
 		// a counts/size mismatch between ranks on a shared-memory path is an error, not an overrun
 		n := 4
 		if c.Rank() == 1 {
@@ -765,13 +784,15 @@ func TestCollectivesAbortWakesWaiters(t *testing.T) {
 			}
 			for i := 0; ; i++ {
 				var err error
-				switch i % 3 {
+				switch i % 4 {
 				case 0:
 					err = c.Barrier()
 				case 1:
 					err = c.Bcast(make([]byte, 10), 1)
 				case 2:
 					err = c.Allreduce([]int{1}, make([]int, 1), Sum)
+				case 3:
+					err = c.Alltoall(make([]int, 3*np), make([]int, 3*np))
 				}
 				if err != nil {
 					if !errors.Is(err, ErrAborted) {

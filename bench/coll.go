@@ -5,10 +5,11 @@ import (
 )
 
 // OSU-style collective benchmarks (osu_barrier, osu_bcast, osu_reduce, osu_allreduce, osu_gather, osu_scatter,
-// osu_allgather, osu_alltoall, osu_reduce_scatter): each iteration times one call on every rank, followed by an
-// untimed barrier, as the OSU suite does; the figure is the mean latency per call in microseconds, averaged over
-// the ranks. Reductions sum float64s (sizes from 8 bytes); the others move bytes. For gather, scatter,
-// allgather and alltoall the size is one rank's block; for reduce_scatter it is the whole vector.
+// osu_allgather, osu_alltoall, osu_alltoallv, osu_reduce_scatter): each iteration times one call on every rank,
+// followed by an untimed barrier, as the OSU suite does; the figure is the mean latency per call in microseconds,
+// averaged over the ranks. Reductions sum float64s (sizes from 8 bytes); the others move bytes. For gather,
+// scatter, allgather, alltoall and alltoallv (equal counts, as OSU's) the size is one rank's block; for
+// reduce_scatter it is the whole vector.
 
 func init() {
 	type collBench struct {
@@ -25,6 +26,7 @@ func init() {
 		{"scatter", "scatter", "OSU MPI Scatter Latency Test", 1, scatterSetup},
 		{"allgather", "allgather", "OSU MPI Allgather Latency Test", 1, allgatherSetup},
 		{"alltoall", "alltoall", "OSU MPI All-to-All Personalized Exchange Latency Test", 1, alltoallSetup},
+		{"alltoallv", "alltoallv", "OSU MPI All-to-Allv Personalized Exchange Latency Test", 1, alltoallvSetup},
 		{"reduce_scatter", "reduce_scatter", "OSU MPI Reduce_scatter Latency Test", 8, reduceScatterSetup},
 	} {
 		b := b
@@ -54,21 +56,49 @@ func collLatency(c *gompj.Comm, coll string, size int, o *Options, setup func(*g
 	if err := c.Barrier(); err != nil {
 		return 0, err
 	}
-	var total float64
-	for i := 0; i < iters+warmup; i++ {
+	once := func() (float64, error) {
 		t0 := gompj.Wtime()
 		if err := call(); err != nil {
 			return 0, err
 		}
-		if i >= warmup {
-			total += gompj.Wtime() - t0
+		t := gompj.Wtime() - t0
+		return t, c.Barrier()
+	}
+	// Warm up: the given number of calls, and by default for at least minWarmup as well (rank 0's clock decides, so
+	// that every rank makes the same calls): a Go process's runtime is busy for its first milliseconds (sysmon
+	// polls every 20 us until it finds nothing to do, and each poll takes a core from a spinning rank for tens of
+	// microseconds), longer than a thousand calls of a small collective last.
+	start := gompj.Wtime()
+	for {
+		for i := 0; i < warmup; i++ {
+			if _, err := once(); err != nil {
+				return 0, err
+			}
 		}
-		if err := c.Barrier(); err != nil {
+		more := []byte{0}
+		if o.Warmup == 0 && c.Rank() == 0 && gompj.Wtime()-start < minWarmup {
+			more[0] = 1
+		}
+		if err := c.Bcast(more, 0); err != nil {
 			return 0, err
 		}
+		if more[0] == 0 {
+			break
+		}
+	}
+	var total float64
+	for i := 0; i < iters; i++ {
+		t, err := once()
+		if err != nil {
+			return 0, err
+		}
+		total += t
 	}
 	return total * 1e6 / float64(iters), nil
 }
+
+// minWarmup is the shortest default warm-up of a collective benchmark, in seconds.
+const minWarmup = 0.02
 
 func floats(size int) int { return max(size/8, 1) }
 
@@ -115,6 +145,16 @@ func allgatherSetup(c *gompj.Comm, size int) func() error {
 func alltoallSetup(c *gompj.Comm, size int) func() error {
 	s, r := make([]byte, size*c.Size()), make([]byte, size*c.Size())
 	return func() error { return c.Alltoall(s, r) }
+}
+
+func alltoallvSetup(c *gompj.Comm, size int) func() error {
+	n := c.Size()
+	s, r := make([]byte, size*n), make([]byte, size*n)
+	counts, displs := make([]int, n), make([]int, n)
+	for i := range counts {
+		counts[i], displs[i] = size, i*size
+	}
+	return func() error { return c.Alltoallv(s, counts, displs, r, counts, displs) }
 }
 
 func reduceScatterSetup(c *gompj.Comm, size int) func() error {

@@ -9,7 +9,7 @@ import (
 )
 
 func TestCollectiveBenchmarksPrintOSUFormat(t *testing.T) {
-	for _, name := range []string{"barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather", "alltoall", "reduce_scatter"} {
+	for _, name := range []string{"barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather", "alltoall", "alltoallv", "reduce_scatter"} {
 		for _, np := range []int{1, 3} {
 			var out bytes.Buffer
 			err := gompj.RunWith(gompj.Config{Ranks: np}, func(c *gompj.Comm) error {

@@ -225,7 +225,8 @@ func reduceVec(c *ranks.Comm, k kernel, op Op, src, dst vec, root int) error {
 
 // Allreduce combines every member's send with op, in rank order, into every member's recv (InPlace: from recv).
 func Allreduce(c *ranks.Comm, send, recv any, op Op) error {
-	if _, err := start(c); err != nil {
+	st, err := start(c)
+	if err != nil {
 		return err
 	}
 	src, dst, err := reduceArgs("allreduce", send, recv, true)
@@ -236,11 +237,14 @@ func Allreduce(c *ranks.Comm, send, recv any, op Op) error {
 	if err != nil {
 		return err
 	}
-	return allreduceVec(c, k, op, src, dst)
+	return allreduceState(c, st, k, op, src, dst)
 }
 
 func allreduceVec(c *ranks.Comm, k kernel, op Op, src, dst vec) error {
-	st := stateOf(c)
+	return allreduceState(c, stateOf(c), k, op, src, dst)
+}
+
+func allreduceState(c *ranks.Comm, st *commState, k kernel, op Op, src, dst vec) error {
 	if st.size == 1 {
 		copy(dst.b, src.b)
 		return nil
@@ -331,6 +335,12 @@ func Gather(c *ranks.Comm, send, recv any, root int) error {
 	switch algo {
 	case "shm":
 		return st.shmOp(c).Gatherv(sv.b, inPlace, rv.b, nil, nil, max(sv.sz, 1), blk, root)
+	case "hier":
+		own := sv.b
+		if inPlace {
+			own = rv.b[root*blk : (root+1)*blk]
+		}
+		return hierGather(c, st, own, rv.b, blk, root)
 	case "binomial":
 		own := sv.b
 		if inPlace {
@@ -462,6 +472,12 @@ func Scatter(c *ranks.Comm, send, recv any, root int) error {
 	switch algo {
 	case "shm":
 		return st.shmOp(c).Scatterv(sv.b, nil, nil, sz, blk, rv.b, inPlace, root)
+	case "hier":
+		var r []byte
+		if !inPlace {
+			r = rv.b[:blk]
+		}
+		return hierScatter(c, st, sv.b, r, blk, root)
 	case "binomial":
 		var r []byte
 		if !inPlace {
@@ -690,6 +706,8 @@ func Alltoall(c *ranks.Comm, send, recv any) error {
 	switch algo {
 	case "shm":
 		return st.shmOp(c).Alltoallv(src, nil, nil, rv.b, nil, nil, max(rv.sz, 1), blk)
+	case "hier":
+		return hierAlltoall(c, st, src, rv.b, blk)
 	case "bruck":
 		return p.bruckAlltoall(src, rv.b, blk)
 	}
@@ -741,13 +759,10 @@ func Alltoallv(c *ranks.Comm, send any, sendCounts, sendDispls []int, recv any, 
 }
 
 // ReduceScatter combines every member's send (sum(counts) elements) with op and leaves block i (counts[i]
-// elements, blocks packed in rank order) in rank i's recv.
+// elements, blocks packed in rank order) in rank i's recv. InPlace as send: the vector is in recv (which then holds
+// sum(counts) elements), and the block is left at its start (MPI_IN_PLACE).
 func ReduceScatter(c *ranks.Comm, send, recv any, counts []int, op Op) error {
 	st, err := start(c)
-	if err != nil {
-		return err
-	}
-	sv, err := viewOf(send, "reduce_scatter send")
 	if err != nil {
 		return err
 	}
@@ -755,17 +770,34 @@ func ReduceScatter(c *ranks.Comm, send, recv any, counts []int, op Op) error {
 	if err != nil {
 		return err
 	}
-	if err := sameKind(sv, rv); err != nil {
-		return err
+	inPlace := isInPlace(send)
+	var sv vec
+	if inPlace {
+		sv = rv
+	} else {
+		if sv, err = viewOf(send, "reduce_scatter send"); err != nil {
+			return err
+		}
+		if err := sameKind(sv, rv); err != nil {
+			return err
+		}
 	}
-	if err := checkCounts("reduce_scatter", counts, nil, st.size, sv.sz, len(sv.b)); err != nil {
-		return err
+	if len(counts) != st.size {
+		return errArg("reduce_scatter: %d counts for %d ranks", len(counts), st.size)
 	}
 	total := 0
-	for _, x := range counts {
+	for i, x := range counts {
+		if x < 0 {
+			return errArg("reduce_scatter: count %d for rank %d", x, i)
+		}
 		total += x
 	}
-	if total != sv.n {
+	if inPlace {
+		if total > rv.n {
+			return errTrunc("reduce_scatter: in place, counts add up to %d, the receive buffer holds %d elements", total, rv.n)
+		}
+		sv.b, sv.n = rv.b[:total*rv.sz], total
+	} else if total != sv.n {
 		return errArg("reduce_scatter: counts add up to %d, the send buffer holds %d elements", total, sv.n)
 	}
 	if counts[st.rank] > rv.n {
@@ -777,7 +809,9 @@ func ReduceScatter(c *ranks.Comm, send, recv any, counts []int, op Op) error {
 	}
 	sz := max(sv.sz, 1)
 	if st.size == 1 {
-		copy(rv.b, sv.b)
+		if !inPlace {
+			copy(rv.b, sv.b)
+		}
 		return nil
 	}
 	algo, err := st.choose("reduce_scatter", st.sel(op.Commutative(), len(sv.b)))
@@ -787,7 +821,7 @@ func ReduceScatter(c *ranks.Comm, send, recv any, counts []int, op Op) error {
 	p := newP2P(c, st)
 	switch algo {
 	case "shm":
-		return st.shmOp(c).ReduceScatter(k, sv.b, rv.b, counts, sz, st)
+		return st.shmOp(c).ReduceScatter(k, sv.b, rv.b, counts, sz, inPlace, st)
 	case "ring":
 		acc := append([]byte(nil), sv.b...)
 		offs := make([]int, st.size+1)
@@ -801,6 +835,8 @@ func ReduceScatter(c *ranks.Comm, send, recv any, counts []int, op Op) error {
 		copy(rv.b, piece(st.rank))
 		return nil
 	}
+	// reduce_scatterv: reduce to rank 0, which scatters the blocks. In place, send aliases recv: the reduction has
+	// finished reading it (here and everywhere) before the scatter writes it.
 	var full vec
 	if st.rank == 0 {
 		full = sv
@@ -812,7 +848,8 @@ func ReduceScatter(c *ranks.Comm, send, recv any, counts []int, op Op) error {
 	return p.linearScatterv(full.b, counts, nil, sz, rv.b, 0, 0)
 }
 
-// ReduceScatterBlock is ReduceScatter with every block len(recv) elements long.
+// ReduceScatterBlock is ReduceScatter with every block len(recv) elements long. InPlace as send: recv holds the
+// whole vector (size × the block), and the block is left at its start.
 func ReduceScatterBlock(c *ranks.Comm, send, recv any, op Op) error {
 	if _, err := start(c); err != nil {
 		return err
@@ -821,9 +858,17 @@ func ReduceScatterBlock(c *ranks.Comm, send, recv any, op Op) error {
 	if err != nil {
 		return err
 	}
-	counts := make([]int, c.Size())
+	n := c.Size()
+	blk := rv.n
+	if isInPlace(send) {
+		if rv.n%n != 0 {
+			return errArg("reduce_scatter_block: in place with a buffer of %d elements for %d ranks", rv.n, n)
+		}
+		blk = rv.n / n
+	}
+	counts := make([]int, n)
 	for i := range counts {
-		counts[i] = rv.n
+		counts[i] = blk
 	}
 	return ReduceScatter(c, send, recv, counts, op)
 }

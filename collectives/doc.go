@@ -12,16 +12,20 @@
 //     their buffers in a structure the communicator's local members share (ranks.World.Shared) and copy or combine
 //     straight from each other's memory, one copy per byte; synchronisation is on atomic counters (a generation
 //     counting barrier and per-rank publication/acknowledgement counters) with the spin, yield, park waiting of
-//     queues.Policy, so 64 ranks on 2 cores neither burn the CPU nor deadlock. No locks on the hot path.
+//     queues.Policy, so 64 ranks on 2 cores neither burn the CPU nor deadlock. No locks on the hot path. Alltoall(v)
+//     needs no barrier at all: members expose their buffers by an epoch, and each block is copied once by whichever
+//     of its two ends claims it first (an atomic per block), so a late member is not waited for twice.
 //   - message based (p2p.go) over the communicator's collective context (Comm.Coll), so collective traffic never
 //     matches user point-to-point messages: dissemination barrier; binomial and scatter+allgather bcast; binomial
 //     reduce; recursive doubling, Rabenseifner and ring allreduce; ring, Bruck and recursive doubling allgather;
 //     Bruck and pairwise alltoall; linear and binomial gather/scatter; chain scan. Tags stay below
 //     MaxTag-ReservedTags. Every algorithm handles any communicator size.
-//   - node-aware (hier.go) for communicators spanning nodes (barrier, bcast, reduce, allreduce, allgather): a
-//     shared-memory phase inside each node, an inter-node phase among one leader per node (its lowest rank) over
-//     point-to-point, then shared memory again; the sub-communicators are made with Split on first use, and any
-//     rank-to-node layout works. Reductions need a commutative op for this (otherwise the flat algorithms run).
+//   - node-aware (hier.go) for communicators spanning nodes (barrier, bcast, reduce, allreduce, gather, scatter,
+//     allgather, alltoall): a shared-memory phase inside each node, an inter-node phase among one leader per node
+//     (its lowest rank) over point-to-point, then shared memory again; the sub-communicators are made with Split on
+//     first use, and any rank-to-node layout works. Reductions need a commutative op for this (otherwise the flat
+//     algorithms run). The node-aware alltoall sends one message per pair of nodes instead of one per pair of
+//     ranks: each leader packs its members' blocks for another node straight out of their send buffers.
 //
 // Buffers are primitive slices (ranks.ViewOf) or slices of Loc pairs (MaxLoc/MinLoc). Bcast, Gather, Allgather
 // and Scatter also move other values, msgpack-encoded (objects.go): a pointer for Bcast, a value sent and a pointer

@@ -14,6 +14,9 @@ type hierComms struct {
 	leaders  *ranks.Comm // one member per node (its lowest rank); nil on non-leaders
 	nodeIdx  []int       // comm rank -> index of its node's leader in leaders
 	nodeRank []int       // comm rank -> its rank in its node communicator
+	members  [][]int     // node index -> its members' comm ranks, in order
+	start    []int       // node index -> how many members the nodes before it have
+	blocked  bool        // nodes hold consecutive ranks in node order: node-major order is rank order
 }
 
 // hierOK: the communicator spans several nodes and some node hosts several of its members.
@@ -34,6 +37,20 @@ func (st *commState) hierarchy(c *ranks.Comm) (*hierComms, error) {
 		h.nodeIdx[i] = leaderOf[nd]
 		h.nodeRank[i] = count[nd]
 		count[nd]++
+	}
+	h.members = make([][]int, len(leaderOf))
+	for i := 0; i < st.size; i++ {
+		h.members[h.nodeIdx[i]] = append(h.members[h.nodeIdx[i]], i)
+	}
+	h.start = make([]int, len(leaderOf)+1)
+	for b, m := range h.members {
+		h.start[b+1] = h.start[b] + len(m)
+	}
+	h.blocked = true
+	for i := 0; i < st.size; i++ {
+		if h.start[h.nodeIdx[i]]+h.nodeRank[i] != i {
+			h.blocked = false
+		}
 	}
 	node, err := c.Split(st.node, st.rank)
 	if err != nil {
@@ -269,4 +286,350 @@ func allgathervBytes(c *ranks.Comm, all []byte, counts, displs []int) error {
 		return st.shmOp(c).Allgatherv(nil, true, all, counts, displs, 1, 0)
 	}
 	return newP2P(c, st).ringAllgatherv(all, counts, displs, 1, 0)
+}
+
+// nodeMajor returns the byte counts and displacements of each node's share of n blocks of blk bytes laid out node
+// by node (members in order within a node): the layout of the leaders' phase of gather and scatter.
+func (h *hierComms) nodeMajor(blk int) (counts, displs []int) {
+	m := len(h.members)
+	counts, displs = make([]int, m), make([]int, m)
+	for b := range h.members {
+		counts[b], displs[b] = len(h.members[b])*blk, h.start[b]*blk
+	}
+	return counts, displs
+}
+
+// permute moves blocks between rank order (rank r at r*blk) and node-major order; toRank says which way.
+func (h *hierComms) permute(dst, src []byte, blk int, toRank bool) {
+	for b, ms := range h.members {
+		for q, r := range ms {
+			nm := (h.start[b] + q) * blk
+			if toRank {
+				copy(dst[r*blk:(r+1)*blk], src[nm:nm+blk])
+			} else {
+				copy(dst[nm:nm+blk], src[r*blk:(r+1)*blk])
+			}
+		}
+	}
+}
+
+// hierGather (equal blocks of blk bytes; own is this rank's, which at an in-place root aliases its block of recv):
+// gather each node's blocks at its leader in shared memory, gather the node blocks among leaders at the root's
+// leader, which hands the whole to the root if it is not the root itself. When nodes hold consecutive ranks and the
+// root leads its node, everything lands in the root's recv directly.
+func hierGather(c *ranks.Comm, st *commState, own, recv []byte, blk, root int) error {
+	h, err := st.hierarchy(c)
+	if err != nil {
+		return err
+	}
+	n := st.size
+	rootNode, mine := h.nodeIdx[root], h.nodeIdx[st.rank]
+	rootLeads := h.nodeRank[root] == 0
+	direct := h.blocked && rootLeads // the root's recv is the node-major buffer
+	var all, nb []byte
+	if h.leaders != nil {
+		switch {
+		case mine == rootNode && direct:
+			all = recv[:n*blk]
+		case mine == rootNode:
+			all = st.scratch(2 * n * blk)[:n*blk]
+		default:
+			all = st.scratch(len(h.members[mine]) * blk)
+		}
+		nb = all
+		if mine == rootNode {
+			nb = all[h.start[mine]*blk : h.start[mine+1]*blk]
+		}
+	}
+	// the root's leader posts its receives from the other leaders before the node phase: their blocks land
+	// straight in place whenever they come
+	var reqs []*ranks.Request
+	if h.leaders != nil && mine == rootNode {
+		lc := h.leaders.Coll()
+		for b := range h.members {
+			if b == mine {
+				continue
+			}
+			if reqs, err = postChunks(lc.Irecv, reqs, all[h.start[b]*blk:h.start[b+1]*blk], b, tagGather); err != nil {
+				return err
+			}
+		}
+	}
+	if err := gatherVec(h.node, own, vec{k: kind(ranks.TypeByte), b: nb, n: len(nb), sz: 1}, blk, 0); err != nil {
+		return err
+	}
+	if h.leaders != nil {
+		if mine != rootNode {
+			reqs, err := postChunks(h.leaders.Coll().Isend, nil, nb, rootNode, tagGather)
+			return firstErr(err, waitAll(reqs))
+		}
+		if err := waitAll(reqs); err != nil {
+			return err
+		}
+		if direct {
+			return nil
+		}
+		var out []byte
+		if st.rank == root {
+			out = recv[:n*blk]
+		} else {
+			out = st.scratch(2 * n * blk)[n*blk:]
+		}
+		h.permute(out, all, blk, true)
+		if st.rank != root {
+			return c.Coll().Send(out, root, tagHier)
+		}
+		return nil
+	}
+	if st.rank == root && !rootLeads {
+		_, err := c.Coll().Recv(recv[:n*blk], leaderRankOf(h, st, root), tagHier)
+		return err
+	}
+	return nil
+}
+
+// hierScatter is hierGather backwards: the root hands its send to its node's leader (unless it leads), which
+// scatters node blocks among the leaders; each leader scatters its node's blocks in shared memory. recv nil: in
+// place at the root.
+func hierScatter(c *ranks.Comm, st *commState, send, recv []byte, blk, root int) error {
+	h, err := st.hierarchy(c)
+	if err != nil {
+		return err
+	}
+	n := st.size
+	rootNode, mine := h.nodeIdx[root], h.nodeIdx[st.rank]
+	rootLeads := h.nodeRank[root] == 0
+	if st.rank == root && !rootLeads {
+		if len(send) < n*blk {
+			return errArg("scatter: a send buffer of %d bytes for %d blocks of %d", len(send), n, blk)
+		}
+		if err := c.Coll().Send(send[:n*blk], leaderRankOf(h, st, root), tagHier); err != nil {
+			return err
+		}
+	}
+	var nb []byte
+	if h.leaders != nil {
+		var all []byte
+		if mine == rootNode {
+			switch {
+			case st.rank == root && h.blocked:
+				all = send[:n*blk]
+			case st.rank == root:
+				all = st.scratch(n * blk)
+				h.permute(all, send, blk, false)
+			default:
+				tmp := st.scratch(2 * n * blk)
+				in := tmp[:n*blk]
+				if _, err := c.Coll().Recv(in, root, tagHier); err != nil {
+					return err
+				}
+				all = in
+				if !h.blocked {
+					all = tmp[n*blk:]
+					h.permute(all, in, blk, false)
+				}
+			}
+			nb = all[h.start[mine]*blk : h.start[mine+1]*blk]
+		} else {
+			nb = st.scratch(len(h.members[mine]) * blk)
+		}
+		lc := h.leaders.Coll()
+		if mine != rootNode {
+			reqs, err := postChunks(lc.Irecv, nil, nb, rootNode, tagScatter)
+			if err = firstErr(err, waitAll(reqs)); err != nil {
+				return err
+			}
+		} else {
+			// the other nodes' blocks leave first; the node phase runs while they travel
+			reqs := make([]*ranks.Request, 0, len(h.members))
+			for i := 1; i < len(h.members); i++ {
+				b := (mine + i) % len(h.members)
+				if reqs, err = postChunks(lc.Isend, reqs, all[h.start[b]*blk:h.start[b+1]*blk], b, tagScatter); err != nil {
+					return err
+				}
+			}
+			return firstErr(scatterBytes(h.node, nb, recv, blk, 0), waitAll(reqs))
+		}
+	}
+	if recv == nil && h.nodeRank[st.rank] != 0 {
+		recv = st.scratch(blk) // an in-place root that does not lead: its block is where it was
+	}
+	return scatterBytes(h.node, nb, recv, blk, 0)
+}
+
+// scatterBytes scatters equal blocks of bytes from root (send significant there only; recv nil at the root: in
+// place).
+func scatterBytes(c *ranks.Comm, send, recv []byte, blk, root int) error {
+	st := stateOf(c)
+	if st.size == 1 {
+		if recv != nil {
+			copy(recv, send[:blk])
+		}
+		return nil
+	}
+	algo, err := st.choose("scatter", st.sel(true, blk))
+	if err != nil {
+		return err
+	}
+	p := newP2P(c, st)
+	switch algo {
+	case "shm":
+		return st.shmOp(c).Scatterv(send, nil, nil, 1, blk, recv, recv == nil, root)
+	case "binomial":
+		return p.binomialScatter(send, recv, blk, root)
+	}
+	return p.linearScatterv(send, nil, nil, 1, recv, blk, root)
+}
+
+// hierAlltoall: blocks between members of a node are copied straight from the sender's send buffer by the
+// receiver (shared memory); the leader of each node packs, straight from its members' send buffers, what they
+// send to each other node, exchanges one message with every other leader, and exposes what it received, from
+// which every member copies its blocks. One network message per pair of nodes instead of one per pair of ranks.
+func hierAlltoall(c *ranks.Comm, st *commState, send, recv []byte, blk int) error {
+	h, err := st.hierarchy(c)
+	if err != nil {
+		return err
+	}
+	n := st.size
+	ns := stateOf(h.node)
+	o := ns.shmOp(h.node)
+	mine := h.nodeIdx[st.rank]
+	local := h.members[mine]
+	k, q := len(local), h.nodeRank[st.rank]
+	gSend, gRecv := o.next(), o.next()
+	for j := 0; j < k; j++ {
+		o.expectAcks(j, k-1) // every other member reads its block
+		if j > 0 {
+			o.expectAcks(j, 1) // the leader packs the blocks for other nodes
+		}
+	}
+	o.expectAcks(0, k-1) // members read the leader's receive buffer
+	sl := &o.s.slots[q]
+	sl.src, sl.blk = send[:n*blk], blk
+	o.publish(gSend)
+
+	var reqs []*ranks.Request
+	var rbuf []byte
+	var rdispl []int
+	var err2 error
+	if h.leaders != nil {
+		m := len(h.members)
+		sdispl, sdone := make([]int, m+1), 0
+		rdispl = make([]int, m+1)
+		for b := 0; b < m; b++ { // node b's share of either buffer, this node's left out
+			sdispl[b], rdispl[b+1] = sdone, rdispl[b]
+			if b != mine {
+				sdone += k * len(h.members[b]) * blk
+				rdispl[b+1] += k * len(h.members[b]) * blk
+			}
+		}
+		total := (n - k) * k * blk
+		tmp := st.scratch(2 * total)
+		sbuf := tmp[:total]
+		rbuf = tmp[total:]
+		// pack, for each other node b, member by member, the blocks for b's members (in runs of consecutive ranks)
+		for j := 0; j < k; j++ {
+			if err := o.waitPublished(j, gSend); err != nil {
+				return err
+			}
+			src := o.s.slots[j].src
+			if len(src) < n*blk || o.s.slots[j].blk != blk {
+				err2 = errArg("alltoall: node member %d sends %d bytes, not %d blocks of %d", j, len(src), n, blk)
+			} else {
+				for b, ms := range h.members {
+					if b == mine {
+						continue
+					}
+					off := sdispl[b] + j*len(ms)*blk
+					for i := 0; i < len(ms); {
+						e := i + 1
+						for e < len(ms) && ms[e] == ms[e-1]+1 {
+							e++
+						}
+						off += copy(sbuf[off:], src[ms[i]*blk:(ms[e-1]+1)*blk])
+						i = e
+					}
+				}
+			}
+			if j > 0 {
+				o.ack(j)
+			}
+		}
+		lc := h.leaders.Coll()
+		for b := 0; b < m; b++ {
+			if b == mine {
+				continue
+			}
+			if reqs, err = postChunks(lc.Irecv, reqs, rbuf[rdispl[b]:rdispl[b+1]], b, tagAlltoall); err != nil {
+				return err
+			}
+		}
+		for i := 1; i < m; i++ { // start with the next node: spreads the senders over the receivers
+			b := (mine + i) % m
+			if reqs, err = postChunks(lc.Isend, reqs, sbuf[sdispl[b]:sdispl[b]+k*len(h.members[b])*blk], b, tagAlltoall); err != nil {
+				return err
+			}
+		}
+	}
+	// blocks from this node's members (the network is busy meanwhile)
+	for i := 0; i < k; i++ {
+		j := (q + i) % k
+		if err := o.waitPublished(j, gSend); err != nil {
+			return err
+		}
+		p := &o.s.slots[j]
+		if len(p.src) < n*blk || p.blk != blk {
+			err2 = errArg("alltoall: node member %d sends %d bytes, not %d blocks of %d", j, len(p.src), n, blk)
+		} else {
+			copy(recv[local[j]*blk:(local[j]+1)*blk], p.src[st.rank*blk:(st.rank+1)*blk])
+		}
+		if j != q {
+			o.ack(j)
+		}
+	}
+	if h.leaders != nil {
+		if err := waitAll(reqs); err != nil {
+			return err
+		}
+		o.s.slots[0].dst = rbuf
+		o.s.slots[0].displs = rdispl
+		o.publish(gRecv)
+	} else if err := o.waitPublished(0, gRecv); err != nil {
+		return err
+	}
+	// blocks from other nodes: from node b's member a, at rdispl[b] + (a*k + q)*blk of the leader's buffer
+	lead := &o.s.slots[0]
+	for b, ms := range h.members {
+		if b == mine {
+			continue
+		}
+		for a, r := range ms {
+			off := lead.displs[b] + (a*k+q)*blk
+			copy(recv[r*blk:(r+1)*blk], lead.dst[off:off+blk])
+		}
+	}
+	if q != 0 {
+		o.ack(0)
+	}
+	return firstErr(o.waitAcks(), err2)
+}
+
+// leaderChunk is the size of the pieces in which leaders send each other large node blocks: below the network's
+// default eager limit, so that a piece travels at once instead of waiting for the receiver's clear-to-send, and
+// the pieces of one block follow each other (matching keeps their order).
+const leaderChunk = 64 << 10
+
+// postChunks starts (op is Isend or Irecv) the transfer of buf with peer in pieces of leaderChunk bytes, appending
+// the requests to reqs.
+func postChunks(op func(any, int, int) (*ranks.Request, error), reqs []*ranks.Request, buf []byte, peer, tag int) ([]*ranks.Request, error) {
+	for off := 0; ; off += leaderChunk {
+		r, err := op(buf[off:min(off+leaderChunk, len(buf))], peer, tag)
+		if err != nil {
+			return reqs, err
+		}
+		reqs = append(reqs, r)
+		if off+leaderChunk >= len(buf) {
+			return reqs, nil
+		}
+	}
 }

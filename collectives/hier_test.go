@@ -2,6 +2,7 @@ package collectives
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"gompj/node"
@@ -151,5 +152,206 @@ func TestTableOverrides(t *testing.T) {
 	env["GOMPJ_COLL_BARRIER"] = "nonsense"
 	if _, err := buildTable(func(k string) string { return env[k] }, nil); err == nil {
 		t.Errorf("a bad override was accepted")
+	}
+}
+
+// Node-aware gather, scatter and alltoall against a sequential reference, with several fake layouts: round robin
+// (nodes not contiguous in rank order), blocks (node-major order is rank order), a node of one member, and as
+// many nodes as ranks (no hierarchy: the flat algorithms run); every root, in place and not, hier and flat.
+func TestHierarchicalMovement(t *testing.T) {
+	layouts := []struct {
+		name   string
+		np     int
+		nodeOf func(w int) int
+	}{
+		{"np7_rr3", 7, func(w int) int { return w % 3 }},
+		{"np8_rr2", 8, func(w int) int { return w % 2 }},
+		{"np8_blocks332", 8, func(w int) int { return w / 3 }},
+		{"np6_lone", 6, func(w int) int { return min(w, 1) }},
+		{"np5_reversed", 5, func(w int) int { return (4 - w) / 2 }},
+		{"np4_flat", 4, func(w int) int { return w }},
+	}
+	for _, tc := range layouts {
+		t.Run(tc.name, func(t *testing.T) {
+			err := node.Run(node.Config{Ranks: tc.np}, func(c *ranks.Comm) error {
+				setLayout(c, tc.nodeOf)
+				me, np := c.Rank(), c.Size()
+				if err := Force(c, "alltoall", "hier"); err != nil {
+					return err
+				}
+				st := stateOf(c)
+				if a, _ := st.choose("alltoall", st.sel(true, 4)); (a == "hier") != (tc.name != "np4_flat") {
+					t.Errorf("alltoall algorithm %s", a)
+				}
+				val := func(from, to, i int) int32 { return int32(from*10000 + to*100 + i) }
+				// bcast, large (the leaders' phase overlaps the copies in the nodes) and small
+				for _, n := range []int{300 << 10, 3} {
+					for root := 0; root < np; root++ {
+						b := make([]byte, n)
+						if me == root {
+							for i := range b {
+								b[i] = byte(i*7 + root)
+							}
+						}
+						if err := Bcast(c, b, root); err != nil {
+							return err
+						}
+						for i := range b {
+							if b[i] != byte(i*7+root) {
+								t.Fatalf("bcast n=%d root=%d: [%d] = %d", n, root, i, b[i])
+							}
+						}
+					}
+				}
+				for _, algo := range []string{"hier", "linear"} {
+					for _, coll := range []string{"gather", "scatter"} {
+						if err := Force(c, coll, algo); err != nil {
+							return err
+						}
+					}
+					a2a := map[string]string{"hier": "hier", "linear": "pairwise"}[algo]
+					if err := Force(c, "alltoall", a2a); err != nil {
+						return err
+					}
+					for _, n := range []int{0, 1, 5, 3000} {
+						for root := 0; root < np; root++ {
+							mine := make([]int32, n)
+							for i := range mine {
+								mine[i] = val(me, root, i)
+							}
+							var out []int32
+							if me == root {
+								out = make([]int32, n*np+1)
+							}
+							if err := Gather(c, mine, out, root); err != nil {
+								return err
+							}
+							inp := make([]int32, n*np)
+							if me == root {
+								copy(inp[me*n:], mine)
+							}
+							send := any(mine)
+							if me == root {
+								send = InPlace
+							}
+							if err := Gather(c, send, inp, root); err != nil {
+								return err
+							}
+							if me == root {
+								for r := 0; r < np; r++ {
+									for i := 0; i < n; i++ {
+										if out[r*n+i] != val(r, root, i) || inp[r*n+i] != val(r, root, i) {
+											t.Fatalf("%s gather n=%d root=%d: block %d [%d] = %d / %d in place, want %d",
+												algo, n, root, r, i, out[r*n+i], inp[r*n+i], val(r, root, i))
+										}
+									}
+								}
+							}
+							var all []int32
+							if me == root {
+								all = make([]int32, n*np)
+								for r := 0; r < np; r++ {
+									for i := 0; i < n; i++ {
+										all[r*n+i] = val(root, r, i)
+									}
+								}
+							}
+							got := make([]int32, n)
+							if err := Scatter(c, all, got, root); err != nil {
+								return err
+							}
+							for i := 0; i < n; i++ {
+								if got[i] != val(root, me, i) {
+									t.Fatalf("%s scatter n=%d root=%d: [%d] = %d, want %d", algo, n, root, i, got[i], val(root, me, i))
+								}
+							}
+							var recv any = got
+							if me == root {
+								recv = InPlace
+							}
+							if err := Scatter(c, all, recv, root); err != nil {
+								return err
+							}
+							if me == root {
+								for i := range all {
+									if all[i] != val(root, i/max(n, 1), i%max(n, 1)) {
+										t.Fatalf("%s scatter in place changed the root's send", algo)
+									}
+								}
+							}
+						}
+						s := make([]int32, n*np)
+						for to := 0; to < np; to++ {
+							for i := 0; i < n; i++ {
+								s[to*n+i] = val(me, to, i)
+							}
+						}
+						for _, inPlace := range []bool{false, true} {
+							r := make([]int32, n*np)
+							var err error
+							if inPlace {
+								copy(r, s)
+								err = Alltoall(c, InPlace, r)
+							} else {
+								err = Alltoall(c, s, r)
+							}
+							if err != nil {
+								return err
+							}
+							for from := 0; from < np; from++ {
+								for i := 0; i < n; i++ {
+									if r[from*n+i] != val(from, me, i) {
+										t.Fatalf("%s alltoall n=%d in place %v: block %d [%d] = %d, want %d", a2a, n, inPlace,
+											from, i, r[from*n+i], val(from, me, i))
+									}
+								}
+							}
+						}
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// `gompj help env` lists the table's variables, with every collective and algorithm GOMPJ_COLL_<NAME> accepts.
+func TestVariablesListTheTable(t *testing.T) {
+	var table, names string
+	for _, v := range node.Variables {
+		switch v[0] {
+		case "GOMPJ_COLL_TABLE":
+			table = v[1]
+		case "GOMPJ_COLL_<NAME>":
+			names = v[1]
+		}
+	}
+	if table == "" || names == "" {
+		t.Fatalf("node.Variables lacks GOMPJ_COLL_TABLE or GOMPJ_COLL_<NAME>")
+	}
+	listed := map[string]string{} // NAME -> its algorithms
+	if i := strings.LastIndex(names, ". "); i >= 0 {
+		for _, e := range strings.Split(names[i+2:], "; ") {
+			ns, algos, _ := strings.Cut(e, ": ")
+			for _, n := range strings.Split(ns, ", ") {
+				listed[n] = ", " + algos + ","
+			}
+		}
+	}
+	for _, c := range Collectives() {
+		name := strings.ToUpper(c)
+		algos, ok := listed[name]
+		if !ok {
+			t.Errorf("GOMPJ_COLL_<NAME> does not list %s", name)
+			continue
+		}
+		for _, a := range Algorithms(c) {
+			if !strings.Contains(algos, " "+a+",") {
+				t.Errorf("GOMPJ_COLL_%s: algorithm %s not listed in %q", name, a, algos)
+			}
+		}
 	}
 }

@@ -40,7 +40,14 @@ type shmSlot struct {
 	displs   []int
 	blk      int       // gather, scatter: the root's block size in bytes
 	stage    [2][]byte // small-message staging, double-buffered by barrier phase parity
+	rcounts  []int     // alltoallv: receive counts and displacements in elements
+	rdispls  []int
 	_        [cacheLine]byte
+
+	// alltoall: blocks copied into this member's receive buffer and out of its send buffer, over all alltoalls
+	recvDone atomic.Uint64
+	sendDone atomic.Uint64
+	_        [cacheLine - 16]byte
 }
 
 // inlineSlot carries a small contribution and its sequence number in the same cache lines, so that a reader
@@ -56,12 +63,14 @@ type inlineSlot struct {
 const inlineMax = 256 - 16
 
 type shmComm struct {
-	inline   [][2]inlineSlot
-	n        int
-	arrivals atomic.Uint64
-	_        [cacheLine - 8]byte
-	ev       event
-	slots    []shmSlot
+	inline     [][2]inlineSlot
+	claims     []atomic.Uint64 // alltoall: block i->j at n*i+j, the last operation that claimed it
+	claimsOnce sync.Once
+	n          int
+	arrivals   atomic.Uint64
+	_          [cacheLine - 8]byte
+	ev         event
+	slots      []shmSlot
 }
 
 func newShmComm(n int) *shmComm {
@@ -75,6 +84,8 @@ type shmRank struct {
 	acksExpected []uint64 // per slot: acknowledgements it will have received once the current reads are done
 	pref         []byte   // exscan: this rank's inclusive prefix
 	inlineSeq    uint64   // inline rounds done
+	a2aBlocks    uint64   // alltoall: blocks each member has received (and sent) so far
+	flags        []bool   // scratch flags (alltoall: peers done)
 }
 
 // event parks waiters until a notify.
@@ -394,31 +405,105 @@ func (o shmOp) Allgatherv(src []byte, inPlace bool, recv []byte, counts, displs 
 	return firstErr(o.barrier(), err)
 }
 
-// Alltoallv: send's block j goes to rank j's recv block o.rank.
+// Alltoallv: send's block j goes to rank j's recv block o.rank. No barrier and no message: every member exposes
+// its send and receive buffers by publishing the operation's sequence number in its slot; then block i->j may be
+// copied by i (push) or by j (pull), whoever claims it first (an atomic claim per block and operation), so one copy
+// per byte, and a member that comes late copies its blocks both ways itself instead of waiting for the others to be
+// scheduled again to fetch them. A member walks its peers in ring order, taking whichever has published, and
+// returns once every block into its receive buffer and out of its send buffer has been copied (two counters per
+// member, which whoever copies a block bumps).
 func (o shmOp) Alltoallv(send []byte, scounts, sdispls []int, recv []byte, rcounts, rdispls []int, sz, blockBytes int) error {
 	n := o.s.n
+	g := o.next()
+	o.me.a2aBlocks += uint64(n)
+	target := o.me.a2aBlocks
+	o.s.claimsOnce.Do(func() { o.s.claims = make([]atomic.Uint64, n*n) })
 	sl := &o.s.slots[o.rank]
 	sl.src, sl.counts, sl.displs, sl.blk = send, scounts, sdispls, blockBytes
-	if err := o.barrier(); err != nil {
-		return err
-	}
+	sl.dst, sl.rcounts, sl.rdispls = recv, rcounts, rdispls
+	o.publish(g)
 	var err error
-	for k := 0; k < n; k++ {
-		j := (o.rank + k) % n
-		p := &o.s.slots[j]
-		if p.counts == nil && len(p.src) < n*p.blk {
-			err = errArg("alltoall: rank %d sends %d bytes, not %d blocks of %d", j, len(p.src), n, p.blk)
-			continue
+	// move copies block i->j if this member claims it first; both have published operation g
+	move := func(i, j int) {
+		c := &o.s.claims[i*n+j]
+		for {
+			cur := c.Load()
+			if cur >= g {
+				return // taken (or done) by another member
+			}
+			if c.CompareAndSwap(cur, g) {
+				break
+			}
 		}
-		s := blockOf(p.src, p.counts, p.displs, sz, o.rank, p.blk)
-		b := blockOf(recv, rcounts, rdispls, sz, j, blockBytes)
-		if len(s) > len(b) {
-			err = errTrunc("alltoall: %d bytes from rank %d into a block of %d", len(s), j, len(b))
-			continue
+		from, to := &o.s.slots[i], &o.s.slots[j]
+		switch {
+		case from.counts == nil && len(from.src) < n*from.blk:
+			err = errArg("alltoall: rank %d sends %d bytes, not %d blocks of %d", i, len(from.src), n, from.blk)
+		case to.rcounts == nil && len(to.dst) < n*to.blk:
+			err = errTrunc("alltoall: rank %d receives into %d bytes, not %d blocks of %d", j, len(to.dst), n, to.blk)
+		default:
+			s := blockOf(from.src, from.counts, from.displs, sz, j, from.blk)
+			b := blockOf(to.dst, to.rcounts, to.rdispls, sz, i, to.blk)
+			if len(s) > len(b) {
+				err = errTrunc("alltoall: %d bytes from rank %d into a block of %d at rank %d", len(s), i, len(b), j)
+			} else {
+				copy(b, s)
+			}
 		}
-		copy(b, s)
+		// counted even when in error, so that nobody waits for it
+		if to.recvDone.Add(1) == target {
+			o.s.ev.notify()
+		}
+		if from.sendDone.Add(1) == target {
+			o.s.ev.notify()
+		}
 	}
-	return firstErr(o.barrier(), err)
+	move(o.rank, o.rank)
+	left := n - 1
+	done := o.me.scratchBools(n)
+	for left > 0 {
+		progress := false
+		for k := 1; k < n; k++ {
+			j := (o.rank + k) % n // the next rank first: spreads the copies over the buffers
+			if done[k] || o.s.slots[j].gen.Load() < g {
+				continue
+			}
+			move(j, o.rank)
+			move(o.rank, j)
+			done[k] = true
+			left--
+			progress = true
+		}
+		if !progress {
+			if werr := o.wait(func() bool {
+				for k := 1; k < n; k++ {
+					if !done[k] && o.s.slots[(o.rank+k)%n].gen.Load() >= g {
+						return true
+					}
+				}
+				return false
+			}); werr != nil {
+				return werr
+			}
+		}
+	}
+	rd, sd := &sl.recvDone, &sl.sendDone
+	if rd.Load() < target || sd.Load() < target {
+		if werr := o.wait(func() bool { return rd.Load() >= target && sd.Load() >= target }); werr != nil {
+			return werr
+		}
+	}
+	return err
+}
+
+// scratchBools returns n cleared flags owned by this rank.
+func (r *shmRank) scratchBools(n int) []bool {
+	if cap(r.flags) < n {
+		r.flags = make([]bool, n)
+	}
+	f := r.flags[:n]
+	clear(f)
+	return f
 }
 
 // --- reductions ---
@@ -636,14 +721,17 @@ func (o shmOp) Allreduce(k kernel, src, dst []byte, sz int, st *commState) error
 	return firstErr(o.barrier(), err)
 }
 
-// ReduceScatter: member i's dst gets block i (counts in elements) of the combination of all srcs.
-func (o shmOp) ReduceScatter(k kernel, src, dst []byte, counts []int, sz int, st *commState) error {
+// ReduceScatter: member i's dst gets block i (counts in elements) of the combination of all srcs. In place (src
+// is the member's dst), the others read a member's src until the last barrier, so the block is combined into
+// scratch memory and copied to the start of dst after it.
+func (o shmOp) ReduceScatter(k kernel, src, dst []byte, counts []int, sz int, inPlace bool, st *commState) error {
 	n := o.s.n
 	o.s.slots[o.rank].src = src
 	if err := o.barrier(); err != nil {
 		return err
 	}
 	err := o.checkLengths("reduce_scatter", len(src))
+	var out []byte
 	if err == nil {
 		lo := 0
 		for j := 0; j < o.rank; j++ {
@@ -655,11 +743,21 @@ func (o shmOp) ReduceScatter(k kernel, src, dst []byte, counts []int, sz int, st
 		} else if hi-lo > len(dst) {
 			err = errTrunc("reduce_scatter: %d bytes into a buffer of %d", hi-lo, len(dst))
 		} else if hi > lo {
-			combineInto(k, func(i int) []byte { return o.s.slots[i].src }, n, lo, hi, sz, st.scratch(reduceBlock+sz),
-				lo, func(yield func([]byte)) { yield(dst) })
+			acc := reduceBlock + sz
+			tmp := st.scratch(acc + hi - lo)
+			out = dst[:hi-lo]
+			if inPlace {
+				out = tmp[acc:]
+			}
+			combineInto(k, func(i int) []byte { return o.s.slots[i].src }, n, lo, hi, sz, tmp[:acc],
+				lo, func(yield func([]byte)) { yield(out) })
 		}
 	}
-	return firstErr(o.barrier(), err)
+	err = firstErr(o.barrier(), err)
+	if inPlace && err == nil && len(out) > 0 {
+		copy(dst, out)
+	}
+	return err
 }
 
 // Scan (inclusive, or exclusive): a chain; rank i combines rank i-1's prefix with its own contribution, reading

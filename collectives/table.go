@@ -45,11 +45,13 @@ allreduce      *      *     0-8K     recursive_doubling
 allreduce      *      *     0-1M     rabenseifner
 allreduce      *      *     *        ring
 gather         local  *     *        shm
+gather         multi  *     0-16K    hier
 gather         *      *     0-8K     binomial
 gather         *      *     *        linear
 gatherv        local  *     *        shm
 gatherv        *      *     *        linear
 scatter        local  *     *        shm
+scatter        multi  *     0-16K    hier
 scatter        *      *     0-8K     binomial
 scatter        *      *     *        linear
 scatterv       local  *     *        shm
@@ -61,6 +63,7 @@ allgather      *      *     *        ring
 allgatherv     local  *     *        shm
 allgatherv     *      *     *        ring
 alltoall       local  *     *        shm
+alltoall       multi  *     *        hier
 alltoall       *      *     0-1K     bruck
 alltoall       *      *     *        pairwise
 alltoallv      local  *     *        shm
@@ -132,13 +135,13 @@ var algorithms = map[string]map[string]applies{
 	"bcast":          {"binomial": always, "linear": always, "scatter_allgather": always, "shm": needLocal, "hier": needHier},
 	"reduce":         {"binomial": always, "shm": needLocal, "hier": needHierComm},
 	"allreduce":      {"recursive_doubling": always, "rabenseifner": needComm, "ring": needComm, "reduce_bcast": always, "shm": needLocal, "hier": needHierComm},
-	"gather":         {"linear": always, "binomial": always, "shm": needLocal},
+	"gather":         {"linear": always, "binomial": always, "shm": needLocal, "hier": needHier},
 	"gatherv":        {"linear": always, "shm": needLocal},
-	"scatter":        {"linear": always, "binomial": always, "shm": needLocal},
+	"scatter":        {"linear": always, "binomial": always, "shm": needLocal, "hier": needHier},
 	"scatterv":       {"linear": always, "shm": needLocal},
 	"allgather":      {"ring": always, "recursive_doubling": always, "bruck": always, "shm": needLocal, "hier": needHier},
 	"allgatherv":     {"ring": always, "shm": needLocal},
-	"alltoall":       {"pairwise": always, "bruck": always, "shm": needLocal},
+	"alltoall":       {"pairwise": always, "bruck": always, "shm": needLocal, "hier": needHier},
 	"alltoallv":      {"pairwise": always, "shm": needLocal},
 	"reduce_scatter": {"reduce_scatterv": always, "ring": needComm, "shm": needLocal},
 	"scan":           {"chain": always, "shm": needLocal},
