@@ -19,6 +19,12 @@ const readBudget = 4 << 20
 // maxHandshakes bounds concurrent inbound handshakes; connections beyond it are closed at once.
 const maxHandshakes = 64
 
+// A driving rank reads up to directMax connections directly, and polls epoll every directEvery rounds.
+const (
+	directMax   = 4
+	directEvery = 8
+)
+
 // standDownCheck is how often a progress loop that stood down for driving ranks looks again whether any still
 // drives, when no parking rank told it to resume.
 const standDownCheck = time.Millisecond
@@ -170,6 +176,25 @@ func (d *Device) Poll() bool {
 		d.pollMu.Unlock()
 		return false
 	}
+	d.polls++
+	if k := len(d.readable); k > 0 && k <= directMax && d.polls%directEvery != 0 {
+		// Few connections: read them straight away, without asking epoll first (one system call per arrival
+		// instead of two). Every directEvery-th round asks epoll, for writes, tasks and errors.
+		got := false
+		for _, c := range d.readable {
+			if d.readConn(c) {
+				got = true
+			}
+		}
+		if len(d.pendingRead) > 0 {
+			d.handle(0, nil)
+		}
+		if got {
+			d.lastActive = time.Now()
+		}
+		d.pollMu.Unlock()
+		return got
+	}
 	n, err := pollNow(d.ep, d.evs)
 	if err == nil && n == 0 && len(d.pendingRead) == 0 {
 		d.pollMu.Unlock()
@@ -249,9 +274,9 @@ func (d *Device) finishSend(r *rdvSend, err error) {
 }
 
 // readConn reads what c has, until the socket is drained or the turn's budget is spent.
-func (d *Device) readConn(c *conn) {
+func (d *Device) readConn(c *conn) (got bool) {
 	if c.closed {
-		return
+		return false
 	}
 	budget := readBudget
 	for budget > 0 && !c.closed {
@@ -260,44 +285,47 @@ func (d *Device) readConn(c *conn) {
 		if t := c.rx.direct(); t != nil {
 			n, err = readFd(c.fd, t)
 			if n > 0 {
+				got = true
 				budget -= n
 				if perr := c.rx.advanceDirect(n, c); perr != nil {
 					d.failPeer(c.p, d.lostErr(c, perr), true)
-					return
+					return got
 				}
 			}
 			if err == nil && n > 0 && n < len(t) {
-				return // drained: edge-triggered epoll reports the next arrival
+				return got // drained: edge-triggered epoll reports the next arrival
 			}
 		} else {
 			sp := c.rx.space()
 			n, err = readFd(c.fd, sp)
 			if n > 0 {
+				got = true
 				budget -= n
 				c.rx.w += n
 				if perr := c.rx.parse(&c.lim, c); perr != nil {
 					d.failPeer(c.p, d.lostErr(c, perr), true)
-					return
+					return got
 				}
 			}
 			if err == nil && n > 0 && n < len(sp) {
-				return
+				return got
 			}
 		}
 		switch {
 		case err == unix.EAGAIN:
-			return
+			return got
 		case err != nil:
 			d.connBroken(c, err)
-			return
+			return got
 		case n == 0:
 			d.connBroken(c, io.EOF)
-			return
+			return got
 		}
 	}
 	if !c.closed {
 		d.pendingRead = append(d.pendingRead, c)
 	}
+	return got
 }
 
 func (d *Device) lostErr(c *conn, err error) error {
@@ -474,6 +502,12 @@ func (d *Device) closeConn(c *conn) {
 		unix.EpollCtl(d.ep, unix.EPOLL_CTL_DEL, fd, nil)
 		delete(d.conns, c.id)
 		c.registered = false
+		for i, o := range d.readable {
+			if o == c {
+				d.readable = append(d.readable[:i], d.readable[i+1:]...)
+				break
+			}
+		}
 	}
 	if fd >= 0 {
 		unix.Close(fd)
@@ -566,6 +600,7 @@ func (d *Device) attach(fd int, p *peer, stripe int) {
 	}
 	d.conns[c.id] = c
 	c.registered = true
+	d.readable = append(d.readable, c)
 	p.conns = append(p.conns, c)
 	d.attached.Add(1)
 	if d.closeState >= 1 {

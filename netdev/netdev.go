@@ -153,6 +153,8 @@ type Device struct {
 	evs         []unix.EpollEvent
 	lastActive  time.Time
 	conns       map[int32]*conn
+	readable    []*conn // the registered connections, for Poll's direct reads
+	polls       uint64
 	nextID      int32
 	pendingRead []*conn
 	loopExited  bool
