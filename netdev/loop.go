@@ -21,7 +21,7 @@ const maxHandshakes = 64
 
 // A driving rank reads up to directMax connections directly, and polls epoll every directEvery rounds.
 const (
-	directMax   = 4
+	directMax   = 2
 	directEvery = 8
 )
 
