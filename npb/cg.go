@@ -195,14 +195,11 @@ type cgMatrix struct {
 	a      []float64
 }
 
-// cgMakeA builds the rank's block of NPB's CG matrix
-//
-//	A = sum_i size_i * v_i v_i^T + (rcond - shift) I,  size_i = rcond^((i-1)/n),
-//
-// where v_i is the i-th random sparse vector (with 0.5 at position i). The
-// contributions to each element are summed in increasing i, the order NPB's
-// makea uses, so the block is bit-identical to NPB's.
-func cgMakeA(p cgClass, g *cgGrid) *cgMatrix {
+// cgVectors generates NPB's n random sparse vectors in order and calls fn
+// with each (1-based index i, 1-based positions, values); fn must not keep
+// the slices. Vector i has nonzer distinct random positions and 0.5 at
+// position i.
+func cgVectors(p cgClass, fn func(i int, cols []int32, vals []float64)) {
 	n, nonzer := p.na, p.nonzer
 	const a = uint64(RandA)
 	tran := uint64(cgSeed)
@@ -212,12 +209,10 @@ func cgMakeA(p cgClass, g *cgGrid) *cgMatrix {
 	for nn1 < n {
 		nn1 *= 2
 	}
-	// The n sparse vectors, flat.
-	vOff := make([]int, n+1)
-	vCol := make([]int32, 0, n*(nonzer+1))
-	vVal := make([]float64, 0, n*(nonzer+1))
+	vCol := make([]int32, 0, nonzer+1)
+	vVal := make([]float64, 0, nonzer+1)
 	for i := 1; i <= n; i++ {
-		start := len(vCol)
+		vCol, vVal = vCol[:0], vVal[:0]
 		for nzv := 0; nzv < nonzer; {
 			vecelt := randlc46(&tran, a)
 			vecloc := randlc46(&tran, a)
@@ -225,7 +220,7 @@ func cgMakeA(p cgClass, g *cgGrid) *cgMatrix {
 			if int(col) > n {
 				continue
 			}
-			if slices.Contains(vCol[start:], col) {
+			if slices.Contains(vCol, col) {
 				continue
 			}
 			vCol = append(vCol, col)
@@ -234,7 +229,7 @@ func cgMakeA(p cgClass, g *cgGrid) *cgMatrix {
 		}
 		// vecset: position i gets 0.5
 		set := false
-		for k := start; k < len(vCol); k++ {
+		for k := range vCol {
 			if int(vCol[k]) == i {
 				vVal[k] = 0.5
 				set = true
@@ -244,88 +239,152 @@ func cgMakeA(p cgClass, g *cgGrid) *cgMatrix {
 			vCol = append(vCol, int32(i))
 			vVal = append(vVal, 0.5)
 		}
-		vOff[i] = len(vCol)
+		fn(i, vCol, vVal)
 	}
-	// vOff[i] is the end of vector i; its start is vOff[i-1] (vOff[0]=0).
+}
 
-	sizes := make([]float64, n+1)
-	ratio := math.Pow(cgRcond, 1.0/float64(n))
-	size := 1.0
-	for i := 1; i <= n; i++ {
-		sizes[i] = size
-		size *= ratio
-	}
-
-	// For each local row j, the vectors i containing j, in increasing i,
-	// with the position of j in vector i.
+// cgMakeA builds the rank's block of NPB's CG matrix
+//
+//	A = sum_i size_i * v_i v_i^T + (rcond - shift) I,  size_i = rcond^((i-1)/n),
+//
+// where v_i is the i-th random sparse vector (with 0.5 at position i). The
+// contributions to each element are summed in increasing i, the order NPB's
+// makea uses, so the block is bit-identical to NPB's.
+//
+// Every rank draws the whole random sequence, but keeps only what its block
+// needs: for each vector that touches its rows, the entries in its columns,
+// and for each of its rows the vectors through it. The sequence is drawn
+// twice (cheap) so that everything is allocated at its exact size: the
+// memory of the build stays proportional to the block, not to the matrix.
+func cgMakeA(p cgClass, g *cgGrid) *cgMatrix {
+	n, nonzer := p.na, p.nonzer
 	nrows := g.lastrow - g.firstrow + 1
+	ncols := g.lastcol - g.firstcol + 1
+	inRows := func(c int32) bool { return int(c) >= g.firstrow && int(c) <= g.lastrow }
+	inCols := func(c int32) bool { return int(c) >= g.firstcol && int(c) <= g.lastcol }
+
+	// Pass 1: sizes. cnt[r+1] counts the vectors through local row r.
 	cnt := make([]int, nrows+1)
-	for k, col := range vCol {
-		_ = k
-		if int(col) >= g.firstrow && int(col) <= g.lastrow {
-			cnt[int(col)-g.firstrow+1]++
+	kept, keptEntries := 0, 0
+	cgVectors(p, func(i int, cols []int32, vals []float64) {
+		touches := false
+		for _, c := range cols {
+			if inRows(c) {
+				cnt[int(c)-g.firstrow+1]++
+				touches = true
+			}
 		}
-	}
+		if touches {
+			kept++
+			for _, c := range cols {
+				if inCols(c) {
+					keptEntries++
+				}
+			}
+		}
+	})
 	for j := 1; j <= nrows; j++ {
 		cnt[j] += cnt[j-1]
 	}
-	fill := slices.Clone(cnt[:nrows])
+
+	// Pass 2: kept vector t has its entries in our columns at
+	// kCol/kVal[kOff[t]:kOff[t+1]] (local column, value), kIdx[t] = i and
+	// kSize[t] = size_i; row r's vectors, in increasing i, are
+	// rowVec[cnt[r]:cnt[r+1]] with the vector's value in that row in rowVal.
+	kOff := make([]int32, 1, kept+1)
+	kCol := make([]int32, 0, keptEntries)
+	kVal := make([]float64, 0, keptEntries)
+	kIdx := make([]int32, 0, kept)
+	kSize := make([]float64, 0, kept)
 	rowVec := make([]int32, cnt[nrows])
-	rowPos := make([]int32, cnt[nrows])
-	for i := 1; i <= n; i++ {
-		for k := vOff[i-1]; k < vOff[i]; k++ {
-			col := int(vCol[k])
-			if col >= g.firstrow && col <= g.lastrow {
-				r := col - g.firstrow
-				rowVec[fill[r]] = int32(i)
-				rowPos[fill[r]] = int32(k)
+	rowVal := make([]float64, cnt[nrows])
+	fill := slices.Clone(cnt[:nrows])
+	ratio := math.Pow(cgRcond, 1.0/float64(n))
+	size := 1.0
+	cgVectors(p, func(i int, cols []int32, vals []float64) {
+		t := int32(len(kIdx))
+		touches := false
+		for k, c := range cols {
+			if inRows(c) {
+				r := int(c) - g.firstrow
+				rowVec[fill[r]] = t
+				rowVal[fill[r]] = vals[k]
 				fill[r]++
+				touches = true
+			}
+		}
+		if touches {
+			for k, c := range cols {
+				if inCols(c) {
+					kCol = append(kCol, c-int32(g.firstcol))
+					kVal = append(kVal, vals[k])
+				}
+			}
+			kOff = append(kOff, int32(len(kCol)))
+			kIdx = append(kIdx, int32(i))
+			kSize = append(kSize, size)
+		}
+		size *= ratio
+	})
+
+	// Row r of the block is the sum over its vectors t of scale * (entries
+	// of t in our columns). A symbolic pass counts the distinct columns of
+	// each row so that the matrix is allocated at its exact size.
+	forRow := func(r int, fn func(lc int32, va float64)) {
+		j := r + g.firstrow
+		for e := cnt[r]; e < cnt[r+1]; e++ {
+			t := rowVec[e]
+			i := int(kIdx[t])
+			scale := kSize[t] * rowVal[e]
+			for k := kOff[t]; k < kOff[t+1]; k++ {
+				lc := kCol[k]
+				va := kVal[k] * scale
+				if int(lc)+g.firstcol == j && j == i {
+					va = va + cgRcond - p.shift
+				}
+				fn(lc, va)
 			}
 		}
 	}
-
-	ncols := g.lastcol - g.firstcol + 1
-	acc := make([]float64, ncols)
 	mark := make([]int32, ncols)
 	for i := range mark {
 		mark[i] = -1
 	}
-	touched := make([]int32, 0, 4*(nonzer+1)*(nonzer+1))
 	m := &cgMatrix{rowstr: make([]int, nrows+1)}
-	est := nrows * (nonzer + 1) * (nonzer + 1) * ncols / n
-	m.colidx = make([]int32, 0, est+est/4)
-	m.a = make([]float64, 0, est+est/4)
 	for r := 0; r < nrows; r++ {
-		j := r + g.firstrow
-		touched = touched[:0]
-		for t := cnt[r]; t < cnt[r+1]; t++ {
-			i := int(rowVec[t])
-			scale := sizes[i] * vVal[rowPos[t]]
-			for k := vOff[i-1]; k < vOff[i]; k++ {
-				jcol := int(vCol[k])
-				if jcol < g.firstcol || jcol > g.lastcol {
-					continue
-				}
-				va := vVal[k] * scale
-				if jcol == j && j == i {
-					va = va + cgRcond - p.shift
-				}
-				lc := jcol - g.firstcol
-				if mark[lc] != int32(r) {
-					mark[lc] = int32(r)
-					acc[lc] = va
-					touched = append(touched, int32(lc))
-				} else {
-					acc[lc] += va
-				}
+		nz := 0
+		forRow(r, func(lc int32, _ float64) {
+			if mark[lc] != int32(r) {
+				mark[lc] = int32(r)
+				nz++
 			}
-		}
+		})
+		m.rowstr[r+1] = m.rowstr[r] + nz
+	}
+	m.colidx = make([]int32, m.rowstr[nrows])
+	m.a = make([]float64, m.rowstr[nrows])
+	acc := make([]float64, ncols)
+	for i := range mark {
+		mark[i] = -1
+	}
+	touched := make([]int32, 0, 4*(nonzer+1)*(nonzer+1))
+	for r := 0; r < nrows; r++ {
+		touched = touched[:0]
+		forRow(r, func(lc int32, va float64) {
+			if mark[lc] != int32(r) {
+				mark[lc] = int32(r)
+				acc[lc] = va
+				touched = append(touched, lc)
+			} else {
+				acc[lc] += va
+			}
+		})
 		slices.Sort(touched)
-		for _, lc := range touched {
-			m.colidx = append(m.colidx, lc)
-			m.a = append(m.a, acc[lc])
+		o := m.rowstr[r]
+		for k, lc := range touched {
+			m.colidx[o+k] = lc
+			m.a[o+k] = acc[lc]
 		}
-		m.rowstr[r+1] = len(m.colidx)
 	}
 	return m
 }
@@ -420,7 +479,8 @@ func (cr *cgRank) matvec(src, dst []float64) error {
 	return nil
 }
 
-// spmv computes w = A.p over the local rows.
+// spmv computes w = A.p over the local rows, each row summed left to right
+// as NPB does (so the results are bit-identical to the reference).
 func spmv(rowstr []int, colidx []int32, a, p, w []float64) {
 	rowstr = rowstr[:len(w)+1]
 	for j := range w {
@@ -471,13 +531,14 @@ func (cr *cgRank) conjGrad() (float64, error) {
 		alpha := rho / d
 		rho0 := rho
 		zz, rr := z[:nc], r[:nc]
+		pp, qq = pp[:len(zz)], qq[:len(zz)]
+		rr = rr[:len(zz)]
 		sum = 0
 		for j := range zz {
 			zz[j] += alpha * pp[j]
-			rr[j] -= alpha * qq[j]
-		}
-		for _, v := range rr {
-			sum += v * v
+			rj := rr[j] - alpha*qq[j]
+			rr[j] = rj
+			sum += rj * rj
 		}
 		if rho, err = cr.rowSum(sum); err != nil {
 			return 0, err

@@ -1,6 +1,7 @@
 package npb
 
 import (
+	"fmt"
 	"math"
 	"math/cmplx"
 	"math/rand"
@@ -38,5 +39,25 @@ func TestFFTAgainstDFT(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// BenchmarkFFT times one batched transform of the sizes FT uses, 16 lines
+// at a time.
+func BenchmarkFFT(b *testing.B) {
+	for _, n := range []int{128, 256, 512} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			const batch = 16
+			pl := newFFTPlan(n)
+			x := make([]complex128, n*batch)
+			for i := range x {
+				x[i] = complex(float64(i%7), float64(i%5))
+			}
+			y := make([]complex128, len(x))
+			for i := 0; i < b.N; i++ {
+				pl.transform(x, y, batch, i%2 == 1)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n*batch), "ns/point")
+		})
 	}
 }

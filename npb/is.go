@@ -136,11 +136,10 @@ func newISRank(c *gompj.Comm, class byte, p isClass) *isRank {
 		shift:    uint(p.maxKeyLog2 - p.bucketsLog2),
 	}
 	r.keys = make([]int32, r.numKeys)
-	n1 := r.numKeys
-	if r.maxKey > n1 {
-		n1 = r.maxKey
-	}
-	r.buff1 = make([]int32, n1)
+	// buff1 is also the histogram of the rank's key range, which is about
+	// maxKey/np long for ranks in the middle of the key distribution and
+	// longer at its thin ends; rank grows it when the range does not fit.
+	r.buff1 = make([]int32, r.numKeys)
 	r.buff2 = make([]int32, r.numKeys+r.numKeys/2+1)
 	r.bsize = make([]int, r.nBuckets+isTestSize)
 	r.btotal = make([]int, r.nBuckets+isTestSize)
@@ -256,6 +255,9 @@ func (r *isRank) rank(iteration int) error {
 	if span < 0 {
 		span = 0
 	}
+	if span > len(r.buff1) {
+		r.buff1 = make([]int32, span+span/4)
+	}
 	hist := r.buff1[:span]
 	for i := range hist {
 		hist[i] = 0
@@ -297,7 +299,12 @@ func (r *isRank) rank(iteration int) error {
 func (r *isRank) fullVerify() error {
 	local := r.lastLocal
 	hist := r.buff1
-	sorted := make([]int32, local)
+	// The key array is no longer needed: the sorted keys go there.
+	sorted := r.keys
+	if local > len(sorted) {
+		sorted = make([]int32, local)
+	}
+	sorted = sorted[:local]
 	for _, k := range r.buff2[:local] {
 		i := int(k) - r.lastMinKey
 		hist[i]--

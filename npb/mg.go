@@ -74,7 +74,7 @@ type mgRank struct {
 	v      []float64
 	a, cc  [4]float64
 
-	l1, l2, l3          []float64 // line buffers
+	l1, l2, l3          []float64 // row buffers for resid and psinv
 	sendLo, sendHi      []float64
 	recvLo, recvHi      []float64
 	gatherIn, gatherOut []float64
@@ -133,9 +133,10 @@ func newMGRank(c *gompj.Comm, class byte, p mgClass) (*mgRank, error) {
 		g.gatherOut = make([]float64, blk*np)
 	}
 	tm := top.m
-	g.l1 = make([]float64, tm[0]+2)
-	g.l2 = make([]float64, tm[0]+2)
-	g.l3 = make([]float64, tm[0]+2)
+	row := max(tm[0], (1<<g.kc)+2) // longest row of any level, gathered ones included
+	g.l1 = make([]float64, row)
+	g.l2 = make([]float64, row)
+	g.l3 = make([]float64, row)
 	face := max(tm[1]*tm[2], tm[0]*tm[2], tm[0]*tm[1])
 	g.sendLo, g.sendHi = make([]float64, face), make([]float64, face)
 	g.recvLo, g.recvHi = make([]float64, face), make([]float64, face)
@@ -227,22 +228,24 @@ func (g *mgRank) comm3(u []float64, l *mgLevel) error {
 }
 
 func (g *mgRank) resid(u, v, r []float64, l *mgLevel) error {
-	mgResid(u, v, r, l.m[0], l.m[1], l.m[2], &g.a, g.l1, g.l2)
+	mgResid(u, v, r, l.m[0], l.m[1], l.m[2], &g.a, g.l1, g.l2, g.l3)
 	return g.comm3(r, l)
 }
 
 func (g *mgRank) psinv(r, u []float64, l *mgLevel) error {
-	mgPsinv(r, u, l.m[0], l.m[1], l.m[2], &g.cc, g.l1, g.l2)
+	mgPsinv(r, u, l.m[0], l.m[1], l.m[2], &g.cc, g.l1, g.l2, g.l3)
 	return g.comm3(u, l)
 }
 
 func (g *mgRank) rprj3(fine, coarse *mgLevel) error {
-	mgRprj3(fine.r, fine.m[0], fine.m[1], fine.m[2], coarse.r, coarse.m[0], coarse.m[1], coarse.m[2], g.l1, g.l2)
+	mgRprj3(fine.r, fine.m[0], fine.m[1], fine.m[2], coarse.r, coarse.m[0], coarse.m[1], coarse.m[2])
 	return g.comm3(coarse.r, coarse)
 }
 
-func (g *mgRank) interp(coarse, fine *mgLevel) error {
-	mgInterp(coarse.u, coarse.m[0], coarse.m[1], coarse.m[2], fine.u, fine.m[0], fine.m[1], fine.m[2], g.l1, g.l2, g.l3)
+// interp adds the interpolation of coarse.u to fine.u, or with add false
+// sets fine.u to it (NPB zeroes the level first).
+func (g *mgRank) interp(coarse, fine *mgLevel, add bool) error {
+	mgInterp(coarse.u, coarse.m[0], coarse.m[1], coarse.m[2], fine.u, fine.m[0], fine.m[1], fine.m[2], add)
 	return g.comm3(fine.u, fine)
 }
 
@@ -297,8 +300,7 @@ func (g *mgRank) coarseCycle() error {
 	}
 	for k := mgLB + 1; k <= g.kc; k++ {
 		l := g.glv[k]
-		zero(l.u)
-		if err := g.interp(g.glv[k-1], l); err != nil {
+		if err := g.interp(g.glv[k-1], l, false); err != nil {
 			return err
 		}
 		if err := g.resid(l.u, l.r, l.r, l); err != nil {
@@ -340,8 +342,7 @@ func (g *mgRank) mg3P() error {
 	}
 	for k := g.kc + 1; k < g.lt; k++ {
 		l := g.lv[k]
-		zero(l.u)
-		if err := g.interp(g.lv[k-1], l); err != nil {
+		if err := g.interp(g.lv[k-1], l, false); err != nil {
 			return err
 		}
 		if err := g.resid(l.u, l.r, l.r, l); err != nil {
@@ -352,7 +353,7 @@ func (g *mgRank) mg3P() error {
 		}
 	}
 	top := g.lv[g.lt]
-	if err := g.interp(g.lv[g.lt-1], top); err != nil {
+	if err := g.interp(g.lv[g.lt-1], top, true); err != nil {
 		return err
 	}
 	if err := g.resid(top.u, g.v, top.r, top); err != nil {

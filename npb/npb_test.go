@@ -88,3 +88,29 @@ func TestDisallowedProcessCounts(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkNPB times every kernel at the configurations the ANCHORS table
+// compares with NPB's MPI reference (class A at np=1 and 2, class B at
+// np=2) and at np beyond the core count (class A at np=16 and 64), one
+// verified run per iteration. Select with e.g.
+//
+//	go test ./npb -run XXX -bench 'NPB/MG/B/np=2$' -benchtime 1x
+func BenchmarkNPB(b *testing.B) {
+	configs := []struct {
+		class byte
+		np    int
+	}{{'A', 1}, {'A', 2}, {'B', 2}, {'A', 16}, {'A', 64}}
+	for _, k := range KernelNames() {
+		for _, cfg := range configs {
+			b.Run(fmt.Sprintf("%s/%c/np=%d", k, cfg.class, cfg.np), func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					r := runKernel(b, k, cfg.class, cfg.np)
+					if !r.Verified {
+						b.Fatalf("%s class %c np=%d did not verify", k, cfg.class, cfg.np)
+					}
+					b.ReportMetric(r.MopsTotal, "Mop/s")
+				}
+			})
+		}
+	}
+}

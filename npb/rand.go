@@ -37,10 +37,42 @@ func Vranlc(n int, x *float64, a float64, y []float64) {
 }
 
 // vranlc46 is Vranlc on integer seeds: it fills y and returns the last seed.
+//
+// One step is a multiply that has to wait for the previous one; four
+// interleaved subsequences (each advanced by a^4) keep four multiplies in
+// flight. Integer arithmetic mod 2^46 is exact, so the numbers are the same.
+// Seeds are below 2^46, so the conversion goes through int64 (one
+// instruction; uint64 to float64 is not).
 func vranlc46(s, a uint64, y []float64) uint64 {
-	for i := range y {
+	if len(y) < 8 {
+		for i := range y {
+			s = (s * a) & mask46
+			y[i] = float64(int64(s)) * r46
+		}
+		return s
+	}
+	a2 := (a * a) & mask46
+	a4 := (a2 * a2) & mask46
+	s0 := (s * a) & mask46
+	s1 := (s0 * a) & mask46
+	s2 := (s * a2) & mask46
+	s2 = (s2 * a) & mask46
+	s3 := (s * a4) & mask46
+	i := 0
+	for ; i+3 < len(y); i += 4 {
+		y[i] = float64(int64(s0)) * r46
+		y[i+1] = float64(int64(s1)) * r46
+		y[i+2] = float64(int64(s2)) * r46
+		y[i+3] = float64(int64(s3)) * r46
+		s = s3
+		s0 = (s0 * a4) & mask46
+		s1 = (s1 * a4) & mask46
+		s2 = (s2 * a4) & mask46
+		s3 = (s3 * a4) & mask46
+	}
+	for ; i < len(y); i++ {
 		s = (s * a) & mask46
-		y[i] = float64(s) * r46
+		y[i] = float64(int64(s)) * r46
 	}
 	return s
 }
@@ -48,7 +80,7 @@ func vranlc46(s, a uint64, y []float64) uint64 {
 // randlc46 is Randlc on integer seeds.
 func randlc46(s *uint64, a uint64) float64 {
 	*s = (*s * a) & mask46
-	return float64(*s) * r46
+	return float64(int64(*s)) * r46
 }
 
 // Pow46 returns a^n mod 2^46 (a^0 = 1): the multiplier that advances the

@@ -99,3 +99,33 @@ func TestVranlcAndSkip(t *testing.T) {
 		t.Fatal("a^0 != 1")
 	}
 }
+
+// TestVranlcLengths checks the interleaved generator against single steps
+// for every length around its unrolling, and the seed it leaves.
+func TestVranlcLengths(t *testing.T) {
+	for n := 0; n < 40; n++ {
+		for _, a := range []uint64{uint64(RandA), 1<<45 + 12345} {
+			y := make([]float64, n)
+			got := vranlc46(271828183, a, y)
+			s := uint64(271828183)
+			for i := range y {
+				want := randlc46(&s, a)
+				if y[i] != want {
+					t.Fatalf("n=%d a=%d: y[%d] = %v, want %v", n, a, i, y[i], want)
+				}
+			}
+			if got != s {
+				t.Fatalf("n=%d a=%d: seed %d, want %d", n, a, got, s)
+			}
+		}
+	}
+}
+
+func BenchmarkVranlc(b *testing.B) {
+	y := make([]float64, 1<<16)
+	s := uint64(314159265)
+	for i := 0; i < b.N; i++ {
+		s = vranlc46(s, uint64(RandA), y)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(y)), "ns/number")
+}

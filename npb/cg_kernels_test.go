@@ -1,0 +1,171 @@
+package npb
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+)
+
+// TestCGMakeAMatchesReference checks the block-local matrix build against
+// the straightforward one (every vector kept by every rank) on every rank
+// of several process grids: same structure, bit-identical values.
+func TestCGMakeAMatchesReference(t *testing.T) {
+	for _, class := range []byte{'S', 'W'} {
+		p, _ := cgParams(class)
+		for _, np := range []int{1, 2, 4, 8, 32} {
+			for me := 0; me < np; me++ {
+				g := newCGGrid(p.na, np, me)
+				got, want := cgMakeA(p, g), cgMakeARef(p, g)
+				name := fmt.Sprintf("class %c np=%d rank %d", class, np, me)
+				if !slices.Equal(got.rowstr, want.rowstr) || !slices.Equal(got.colidx, want.colidx) {
+					t.Fatalf("%s: structure differs", name)
+				}
+				for k := range got.a {
+					if math.Float64bits(got.a[k]) != math.Float64bits(want.a[k]) {
+						t.Fatalf("%s: a[%d] = %v, want %v", name, k, got.a[k], want.a[k])
+					}
+				}
+				if len(got.a) == 0 {
+					t.Fatalf("%s: empty block", name)
+				}
+			}
+		}
+	}
+}
+
+// cgMakeARef is the original build (all vectors kept), the reference for
+// TestCGMakeAMatchesReference. It builds the rank's block of NPB's CG matrix
+//
+//	A = sum_i size_i * v_i v_i^T + (rcond - shift) I,  size_i = rcond^((i-1)/n),
+//
+// where v_i is the i-th random sparse vector (with 0.5 at position i). The
+// contributions to each element are summed in increasing i, the order NPB's
+// makea uses, so the block is bit-identical to NPB's.
+func cgMakeARef(p cgClass, g *cgGrid) *cgMatrix {
+	n, nonzer := p.na, p.nonzer
+	const a = uint64(RandA)
+	tran := uint64(cgSeed)
+	randlc46(&tran, a) // main program draws zeta first
+
+	nn1 := 1
+	for nn1 < n {
+		nn1 *= 2
+	}
+	// The n sparse vectors, flat.
+	vOff := make([]int, n+1)
+	vCol := make([]int32, 0, n*(nonzer+1))
+	vVal := make([]float64, 0, n*(nonzer+1))
+	for i := 1; i <= n; i++ {
+		start := len(vCol)
+		for nzv := 0; nzv < nonzer; {
+			vecelt := randlc46(&tran, a)
+			vecloc := randlc46(&tran, a)
+			col := int32(int(float64(nn1)*vecloc) + 1)
+			if int(col) > n {
+				continue
+			}
+			if slices.Contains(vCol[start:], col) {
+				continue
+			}
+			vCol = append(vCol, col)
+			vVal = append(vVal, vecelt)
+			nzv++
+		}
+		// vecset: position i gets 0.5
+		set := false
+		for k := start; k < len(vCol); k++ {
+			if int(vCol[k]) == i {
+				vVal[k] = 0.5
+				set = true
+			}
+		}
+		if !set {
+			vCol = append(vCol, int32(i))
+			vVal = append(vVal, 0.5)
+		}
+		vOff[i] = len(vCol)
+	}
+	// vOff[i] is the end of vector i; its start is vOff[i-1] (vOff[0]=0).
+
+	sizes := make([]float64, n+1)
+	ratio := math.Pow(cgRcond, 1.0/float64(n))
+	size := 1.0
+	for i := 1; i <= n; i++ {
+		sizes[i] = size
+		size *= ratio
+	}
+
+	// For each local row j, the vectors i containing j, in increasing i,
+	// with the position of j in vector i.
+	nrows := g.lastrow - g.firstrow + 1
+	cnt := make([]int, nrows+1)
+	for k, col := range vCol {
+		_ = k
+		if int(col) >= g.firstrow && int(col) <= g.lastrow {
+			cnt[int(col)-g.firstrow+1]++
+		}
+	}
+	for j := 1; j <= nrows; j++ {
+		cnt[j] += cnt[j-1]
+	}
+	fill := slices.Clone(cnt[:nrows])
+	rowVec := make([]int32, cnt[nrows])
+	rowPos := make([]int32, cnt[nrows])
+	for i := 1; i <= n; i++ {
+		for k := vOff[i-1]; k < vOff[i]; k++ {
+			col := int(vCol[k])
+			if col >= g.firstrow && col <= g.lastrow {
+				r := col - g.firstrow
+				rowVec[fill[r]] = int32(i)
+				rowPos[fill[r]] = int32(k)
+				fill[r]++
+			}
+		}
+	}
+
+	ncols := g.lastcol - g.firstcol + 1
+	acc := make([]float64, ncols)
+	mark := make([]int32, ncols)
+	for i := range mark {
+		mark[i] = -1
+	}
+	touched := make([]int32, 0, 4*(nonzer+1)*(nonzer+1))
+	m := &cgMatrix{rowstr: make([]int, nrows+1)}
+	est := nrows * (nonzer + 1) * (nonzer + 1) * ncols / n
+	m.colidx = make([]int32, 0, est+est/4)
+	m.a = make([]float64, 0, est+est/4)
+	for r := 0; r < nrows; r++ {
+		j := r + g.firstrow
+		touched = touched[:0]
+		for t := cnt[r]; t < cnt[r+1]; t++ {
+			i := int(rowVec[t])
+			scale := sizes[i] * vVal[rowPos[t]]
+			for k := vOff[i-1]; k < vOff[i]; k++ {
+				jcol := int(vCol[k])
+				if jcol < g.firstcol || jcol > g.lastcol {
+					continue
+				}
+				va := vVal[k] * scale
+				if jcol == j && j == i {
+					va = va + cgRcond - p.shift
+				}
+				lc := jcol - g.firstcol
+				if mark[lc] != int32(r) {
+					mark[lc] = int32(r)
+					acc[lc] = va
+					touched = append(touched, int32(lc))
+				} else {
+					acc[lc] += va
+				}
+			}
+		}
+		slices.Sort(touched)
+		for _, lc := range touched {
+			m.colidx = append(m.colidx, lc)
+			m.a = append(m.a, acc[lc])
+		}
+		m.rowstr[r+1] = len(m.colidx)
+	}
+	return m
+}
