@@ -27,6 +27,24 @@ const (
 	forever       = 100 * 365 * 24 * time.Hour
 )
 
+// hostRanks counts the ranks of every node whose address names the same host as node self's.
+func hostRanks(table []string, self int, layout Layout) int {
+	host := func(addr string) string {
+		if h, _, err := net.SplitHostPort(addr); err == nil {
+			return h
+		}
+		return addr
+	}
+	me, n := host(table[self]), 0
+	for i, a := range table {
+		if host(a) == me {
+			lo, hi := layout.Range(i)
+			n += hi - lo
+		}
+	}
+	return n
+}
+
 // lateSink is the device's Sink until the World exists: the device must be built before the World (the World
 // takes it in ranks.Options.Device) and the World is the real Sink. No rank traffic can arrive before attach: the
 // peers send only after the start barrier, which this node enters after attach.
@@ -201,7 +219,9 @@ func runMulti(cfg Config, body Body) error {
 		return fmt.Errorf("gompj: %s: network device: %w", me, err)
 	}
 	lo, hi := layout.Range(cfg.NodeID)
-	pol := policy(cfg, hi-lo)
+	// Whether ranks may spin depends on every rank on this host, not only this node's: several node processes
+	// on one box (gompj run -nodes, or two Slurm tasks per host) share its cores.
+	pol := policy(cfg, hostRanks(cl.Table(), cfg.NodeID, layout))
 	w, err := ranks.NewWorld(ranks.Options{Size: cfg.Ranks, Lo: lo, Hi: hi, EagerLimit: cfg.EagerLimit,
 		Policy: pol, NetSpin: netSpin(cfg, pol), Device: dev, NodeOf: layout.NodeOf})
 	if err != nil {
