@@ -323,36 +323,38 @@ func Gather(c *ranks.Comm, send, recv any, root int) error {
 			}
 		}
 	}
-	if n == 1 {
-		copy(rv.b, sv.b)
+	return gatherBlocks(c, st, sv.b, inPlace, rv.b, blk, max(sv.sz, 1), root, true)
+}
+
+// gatherBlocks runs the chosen gather algorithm on blocks of blk bytes (elements of sz bytes). send is this rank's
+// block; in place at the root it already sits in recv. Gathers inside a node-aware collective pass hier=false.
+func gatherBlocks(c *ranks.Comm, st *commState, send []byte, inPlace bool, recv []byte, blk, sz, root int, hier bool) error {
+	if st.size == 1 {
+		copy(recv, send)
 		return nil
 	}
 	algo, err := st.choose("gather", st.sel(true, blk))
 	if err != nil {
 		return err
 	}
+	if algo == "shm" {
+		return st.shmOp(c).Gatherv(send, inPlace, recv, nil, nil, sz, blk, root)
+	}
+	own := send
+	if inPlace {
+		own = recv[root*blk : (root+1)*blk]
+	}
 	p := newP2P(c, st)
-	switch algo {
-	case "shm":
-		return st.shmOp(c).Gatherv(sv.b, inPlace, rv.b, nil, nil, max(sv.sz, 1), blk, root)
-	case "hier":
-		own := sv.b
-		if inPlace {
-			own = rv.b[root*blk : (root+1)*blk]
-		}
-		return hierGather(c, st, own, rv.b, blk, root)
-	case "binomial":
-		own := sv.b
-		if inPlace {
-			own = rv.b[root*blk : (root+1)*blk]
-		}
-		return p.binomialGather(own, rv.b, blk, root)
+	switch {
+	case algo == "hier" && hier:
+		return hierGather(c, st, own, recv, blk, root)
+	case algo == "binomial":
+		return p.binomialGather(own, recv, blk, root)
 	}
-	var own []byte
-	if !inPlace {
-		own = sv.b
+	if inPlace {
+		own = nil
 	}
-	return p.linearGatherv(own, rv.b, nil, nil, 1, blk, root)
+	return p.linearGatherv(own, recv, nil, nil, 1, blk, root)
 }
 
 // Gatherv collects counts[i] elements from rank i into the root's recv at displs[i] (nil displs: packed in rank

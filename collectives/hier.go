@@ -253,23 +253,7 @@ func hierAllgather(c *ranks.Comm, st *commState, recv []byte, blk int) error {
 
 // gatherVec gathers equal blocks of bytes at root (recv significant there only).
 func gatherVec(c *ranks.Comm, send []byte, recv vec, blk, root int) error {
-	st := stateOf(c)
-	if st.size == 1 {
-		copy(recv.b, send)
-		return nil
-	}
-	algo, err := st.choose("gather", st.sel(true, blk))
-	if err != nil {
-		return err
-	}
-	p := newP2P(c, st)
-	switch algo {
-	case "shm":
-		return st.shmOp(c).Gatherv(send, false, recv.b, nil, nil, 1, blk, root)
-	case "binomial":
-		return p.binomialGather(send, recv.b, blk, root)
-	}
-	return p.linearGatherv(send, recv.b, nil, nil, 1, blk, root)
+	return gatherBlocks(c, stateOf(c), send, false, recv.b, blk, 1, root, false)
 }
 
 // allgathervBytes: this rank's block already in place in all.
