@@ -243,17 +243,18 @@ unexpected:
 
 // fill completes a posted primitive receive with data (one copy), checking type and size.
 func (rr *Request) fill(env queues.Envelope, v View, data []byte) {
-	rr.st = rstatus{src: env.Src, tag: env.Tag, bytes: int64(len(data)), typ: v.Type}
-	if rr.v.Type != v.Type {
+	rv := rr.view()
+	rr.setStatus(env.Src, env.Tag, int64(len(data)), v.Type)
+	if rv.Type != v.Type {
 		rr.err = fmt.Errorf("%w: message of %s from rank %d (tag %d) received into %s", ErrType, v.Type,
-			env.Src, env.Tag, rr.v.Type)
+			env.Src, env.Tag, rv.Type)
 		return
 	}
-	dst := rr.v.Bytes()
+	dst := rv.Bytes()
 	if len(data) > len(dst) {
 		rr.err = fmt.Errorf("%w: %d elements from rank %d (tag %d) into a buffer of %d", ErrTruncate, v.N,
-			env.Src, env.Tag, rr.v.N)
-		rr.st.bytes = int64(len(dst))
+			env.Src, env.Tag, rv.N)
+		rr.bytes = int64(len(dst))
 		data = data[:len(dst)]
 	}
 	copy(dst, data)
@@ -262,10 +263,10 @@ func (rr *Request) fill(env queues.Envelope, v View, data []byte) {
 // takeObject hands an object message to a posted receive: the waiter decodes it.
 func (rr *Request) takeObject(m *msg) {
 	env := m.item.Env
-	rr.st = rstatus{src: env.Src, tag: env.Tag, bytes: int64(len(m.payload())), typ: TypeObject}
-	if rr.v.Type != TypeObject {
+	rr.setStatus(env.Src, env.Tag, int64(len(m.payload())), TypeObject)
+	if rr.vtyp != TypeObject {
 		rr.err = fmt.Errorf("%w: object message from rank %d (tag %d) received into %s", ErrType, env.Src,
-			env.Tag, rr.v.Type)
+			env.Tag, rr.vtyp)
 		m.release()
 		return
 	}
@@ -304,12 +305,13 @@ func (w *World) consume(rr *Request, m *msg) {
 func (w *World) clearToSend(rr *Request, m *msg) {
 	h := m.rts
 	env := m.item.Env
-	rr.st = rstatus{src: env.Src, tag: env.Tag, bytes: int64(h.Length), typ: m.typ}
+	rr.setStatus(env.Src, env.Tag, int64(h.Length), m.typ)
+	rv := rr.view()
 	var dst []byte
 	switch {
-	case m.typ != rr.v.Type:
+	case m.typ != rv.Type:
 		rr.err = fmt.Errorf("%w: message of %s from rank %d (tag %d) received into %s", ErrType, m.typ,
-			env.Src, env.Tag, rr.v.Type)
+			env.Src, env.Tag, rv.Type)
 		dst = make([]byte, h.Length) // the payload must still be drained
 	case m.typ == TypeObject:
 		hm := getMsg()
@@ -317,14 +319,14 @@ func (w *World) clearToSend(rr *Request, m *msg) {
 		hm.data, hm.class = ownedBuf(int(h.Length))
 		rr.held = hm
 		dst = hm.data
-	case int(h.Length) > rr.v.Len():
+	case int(h.Length) > rv.Len():
 		rr.err = fmt.Errorf("%w: %d elements from rank %d (tag %d) into a buffer of %d", ErrTruncate, m.count,
-			env.Src, env.Tag, rr.v.N)
-		rr.st.bytes = int64(rr.v.Len())
+			env.Src, env.Tag, rv.N)
+		rr.bytes = int64(rv.Len())
 		rr.scratch = make([]byte, h.Length)
 		dst = rr.scratch
 	default:
-		dst = rr.v.Bytes()[:h.Length]
+		dst = rv.Bytes()[:h.Length]
 	}
 	*m = msg{class: -1}
 	msgPool.Put(m)
@@ -396,12 +398,12 @@ func (c *Comm) Recv(buf any, source, tag int) (Status, error) {
 		v = View{Type: TypeObject}
 	}
 	rr := c.r.getReq(kindRecv)
-	rr.v = v
+	rr.setView(v)
 	c.postRecv(rr, source, tag)
 	if !rr.done.Wait(c.w.waitPolicy(rr.remote), c.w.abortCh) {
 		return Status{}, c.w.abortError() // rr may still be matched later: never recycle it
 	}
-	st, err := rr.st.status(), rr.err
+	st, err := rr.status(), rr.err
 	if m := rr.held; m != nil {
 		if err == nil {
 			err = decodeInto(target, m.payload())
@@ -423,7 +425,7 @@ func (c *Comm) Irecv(buf any, source, tag int) (*Request, error) {
 	}
 	if source == ProcNull {
 		r := c.w.completed(kindRecv)
-		r.st = rstatus{src: ProcNull, tag: AnyTag}
+		r.setStatus(ProcNull, AnyTag, 0, 0)
 		return r, nil
 	}
 	rr := &Request{w: c.w, kind: kindRecv}
@@ -435,7 +437,7 @@ func (c *Comm) Irecv(buf any, source, tag int) (*Request, error) {
 		v = View{Type: TypeObject}
 		rr.target = buf
 	}
-	rr.v = v
+	rr.setView(v)
 	c.postRecv(rr, source, tag)
 	return rr, nil
 }
@@ -454,9 +456,8 @@ func (c *Comm) postRecv(rr *Request, source, tag int) {
 		c.w.consume(rr, (*msg)(unsafe.Pointer(it)))
 		return
 	}
-	rr.item.Env = queues.Envelope{Ctx: c.ctx, Src: int32(source), Tag: int32(tag)}
 	rr.remote = c.remoteSource(source)
-	r.post(rr)
+	r.post(rr, queues.Envelope{Ctx: c.ctx, Src: int32(source), Tag: int32(tag)})
 	r.mu.Unlock()
 }
 

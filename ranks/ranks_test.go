@@ -266,15 +266,15 @@ func TestSharedIsPerGroup(t *testing.T) {
 	}
 }
 
-// TestRequestLayout: what a matching sender touches (view, status, flag) is one cache line: the request is 256
-// bytes, a size class the allocator aligns to 64, and those fields come first.
+// TestRequestLayout: what a matching sender touches (claim word, envelope, buffer, status, flag) is one cache
+// line: the request is 256 bytes, a size class the allocator aligns to 64, and those fields come first.
 func TestRequestLayout(t *testing.T) {
 	var r Request
 	if s := unsafe.Sizeof(r); s != 256 {
 		t.Fatalf("Request is %d bytes; keep it at 256 (adjust the padding)", s)
 	}
-	if end := unsafe.Offsetof(r.done) + unsafe.Sizeof(r.done); unsafe.Offsetof(r.v) != 0 || end > 64 {
-		t.Fatalf("view, status and completion span bytes 0..%d; they must fit in the first 64", end)
+	if end := unsafe.Offsetof(r.done) + unsafe.Sizeof(r.done); unsafe.Offsetof(r.claim) != 0 || end > 64 {
+		t.Fatalf("claim word, envelope, buffer, status and completion span bytes 0..%d; they must fit in the first 64", end)
 	}
 	for range 100 {
 		r := new(Request)
@@ -284,6 +284,30 @@ func TestRequestLayout(t *testing.T) {
 		}
 	}
 	layoutSink = nil
+}
+
+// TestRankLayout: a sender's read-mostly line (the slot pointer) and the lock line are separate lines, and ranks
+// are 64-byte aligned, so no rank's hot line is shared with another's.
+func TestRankLayout(t *testing.T) {
+	var r Rank
+	if s := unsafe.Sizeof(r); s%64 != 0 {
+		t.Fatalf("Rank is %d bytes; keep it a multiple of 64 (adjust the padding)", s)
+	}
+	if o := unsafe.Offsetof(r.mu); o != 64 {
+		t.Fatalf("Rank.mu at offset %d; it must start the second line", o)
+	}
+	if o := unsafe.Offsetof(r.spare); o%64 != 0 || o < unsafe.Offsetof(r.probers)+unsafe.Sizeof(r.probers) {
+		t.Fatalf("the owner's cold fields start at %d, not on a line of their own after the queues", o)
+	}
+	var keep []*Rank
+	for range 100 {
+		r := new(Rank)
+		keep = append(keep, r)
+		if p := uintptr(unsafe.Pointer(r)); p%64 != 0 {
+			t.Fatalf("a Rank allocated at %#x is not 64-byte aligned", p)
+		}
+	}
+	_ = keep
 }
 
 var layoutSink []*Request

@@ -3,7 +3,7 @@ package ranks
 import (
 	"fmt"
 	"runtime"
-	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"gompj/device"
@@ -50,12 +50,26 @@ type Operation interface {
 // Request is the handle of a nonblocking operation: a send, a receive, or an Operation. A completed request stays
 // completed: Wait and Test may be called again and return the same outcome.
 type Request struct {
-	// What a matching sender reads and writes fills the first cache line exactly (Request is 256 bytes, so the
-	// allocator aligns it to 64): the buffer, the outcome, the flag. A match moves this one line to the sender and
-	// back to the waiter.
-	v    View
-	st   rstatus
-	done queues.Completion
+	// The first cache line is all that a matching sender reads and writes (Request is 256 bytes, so the allocator
+	// aligns it to 64): the claim word and envelope of a slotted receive, the buffer, the outcome, the flag. A
+	// match moves this one line to the sender and back to the waiter.
+
+	// claim is the slot generation: odd while the request is its rank's slotted receive and unclaimed. A sender
+	// claims it with a CAS from the odd value it read, so a receive that was claimed, recycled and slotted again
+	// can never be claimed through a stale read. It only ever grows.
+	claim atomic.Uint64
+	// src and tag are the slotted receive's envelope (src packed with the context) until it is claimed; then the
+	// claimer writes the status's source and tag over them. Atomic, since senders that lose the claim read them.
+	src  atomic.Uint64 // ctx<<32 | source
+	tag  atomic.Int32
+	vtyp Type // the buffer: vtyp, vptr, vn (see view)
+	styp Type // the status: src, tag, styp, bytes (see status)
+	_    [2]byte
+	vptr unsafe.Pointer
+	vn   int
+	// bytes is the received payload size.
+	bytes int64
+	done  queues.Completion
 
 	item queues.Item // posted-receive queue node (see itemRequest)
 	err  error
@@ -64,7 +78,7 @@ type Request struct {
 
 	target any  // object receive target (a pointer)
 	held   *msg // an object message's bytes, handed over at match, decoded by the waiter
-	// rendezvous truncation: the payload arrives into scratch, then what fits is copied to v
+	// rendezvous truncation: the payload arrives into scratch, then what fits is copied to the buffer
 	scratch []byte
 
 	op Operation
@@ -75,21 +89,27 @@ type Request struct {
 	_        [16]byte // to 256 bytes, a size class whose objects are 64-byte aligned (TestRequestLayout)
 }
 
-// rstatus is a Status as a matching sender writes it, compact enough to share the request's first line with the
-// view and the completion flag. The element count follows from bytes and type.
-type rstatus struct {
-	src, tag int32
-	bytes    int64
-	typ      Type
+// view returns the receive buffer.
+func (r *Request) view() View { return View{Type: r.vtyp, Ptr: r.vptr, N: r.vn} }
+
+// setView sets the receive buffer.
+func (r *Request) setView(v View) { r.vtyp, r.vptr, r.vn = v.Type, v.Ptr, v.N }
+
+// setStatus records what was received: a sender's rank and tag, the payload size and its type.
+func (r *Request) setStatus(src, tag int32, bytes int64, typ Type) {
+	r.src.Store(uint64(uint32(src)))
+	r.tag.Store(tag)
+	r.bytes, r.styp = bytes, typ
 }
 
-func (s *rstatus) status() Status {
-	st := Status{Source: int(s.src), Tag: int(s.tag), bytes: int(s.bytes), typ: s.typ}
+// status returns the outcome set by setStatus. The element count follows from bytes and type.
+func (r *Request) status() Status {
+	st := Status{Source: int(int32(uint32(r.src.Load()))), Tag: int(r.tag.Load()), bytes: int(r.bytes), typ: r.styp}
 	switch {
-	case s.typ == TypeObject:
+	case r.styp == TypeObject:
 		st.count = 1
-	case s.typ.Size() > 0:
-		st.count = int(s.bytes) / s.typ.Size()
+	case r.styp.Size() > 0:
+		st.count = int(r.bytes) / r.styp.Size()
 	}
 	return st
 }
@@ -99,29 +119,50 @@ func itemRequest(it *queues.Item) *Request {
 	return (*Request)(unsafe.Add(unsafe.Pointer(it), -int(unsafe.Offsetof(Request{}.item))))
 }
 
-var reqPool = sync.Pool{New: func() any { return new(Request) }}
+// maxFree bounds a rank's list of recycled requests beyond the spare: as many as its goroutines block in
+// concurrent calls, typically none; more are left to the garbage collector.
+const maxFree = 16
 
-// getReq returns a request for a blocking call of rank rk: its spare one if free, else one from the pool.
+// getReq returns a request for a blocking call of rank rk: its spare one if free, else one from its free list.
+// Requests never move between ranks: a sender may still hold a stale pointer to a rank's slotted request (see
+// Rank.slot), and must never find it slotted at another rank.
 func (rk *Rank) getReq(kind reqKind) *Request {
 	r := rk.spare.Swap(nil)
 	if r == nil {
-		r = reqPool.Get().(*Request)
+		rk.freeMu.Lock()
+		if n := len(rk.free); n > 0 {
+			r = rk.free[n-1]
+			rk.free[n-1] = nil
+			rk.free = rk.free[:n-1]
+		}
+		rk.freeMu.Unlock()
+		if r == nil {
+			r = &Request{w: rk.w}
+		}
 	}
-	r.w, r.kind, r.internal = rk.w, kind, true
+	// The first line is reset here rather than in putReq: the waiter recycles a request right after the match, and
+	// writing the line then would pull it back from the sender before the waiter's next send. claim is kept.
+	r.done.Reset()
+	r.src.Store(0)
+	r.tag.Store(0)
+	r.vtyp, r.vptr, r.vn, r.styp, r.bytes = 0, nil, 0, 0, 0
+	r.kind, r.internal = kind, true
 	return r
 }
 
 // putReq recycles a request of a blocking call that nobody else can still see.
 func (rk *Rank) putReq(r *Request) {
-	// Field by field: the completion is reset with atomic stores, since the goroutine that completed it may still
-	// be inside Complete (loading the waker) when the waiter recycles the request.
 	r.item = queues.Item{}
-	r.w, r.kind, r.v, r.target, r.held, r.scratch, r.op = nil, 0, View{}, nil, nil, nil, nil
-	r.st, r.err, r.finished, r.internal, r.remote = rstatus{}, nil, false, false, false
-	r.done.Reset()
-	if !rk.spare.CompareAndSwap(nil, r) {
-		reqPool.Put(r)
+	r.kind, r.target, r.held, r.scratch, r.op = 0, nil, nil, nil, nil
+	r.err, r.finished, r.internal, r.remote = nil, false, false, false
+	if rk.spare.CompareAndSwap(nil, r) {
+		return
 	}
+	rk.freeMu.Lock()
+	if len(rk.free) < maxFree {
+		rk.free = append(rk.free, r)
+	}
+	rk.freeMu.Unlock()
 }
 
 // Complete implements device.Completer: a device finished this request's transfer.
@@ -130,7 +171,7 @@ func (r *Request) Complete(err error) {
 		r.err = fmt.Errorf("%w: %w", ErrAborted, err)
 	}
 	if r.scratch != nil && r.err == nil {
-		copy(r.v.Bytes(), r.scratch)
+		copy(r.view().Bytes(), r.scratch)
 		r.scratch = nil
 	}
 	r.done.Complete()
@@ -184,7 +225,7 @@ func (r *Request) Wait() (Status, error) {
 		return Status{}, err
 	}
 	r.finish()
-	return r.st.status(), r.err
+	return r.status(), r.err
 }
 
 func (r *Request) wait() error {
@@ -225,7 +266,7 @@ func (r *Request) Test() (Status, bool, error) {
 		return Status{}, false, nil
 	}
 	r.finish()
-	return r.st.status(), true, r.err
+	return r.status(), true, r.err
 }
 
 // Waitall waits for every request (nil ones are skipped) and returns the first error, if any.

@@ -54,30 +54,31 @@ type sharedKey struct {
 	key    string
 }
 
-// Rank is the state of one rank: its queues and its communicator bookkeeping. The lock and the queue heads come
-// first and share cache lines that no other rank's do: senders from other cores touch exactly these.
+// Rank is the state of one rank: its queues and its communicator bookkeeping. Its lines are laid out by who
+// touches them: senders on other cores read the first (read-mostly) line on every message and take the second
+// (the lock and the queues) only when the slot does not serve them. Its size is a multiple of 64 bytes, so the
+// allocator aligns ranks to lines (TestRankLayout).
 type Rank struct {
-	// slot holds the rank's earliest posted receive when it is the only one: a sender claims it with one CAS,
-	// without the lock. It is filled only under mu, only when posted is empty and after unexp was searched, and
-	// every sender looks at it before posted, so MPI's matching order holds.
-	// slotGen is odd while slot holds a receive; claiming it is a CAS of the generation, so a receive that was
-	// claimed, recycled and posted again (same pointer, new envelope) can never be claimed with a stale envelope.
-	// The slot's envelope sits on the same line, so that a sender reads one line it does not own before its CAS.
-	slotGen atomic.Uint64
-	slot    atomic.Pointer[Request]
-	slotEnv atomic.Uint64 // ctx<<32 | src of the slot's receive
-	slotTag atomic.Int32
-	_       [36]byte
+	// slot points to the rank's slotted receive: its earliest posted receive when it is the only one, which a
+	// sender claims with one CAS on the request's own line (Request.claim), without the lock. A receive is
+	// slotted only under mu, only when posted is empty and after unexp was searched, and every sender looks at
+	// the slot before posted, so MPI's matching order holds. The pointer stays after a claim: a blocking
+	// receive's request is the same one call after call, so the slot's line is written only when a different
+	// request is slotted, and the sender's copy of it stays valid.
+	slot atomic.Pointer[Request]
+	w    *World
+	id   int
+	_    [40]byte
 
 	mu      sync.Mutex // guards posted, unexp and probers together, as smdev does
 	posted  queues.Posted
 	unexp   queues.Unexpected
 	probers []*queues.Waker
-	_       [64]byte // keep the next rank's hot lines, and this rank's cold fields, off these lines
+	_       [56]byte // the owner's cold fields start a line of their own
 
-	w     *World
-	id    int
-	spare atomic.Pointer[Request] // a request for the blocking calls of one goroutine, without the pool
+	spare  atomic.Pointer[Request] // a request for the blocking calls of one goroutine, without the lock
+	freeMu sync.Mutex
+	free   []*Request // the rank's own recycled requests beyond the spare (see getReq)
 
 	ctxMu   sync.Mutex
 	nextCtx uint32
@@ -298,23 +299,28 @@ func envMatches(recv, m queues.Envelope) bool {
 		(recv.Tag == queues.AnyTag || recv.Tag == m.Tag)
 }
 
-// claimSlot takes the slot's receive if it matches a message with envelope env. Safe without the lock.
+// claimSlot takes the slotted receive if it matches a message with envelope env. Safe without the lock.
 func (r *Rank) claimSlot(env queues.Envelope) *Request {
-	g := r.slotGen.Load()
-	if g&1 == 0 {
-		return nil
-	}
-	// Envelope and receive are read atomically and trusted only if the generation has not moved since g.
-	ce, tag := r.slotEnv.Load(), r.slotTag.Load()
-	rr := r.slot.Load()
-	if rr == nil {
-		return nil
-	}
-	recv := queues.Envelope{Ctx: uint32(ce >> 32), Src: int32(uint32(ce)), Tag: tag}
-	if !envMatches(recv, env) || !r.slotGen.CompareAndSwap(g, g+1) {
+	rr, g, recv := r.peekSlot()
+	if rr == nil || !envMatches(recv, env) || !rr.claim.CompareAndSwap(g, g+1) {
 		return nil
 	}
 	return rr
+}
+
+// peekSlot returns the slotted receive if it is unclaimed, with its generation and envelope. The envelope is
+// trusted only by a claim at generation g (a CAS from g), which fails if the receive was claimed since.
+func (r *Rank) peekSlot() (*Request, uint64, queues.Envelope) {
+	rr := r.slot.Load()
+	if rr == nil {
+		return nil, 0, queues.Envelope{}
+	}
+	g := rr.claim.Load()
+	if g&1 == 0 {
+		return nil, 0, queues.Envelope{}
+	}
+	ce, tag := rr.src.Load(), rr.tag.Load()
+	return rr, g, queues.Envelope{Ctx: uint32(ce >> 32), Src: int32(uint32(ce)), Tag: tag}
 }
 
 // takePosted removes and returns the earliest posted receive matching env, or nil. Called with r.mu held.
@@ -328,15 +334,19 @@ func (r *Rank) takePosted(env queues.Envelope) *Request {
 	return nil
 }
 
-// post queues receive rr, whose envelope is set. Called with r.mu held, after unexp was searched.
-func (r *Rank) post(rr *Request) {
-	if r.posted.Len() == 0 && r.slotGen.Load()&1 == 0 {
-		e := rr.item.Env
-		r.slotEnv.Store(uint64(e.Ctx)<<32 | uint64(uint32(e.Src)))
-		r.slotTag.Store(e.Tag)
-		r.slot.Store(rr)
-		r.slotGen.Add(1)
-		return
+// post queues receive rr with envelope e. Called with r.mu held, after unexp was searched.
+func (r *Rank) post(rr *Request, e queues.Envelope) {
+	if r.posted.Len() == 0 {
+		if s := r.slot.Load(); s == nil || s.claim.Load()&1 == 0 {
+			rr.src.Store(uint64(e.Ctx)<<32 | uint64(uint32(e.Src)))
+			rr.tag.Store(e.Tag)
+			if s != rr {
+				r.slot.Store(rr)
+			}
+			rr.claim.Add(1)
+			return
+		}
 	}
+	rr.item.Env = e
 	r.posted.Push(&rr.item)
 }
