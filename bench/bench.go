@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"gompj"
 )
@@ -227,4 +228,16 @@ func average(c *gompj.Comm, v float64) (float64, error) {
 		sum += buf[0]
 	}
 	return sum / float64(c.Size()), nil
+}
+
+// pageSize is the alignment of benchmark buffers, as OSU's posix_memalign gives them.
+const pageSize = 4096
+
+// buffer returns size bytes starting on a page of their own. Go's allocator packs small objects together (two 8-byte
+// slices can share a 16-byte block), so two ranks' buffers would otherwise share a cache line and every message
+// would pay for the false sharing, which the C benchmarks it is compared with never do.
+func buffer(size int) []byte {
+	b := make([]byte, size+2*pageSize)
+	off := pageSize - int(uintptr(unsafe.Pointer(unsafe.SliceData(b)))%pageSize)
+	return b[off : off+size : off+size]
 }

@@ -105,7 +105,7 @@ func floats(size int) int { return max(size/8, 1) }
 func barrierSetup(c *gompj.Comm, size int) func() error { return c.Barrier }
 
 func bcastSetup(c *gompj.Comm, size int) func() error {
-	buf := make([]byte, size)
+	buf := buffer(size)
 	return func() error { return c.Bcast(buf, 0) }
 }
 
@@ -120,10 +120,10 @@ func allreduceSetup(c *gompj.Comm, size int) func() error {
 }
 
 func gatherSetup(c *gompj.Comm, size int) func() error {
-	s := make([]byte, size)
+	s := buffer(size)
 	var r []byte
 	if c.Rank() == 0 {
-		r = make([]byte, size*c.Size())
+		r = buffer(size * c.Size())
 	}
 	return func() error { return c.Gather(s, r, 0) }
 }
@@ -131,25 +131,25 @@ func gatherSetup(c *gompj.Comm, size int) func() error {
 func scatterSetup(c *gompj.Comm, size int) func() error {
 	var s []byte
 	if c.Rank() == 0 {
-		s = make([]byte, size*c.Size())
+		s = buffer(size * c.Size())
 	}
-	r := make([]byte, size)
+	r := buffer(size)
 	return func() error { return c.Scatter(s, r, 0) }
 }
 
 func allgatherSetup(c *gompj.Comm, size int) func() error {
-	s, r := make([]byte, size), make([]byte, size*c.Size())
+	s, r := buffer(size), buffer(size*c.Size())
 	return func() error { return c.Allgather(s, r) }
 }
 
 func alltoallSetup(c *gompj.Comm, size int) func() error {
-	s, r := make([]byte, size*c.Size()), make([]byte, size*c.Size())
+	s, r := buffer(size*c.Size()), buffer(size*c.Size())
 	return func() error { return c.Alltoall(s, r) }
 }
 
 func alltoallvSetup(c *gompj.Comm, size int) func() error {
 	n := c.Size()
-	s, r := make([]byte, size*n), make([]byte, size*n)
+	s, r := buffer(size*n), buffer(size*n)
 	counts, displs := make([]int, n), make([]int, n)
 	for i := range counts {
 		counts[i], displs[i] = size, i*size

@@ -20,7 +20,51 @@ func init() {
 		MinRanks: 2, Sizes: Sizes(false, 4<<20), Run: bibandwidth})
 }
 
-const tagData, tagAck = 1, 2
+const tagData, tagAck, tagWarm = 1, 2, 3
+
+// p2pLoop runs step on ranks 0 and 1: warmup times, and unless Options.Warmup was given, again until minWarmup
+// has passed on rank 0's clock (rank 0 tells rank 1 after each round, so both make the same calls), then iters
+// times. It returns the seconds the last iters steps took. Other ranks take no part and return 0.
+func p2pLoop(c *gompj.Comm, o *Options, iters, warmup int, step func() error) (float64, error) {
+	if c.Rank() > 1 {
+		return 0, nil
+	}
+	more := buffer(1)
+	start := gompj.Wtime()
+	for {
+		for i := 0; i < warmup; i++ {
+			if err := step(); err != nil {
+				return 0, err
+			}
+		}
+		if o.Warmup > 0 {
+			break
+		}
+		var err error
+		if c.Rank() == 0 {
+			more[0] = 0
+			if gompj.Wtime()-start < minWarmup {
+				more[0] = 1
+			}
+			err = c.Send(more, 1, tagWarm)
+		} else {
+			_, err = c.Recv(more, 0, tagWarm)
+		}
+		if err != nil {
+			return 0, err
+		}
+		if more[0] == 0 {
+			break
+		}
+	}
+	t0 := gompj.Wtime()
+	for i := 0; i < iters; i++ {
+		if err := step(); err != nil {
+			return 0, err
+		}
+	}
+	return gompj.Wtime() - t0, nil
+}
 
 // latency is osu_latency: ranks 0 and 1 ping-pong; the figure is half the round trip in microseconds.
 func latency(c *gompj.Comm, size int, o *Options) (float64, error) { return pingpong(c, size, o, 1) }
@@ -28,111 +72,84 @@ func latency(c *gompj.Comm, size int, o *Options) (float64, error) { return ping
 // pingpong times the ping-pong with rank 0 receiving from source (1, or AnySource).
 func pingpong(c *gompj.Comm, size int, o *Options, source int) (float64, error) {
 	iters, warmup := o.iterations(size, 10000, 1000)
-	sbuf, rbuf := make([]byte, size), make([]byte, size)
-	var t0 float64
-	for i := 0; i < iters+warmup; i++ {
-		if i == warmup {
-			t0 = gompj.Wtime()
-		}
-		switch c.Rank() {
-		case 0:
+	sbuf, rbuf := buffer(size), buffer(size)
+	t, err := p2pLoop(c, o, iters, warmup, func() error {
+		if c.Rank() == 0 {
 			if err := c.Send(sbuf, 1, tagData); err != nil {
-				return 0, err
+				return err
 			}
-			if _, err := c.Recv(rbuf, source, tagData); err != nil {
-				return 0, err
-			}
-		case 1:
-			if _, err := c.Recv(rbuf, 0, tagData); err != nil {
-				return 0, err
-			}
-			if err := c.Send(sbuf, 0, tagData); err != nil {
-				return 0, err
-			}
+			_, err := c.Recv(rbuf, source, tagData)
+			return err
 		}
-	}
-	return (gompj.Wtime() - t0) * 1e6 / float64(2*iters), nil
+		if _, err := c.Recv(rbuf, 0, tagData); err != nil {
+			return err
+		}
+		return c.Send(sbuf, 0, tagData)
+	})
+	return t * 1e6 / float64(2*iters), err
 }
 
 // bandwidth is osu_bw: rank 0 posts a window of Isends from one buffer, rank 1 a window of Irecvs into one
 // buffer, then rank 1 acknowledges; MB/s is 1e6 bytes per second.
 func bandwidth(c *gompj.Comm, size int, o *Options) (float64, error) {
 	iters, warmup := o.iterations(size, 100, 20)
-	buf := make([]byte, size)
-	ack := make([]byte, 4)
+	buf := buffer(size)
+	ack := buffer(4)
 	reqs := make([]*gompj.Request, o.Window)
-	var t0 float64
-	for i := 0; i < iters+warmup; i++ {
-		if i == warmup {
-			t0 = gompj.Wtime()
-		}
-		switch c.Rank() {
-		case 0:
-			for j := range reqs {
-				r, err := c.Isend(buf, 1, tagData)
-				if err != nil {
-					return 0, err
-				}
-				reqs[j] = r
+	t, err := p2pLoop(c, o, iters, warmup, func() error {
+		for j := range reqs {
+			var err error
+			if c.Rank() == 0 {
+				reqs[j], err = c.Isend(buf, 1, tagData)
+			} else {
+				reqs[j], err = c.Irecv(buf, 0, tagData)
 			}
-			if err := gompj.Waitall(reqs...); err != nil {
-				return 0, err
-			}
-			if _, err := c.Recv(ack, 1, tagAck); err != nil {
-				return 0, err
-			}
-		case 1:
-			for j := range reqs {
-				r, err := c.Irecv(buf, 0, tagData)
-				if err != nil {
-					return 0, err
-				}
-				reqs[j] = r
-			}
-			if err := gompj.Waitall(reqs...); err != nil {
-				return 0, err
-			}
-			if err := c.Send(ack, 0, tagAck); err != nil {
-				return 0, err
+			if err != nil {
+				return err
 			}
 		}
-	}
-	t := gompj.Wtime() - t0
-	return float64(size) * float64(o.Window) * float64(iters) / t / 1e6, nil
+		if err := gompj.Waitall(reqs...); err != nil {
+			return err
+		}
+		if c.Rank() == 0 {
+			_, err := c.Recv(ack, 1, tagAck)
+			return err
+		}
+		return c.Send(ack, 0, tagAck)
+	})
+	return rate(size*o.Window*iters, t), err
 }
 
 // bibandwidth is osu_bibw: both ranks post a window of Irecvs and a window of Isends at once.
 func bibandwidth(c *gompj.Comm, size int, o *Options) (float64, error) {
 	iters, warmup := o.iterations(size, 100, 20)
-	sbuf, rbuf := make([]byte, size), make([]byte, size)
+	sbuf, rbuf := buffer(size), buffer(size)
 	reqs := make([]*gompj.Request, 2*o.Window)
 	peer := 1 - c.Rank()
-	var t0 float64
-	for i := 0; i < iters+warmup; i++ {
-		if i == warmup {
-			t0 = gompj.Wtime()
-		}
-		if c.Rank() > 1 {
-			continue
-		}
+	t, err := p2pLoop(c, o, iters, warmup, func() error {
 		for j := 0; j < o.Window; j++ {
 			r, err := c.Irecv(rbuf, peer, tagData)
 			if err != nil {
-				return 0, err
+				return err
 			}
 			reqs[j] = r
 		}
 		for j := 0; j < o.Window; j++ {
 			r, err := c.Isend(sbuf, peer, tagData)
 			if err != nil {
-				return 0, err
+				return err
 			}
 			reqs[o.Window+j] = r
 		}
-		if err := gompj.Waitall(reqs...); err != nil {
-			return 0, err
-		}
+		return gompj.Waitall(reqs...)
+	})
+	return rate(2*size*o.Window*iters, t), err
+}
+
+// rate is bytes over seconds in MB/s (1e6 bytes per second), 0 for a rank that timed nothing.
+func rate(bytes int, seconds float64) float64 {
+	if seconds <= 0 {
+		return 0
 	}
-	t := gompj.Wtime() - t0
-	return 2 * float64(size) * float64(o.Window) * float64(iters) / t / 1e6, nil
+	return float64(bytes) / seconds / 1e6
 }
