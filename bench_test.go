@@ -145,3 +145,45 @@ func BenchmarkBlockedRecvCPU(b *testing.B) {
 	}
 	b.ReportMetric(frac*100, "core%/rank")
 }
+
+// BenchmarkBandwidth8B is osu_bw's pattern at 8 bytes: the small-message rate, where the costs per message (matching,
+// requests, the receiver's lock) rather than copying set the figure.
+func BenchmarkBandwidth8B(b *testing.B) {
+	const size, window = 8, 64
+	err := gompj.RunWith(gompj.Config{Ranks: 2}, func(c *gompj.Comm) error {
+		buf := make([]byte, 4096)[:size] // a page each, so that the two ranks' buffers share no line
+		ack := make([]byte, 4096)[:4]
+		reqs := make([]*gompj.Request, window)
+		if c.Rank() == 0 {
+			b.SetBytes(size * window)
+			b.ResetTimer()
+		}
+		for i := 0; i < b.N; i++ {
+			for j := range reqs {
+				var err error
+				if c.Rank() == 0 {
+					reqs[j], err = c.Isend(buf, 1, 1)
+				} else {
+					reqs[j], err = c.Irecv(buf, 0, 1)
+				}
+				if err != nil {
+					return err
+				}
+			}
+			if err := gompj.Waitall(reqs...); err != nil {
+				return err
+			}
+			if c.Rank() == 0 {
+				if _, err := c.Recv(ack, 1, 2); err != nil {
+					return err
+				}
+			} else if err := c.Send(ack, 0, 2); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+}

@@ -590,6 +590,56 @@ func TestAbortCode(t *testing.T) {
 }
 
 // Sending and receiving primitive slices allocates nothing, eager or rendezvous.
+// Nonblocking calls allocate a fraction of an object each: requests come from per-rank chunks, and unexpected
+// messages carry small payloads in place and larger ones in pooled buffers that go back to their pool whole.
+func TestNonblockingAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	for _, n := range []int{8, 1024} {
+		run(t, 1, func(c *gompj.Comm) error {
+			var sbuf, rbuf any = make([]byte, n), make([]byte, n) // boxed once, as a caller reusing buffers would
+			pair := func(sendFirst bool) error {
+				var s, r *gompj.Request
+				var err error
+				if sendFirst { // the message waits in the unexpected queue
+					if s, err = c.Isend(sbuf, 0, 1); err == nil {
+						r, err = c.Irecv(rbuf, 0, 1)
+					}
+				} else { // the send finds the posted receive
+					if r, err = c.Irecv(rbuf, 0, 1); err == nil {
+						s, err = c.Isend(sbuf, 0, 1)
+					}
+				}
+				if err != nil {
+					return err
+				}
+				return gompj.Waitall(s, r)
+			}
+			const pairs = 3000
+			for _, sendFirst := range []bool{true, false} {
+				for i := 0; i < 100; i++ { // warm the pools
+					if err := pair(sendFirst); err != nil {
+						return err
+					}
+				}
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				for i := 0; i < pairs; i++ {
+					if err := pair(sendFirst); err != nil {
+						return err
+					}
+				}
+				runtime.ReadMemStats(&after)
+				if per := float64(after.Mallocs-before.Mallocs) / pairs; per > 0.25 {
+					return fmt.Errorf("%d bytes, send first %v: %.2f allocations per Isend+Irecv pair", n, sendFirst, per)
+				}
+			}
+			return nil
+		})
+	}
+}
+
 func TestZeroAllocations(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")

@@ -140,20 +140,22 @@ func (c *Comm) isend(buf any, dest, tag int, mode sendMode) (*Request, error) {
 		return nil, err
 	}
 	if dest == ProcNull {
-		return c.w.completed(kindSend), nil
+		return c.r.completed(kindSend), nil
 	}
 	req, err := c.startSend(&buf, dest, tag, mode, false)
 	if err != nil {
 		return nil, err
 	}
 	if req == nil {
-		return c.w.completed(kindSend), nil
+		return c.r.completed(kindSend), nil
 	}
 	return req, nil
 }
 
-func (w *World) completed(k reqKind) *Request {
-	r := &Request{w: w, kind: k, finished: true}
+// completed returns a new request of rank rk that has already completed.
+func (rk *Rank) completed(k reqKind) *Request {
+	r := rk.newReq(k)
+	r.finished = true
 	r.done.Complete()
 	return r
 }
@@ -216,8 +218,7 @@ unexpected:
 	}
 	if mode == standard && (!prim || v.Len() <= c.w.eager) {
 		if prim {
-			m.data, m.class = ownedBuf(v.Len())
-			copy(m.data, v.Bytes())
+			copy(m.own(v.Len()), v.Bytes())
 		} else {
 			m.data, m.class = enc, -1
 		}
@@ -230,7 +231,7 @@ unexpected:
 	if internal {
 		sreq = c.r.getReq(kindSend)
 	} else {
-		sreq = &Request{w: c.w, kind: kindSend}
+		sreq = c.r.newReq(kindSend)
 	}
 	m.proto, m.data, m.class, m.sreq = rendezvousLocal, v.Bytes(), -1, sreq
 	if !prim {
@@ -316,7 +317,7 @@ func (w *World) clearToSend(rr *Request, m *msg) {
 	case m.typ == TypeObject:
 		hm := getMsg()
 		hm.item.Env, hm.typ, hm.count, hm.proto = env, TypeObject, 1, eagerOwned
-		hm.data, hm.class = ownedBuf(int(h.Length))
+		hm.own(int(h.Length))
 		rr.held = hm
 		dst = hm.data
 	case int(h.Length) > rv.Len():
@@ -352,7 +353,7 @@ func (c *Comm) sendRemote(env queues.Envelope, wdest int, v View, object bool, m
 	if internal {
 		sreq = c.r.getReq(kindSend)
 	} else {
-		sreq = &Request{w: c.w, kind: kindSend}
+		sreq = c.r.newReq(kindSend)
 	}
 	sreq.remote = true
 	var err error
@@ -424,11 +425,11 @@ func (c *Comm) Irecv(buf any, source, tag int) (*Request, error) {
 		return nil, err
 	}
 	if source == ProcNull {
-		r := c.w.completed(kindRecv)
+		r := c.r.completed(kindRecv)
 		r.setStatus(ProcNull, AnyTag, 0, 0)
 		return r, nil
 	}
-	rr := &Request{w: c.w, kind: kindRecv}
+	rr := c.r.newReq(kindRecv)
 	v, prim := ViewOf(buf)
 	if !prim {
 		if err := checkTarget(buf); err != nil {

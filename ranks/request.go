@@ -119,6 +119,33 @@ func itemRequest(it *queues.Item) *Request {
 	return (*Request)(unsafe.Add(unsafe.Pointer(it), -int(unsafe.Offsetof(Request{}.item))))
 }
 
+// reqChunkLen is how many requests a rank allocates at once for its nonblocking calls: a chunk is 15 requests
+// and a counter, which fills the allocator's 4096-byte size class (so every request in it stays 64-byte aligned).
+const reqChunkLen = 15
+
+// reqChunk is a block of requests that a rank hands out one at a time (see newReq).
+type reqChunk struct {
+	reqs [reqChunkLen]Request
+	used atomic.Int32
+}
+
+// newReq returns a new request of rank rk for a nonblocking call. Requests are carved from per-rank chunks: one
+// allocation per reqChunkLen calls instead of one per call, and, like the pooled ones, they never move between
+// ranks. A chunk lives as long as any of its requests is referenced.
+func (rk *Rank) newReq(kind reqKind) *Request {
+	for {
+		ch := rk.chunk.Load()
+		if ch != nil {
+			if i := ch.used.Add(1) - 1; i < reqChunkLen {
+				r := &ch.reqs[i]
+				r.w, r.kind = rk.w, kind
+				return r
+			}
+		}
+		rk.chunk.CompareAndSwap(ch, new(reqChunk))
+	}
+}
+
 // maxFree bounds a rank's list of recycled requests beyond the spare: as many as its goroutines block in
 // concurrent calls, typically none; more are left to the garbage collector.
 const maxFree = 16

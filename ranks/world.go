@@ -70,7 +70,7 @@ type Rank struct {
 	id   int
 	_    [40]byte
 
-	mu      sync.Mutex // guards posted, unexp and probers together, as smdev does
+	mu      spinLock // guards posted, unexp and probers together, as smdev does
 	posted  queues.Posted
 	unexp   queues.Unexpected
 	probers []*queues.Waker
@@ -78,11 +78,13 @@ type Rank struct {
 
 	spare  atomic.Pointer[Request] // a request for the blocking calls of one goroutine, without the lock
 	freeMu sync.Mutex
-	free   []*Request // the rank's own recycled requests beyond the spare (see getReq)
+	free   []*Request               // the rank's own recycled requests beyond the spare (see getReq)
+	chunk  atomic.Pointer[reqChunk] // where the rank's nonblocking calls get their requests (see newReq)
 
 	ctxMu   sync.Mutex
 	nextCtx uint32
 	world   *Comm
+	_       [56]byte // to a multiple of 64 bytes (TestRankLayout)
 }
 
 // NewWorld builds the local ranks of a job.
@@ -210,12 +212,17 @@ type msg struct {
 	typ   Type
 	count int
 	proto proto
-	data  []byte // eagerOwned: pooled copy; rendezvousLocal: the sender's memory
-	class int    // size class of an owned data buffer, -1 if none
+	data  []byte  // eagerOwned: our copy (small, pooled or encoded); rendezvousLocal: the sender's memory
+	class int     // size class of a pooled data buffer, -1 if none
+	box   *[]byte // the pooled buffer's holder, put back with it (so that recycling allocates nothing)
 	sreq  *Request
 	in    *device.Inbound
 	rts   device.Header
+	small [smallMsg]byte // the payload of a small eager message, in place
 }
+
+// smallMsg is the largest payload an unexpected message carries in place rather than in a pooled buffer.
+const smallMsg = 64
 
 type proto uint8
 
@@ -244,22 +251,30 @@ func sizeClass(n int) int {
 	return c
 }
 
-// ownedBuf returns a pooled buffer of n bytes and its class.
-func ownedBuf(n int) ([]byte, int) {
+// own gives m a buffer of n bytes of its own as data: in place if small, else pooled by size class.
+func (m *msg) own(n int) []byte {
+	if n <= smallMsg {
+		m.data, m.class = m.small[:n:n], -1
+		return m.data
+	}
 	c := sizeClass(n)
 	if c < 0 {
-		return make([]byte, n), -1
+		m.data, m.class = make([]byte, n), -1
+		return m.data
 	}
-	if p, ok := bufPools[c].Get().(*[]byte); ok {
-		return (*p)[:n], c
+	box, _ := bufPools[c].Get().(*[]byte)
+	if box == nil {
+		b := make([]byte, 64<<c)
+		box = &b
 	}
-	return make([]byte, n, 64<<c), c
+	m.data, m.class, m.box = (*box)[:n], c, box
+	return m.data
 }
 
-func releaseBuf(b []byte, c int) {
-	if c >= 0 && cap(b) == 64<<c {
-		b = b[:cap(b)]
-		bufPools[c].Put(&b)
+// disown puts back m's pooled buffer, if it has one.
+func (m *msg) disown() {
+	if m.box != nil {
+		bufPools[m.class].Put(m.box)
 	}
 }
 
@@ -276,7 +291,7 @@ func (m *msg) payload() []byte {
 func (m *msg) release() {
 	switch m.proto {
 	case eagerOwned:
-		releaseBuf(m.data, m.class)
+		m.disown()
 	case eagerRemote:
 		m.in.Done()
 	}
