@@ -211,7 +211,7 @@ func (c *Comm) startSend(buf *any, dest, tag int, mode sendMode, internal bool) 
 		return nil, nil
 	}
 unexpected:
-	m := getMsg()
+	m := r.takeMsg()
 	m.item.Env, m.typ, m.count = env, v.Type, v.N
 	if !prim {
 		m.count = 1
@@ -453,8 +453,18 @@ func (c *Comm) postRecv(rr *Request, source, tag int) {
 	r := c.r
 	r.mu.Lock()
 	if it := r.unexp.Take(c.ctx, int32(source), int32(tag)); it != nil {
+		m := (*msg)(unsafe.Pointer(it))
+		if m.inPlace {
+			// A small local eager message is consumed under the lock, which it then returns to the rank's list
+			// for the next sender to this rank: the copy is a few words, and no pool is touched.
+			rr.fill(m.item.Env, View{Type: m.typ, N: m.count}, m.data)
+			r.keepMsg(m)
+			r.mu.Unlock()
+			rr.done.Complete()
+			return
+		}
 		r.mu.Unlock()
-		c.w.consume(rr, (*msg)(unsafe.Pointer(it)))
+		c.w.consume(rr, m)
 		return
 	}
 	rr.remote = c.remoteSource(source)

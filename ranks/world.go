@@ -74,7 +74,8 @@ type Rank struct {
 	posted  queues.Posted
 	unexp   queues.Unexpected
 	probers []*queues.Waker
-	_       [56]byte // the owner's cold fields start a line of their own
+	msgs    []*msg   // recycled messages for senders to this rank (see takeMsg)
+	_       [32]byte // the owner's cold fields start a line of their own
 
 	spare  atomic.Pointer[Request] // a request for the blocking calls of one goroutine, without the lock
 	freeMu sync.Mutex
@@ -215,10 +216,12 @@ type msg struct {
 	data  []byte  // eagerOwned: our copy (small, pooled or encoded); rendezvousLocal: the sender's memory
 	class int     // size class of a pooled data buffer, -1 if none
 	box   *[]byte // the pooled buffer's holder, put back with it (so that recycling allocates nothing)
-	sreq  *Request
-	in    *device.Inbound
-	rts   device.Header
-	small [smallMsg]byte // the payload of a small eager message, in place
+	// inPlace: a small eager message whose payload is in small (see own); its receiver recycles it itself.
+	inPlace bool
+	sreq    *Request
+	in      *device.Inbound
+	rts     device.Header
+	small   [smallMsg]byte // the payload of a small eager message, in place
 }
 
 // smallMsg is the largest payload an unexpected message carries in place rather than in a pooled buffer.
@@ -254,7 +257,7 @@ func sizeClass(n int) int {
 // own gives m a buffer of n bytes of its own as data: in place if small, else pooled by size class.
 func (m *msg) own(n int) []byte {
 	if n <= smallMsg {
-		m.data, m.class = m.small[:n:n], -1
+		m.data, m.class, m.inPlace = m.small[:n:n], -1, true
 		return m.data
 	}
 	c := sizeClass(n)
@@ -279,6 +282,31 @@ func (m *msg) disown() {
 }
 
 func getMsg() *msg { return msgPool.Get().(*msg) }
+
+// maxKeptMsgs bounds a rank's list of recycled messages.
+const maxKeptMsgs = 64
+
+// takeMsg returns a message for a sender to queue at r: one that r recycled, else a pooled one. Called with r.mu
+// held. Small messages thus circulate between a rank's senders and the rank, without the pool's per-processor
+// caches, which a stream from one core to another would drain on one side and fill on the other.
+func (r *Rank) takeMsg() *msg {
+	if n := len(r.msgs); n > 0 {
+		m := r.msgs[n-1]
+		r.msgs = r.msgs[:n-1]
+		return m
+	}
+	return getMsg()
+}
+
+// keepMsg recycles a consumed message into r's list. Called with r.mu held.
+func (r *Rank) keepMsg(m *msg) {
+	*m = msg{class: -1}
+	if len(r.msgs) < maxKeptMsgs {
+		r.msgs = append(r.msgs, m)
+		return
+	}
+	msgPool.Put(m)
+}
 
 func (m *msg) payload() []byte {
 	if m.proto == eagerRemote {
