@@ -216,10 +216,10 @@ func reduceVec(c *ranks.Comm, k kernel, op Op, src, dst vec, root int) error {
 	var acc []byte
 	if st.rank == root {
 		acc = dst.b[:len(src.b)]
-		copy(acc, src.b)
 	} else {
-		acc = append([]byte(nil), src.b...)
+		acc = st.scratch(scrAcc, len(src.b))
 	}
+	copy(acc, src.b)
 	return newP2P(c, st).binomialReduce(combiner{k, op.Commutative()}, acc, root)
 }
 
@@ -678,7 +678,8 @@ func Alltoall(c *ranks.Comm, send, recv any) error {
 			return errArg("alltoall: in place with a buffer of %d elements for %d ranks", rv.n, n)
 		}
 		blk = len(rv.b) / n
-		src = append([]byte(nil), rv.b...)
+		src = st.scratch(scrCall, len(rv.b)) // the blocks to send, while the received ones replace them
+		copy(src, rv.b)
 	} else {
 		sv, err := viewOf(send, "alltoall send")
 		if err != nil {
@@ -825,8 +826,9 @@ func ReduceScatter(c *ranks.Comm, send, recv any, counts []int, op Op) error {
 	case "shm":
 		return st.shmOp(c).ReduceScatter(k, sv.b, rv.b, counts, sz, inPlace, st)
 	case "ring":
-		acc := append([]byte(nil), sv.b...)
-		offs := make([]int, st.size+1)
+		acc := st.scratch(scrAcc, len(sv.b))
+		copy(acc, sv.b)
+		offs := st.scratchInts(intsAlgo, st.size+1)
 		for i, x := range counts {
 			offs[i+1] = offs[i] + x*sz
 		}
@@ -842,7 +844,7 @@ func ReduceScatter(c *ranks.Comm, send, recv any, counts []int, op Op) error {
 	var full vec
 	if st.rank == 0 {
 		full = sv
-		full.b = make([]byte, len(sv.b))
+		full.b = st.scratch(scrCall, len(sv.b))
 	}
 	if err := reduceVec(c, k, op, sv, full, 0); err != nil {
 		return err
@@ -853,7 +855,8 @@ func ReduceScatter(c *ranks.Comm, send, recv any, counts []int, op Op) error {
 // ReduceScatterBlock is ReduceScatter with every block len(recv) elements long. InPlace as send: recv holds the
 // whole vector (size × the block), and the block is left at its start.
 func ReduceScatterBlock(c *ranks.Comm, send, recv any, op Op) error {
-	if _, err := start(c); err != nil {
+	st, err := start(c)
+	if err != nil {
 		return err
 	}
 	rv, err := viewOf(recv, "reduce_scatter_block receive")
@@ -868,7 +871,7 @@ func ReduceScatterBlock(c *ranks.Comm, send, recv any, op Op) error {
 		}
 		blk = rv.n / n
 	}
-	counts := make([]int, n)
+	counts := st.scratchInts(intsCall, n)
 	for i := range counts {
 		counts[i] = blk
 	}
@@ -900,7 +903,9 @@ func scan(c *ranks.Comm, send, recv any, op Op, exclusive bool) error {
 		return err
 	}
 	if exclusive && isInPlace(send) {
-		src.b = append([]byte(nil), src.b...)
+		b := st.scratch(scrCall, len(src.b)) // rank 0's recv must stay untouched, and the others' is overwritten
+		copy(b, src.b)
+		src.b = b
 	}
 	if st.size == 1 {
 		if !exclusive {

@@ -38,7 +38,8 @@
 // ranks are erroneous programs; gompj does not detect them all (element types are not compared across ranks on
 // message paths, where blocks travel as bytes), but it never writes outside the buffers it was given.
 //
-// Per-communicator state (layout, forced algorithms, cached choices, node-aware sub-communicators) is found through
+// Per-communicator state (layout, forced algorithms, cached choices, node-aware sub-communicators, and the scratch
+// memory the algorithms reuse from call to call, so that a call allocates nothing once warmed up) is found through
 // a process-wide cache keyed by the Comm (weak pointers; state.go): it is per rank, since every rank has its own
 // Comm values, and it dies with the Comm.
 //

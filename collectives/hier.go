@@ -141,7 +141,7 @@ func leaderBcastOverlap(h *hierComms, buf vec, rootNode int, haveData bool) (boo
 	if !haveData {
 		o.BcastPublish(buf.b)
 	}
-	return true, firstErr(waitAll(reqs), o.waitAcks())
+	return true, firstErr(ls.waitReqs(reqs), o.waitAcks())
 }
 
 // hierAllreduce: reduce to each node's leader, allreduce among leaders, bcast inside each node.
@@ -173,7 +173,7 @@ func hierReduce(c *ranks.Comm, st *commState, k kernel, op Op, src, dst vec, roo
 	var tmp vec
 	if leader {
 		tmp = src
-		tmp.b = st.scratch(len(src.b)) // c's own scratch: the node phase uses the node communicator's
+		tmp.b = st.scratch(scrHier, len(src.b)) // c's own scratch: the node phase uses the node communicator's
 	}
 	if err := reduceVec(h.node, k, op, src, tmp, 0); err != nil {
 		return err
@@ -219,10 +219,11 @@ func hierAllgather(c *ranks.Comm, st *commState, recv []byte, blk int) error {
 	n := st.size
 	nodeSize := h.node.Size()
 	own := recv[st.rank*blk : (st.rank+1)*blk]
-	var nb []byte
+	var nb, all []byte
 	leader := h.leaders != nil
 	if leader {
-		nb = make([]byte, nodeSize*blk)
+		mem := st.scratch(scrHier, (nodeSize+n)*blk)
+		nb, all = mem[:nodeSize*blk], mem[nodeSize*blk:]
 	}
 	nbv := vec{k: kind(ranks.TypeByte), b: nb, n: len(nb), sz: 1}
 	if err := gatherVec(h.node, own, nbv, blk, 0); err != nil {
@@ -230,15 +231,14 @@ func hierAllgather(c *ranks.Comm, st *commState, recv []byte, blk int) error {
 	}
 	if leader {
 		nodes := h.leaders.Size()
-		counts := make([]int, nodes)
+		cd := st.scratchInts(intsAlgo, 2*nodes)
+		counts, displs := cd[:nodes], cd[nodes:]
 		for i := 0; i < n; i++ {
 			counts[h.nodeIdx[i]] += blk
 		}
-		displs := make([]int, nodes)
 		for i := 1; i < nodes; i++ {
 			displs[i] = displs[i-1] + counts[i-1]
 		}
-		all := make([]byte, n*blk)
 		copy(all[displs[h.nodeIdx[st.rank]]:], nb)
 		if err := allgathervBytes(h.leaders, all, counts, displs); err != nil {
 			return err
@@ -310,15 +310,16 @@ func hierGather(c *ranks.Comm, st *commState, own, recv []byte, blk, root int) e
 	rootNode, mine := h.nodeIdx[root], h.nodeIdx[st.rank]
 	rootLeads := h.nodeRank[root] == 0
 	direct := h.blocked && rootLeads // the root's recv is the node-major buffer
-	var all, nb []byte
+	var all, nb, spare []byte
 	if h.leaders != nil {
 		switch {
 		case mine == rootNode && direct:
 			all = recv[:n*blk]
 		case mine == rootNode:
-			all = st.scratch(2 * n * blk)[:n*blk]
+			mem := st.scratch(scrHier, 2*n*blk)
+			all, spare = mem[:n*blk], mem[n*blk:] // spare: the blocks in rank order, for a root that does not lead
 		default:
-			all = st.scratch(len(h.members[mine]) * blk)
+			all = st.scratch(scrHier, len(h.members[mine])*blk)
 		}
 		nb = all
 		if mine == rootNode {
@@ -327,14 +328,14 @@ func hierGather(c *ranks.Comm, st *commState, own, recv []byte, blk, root int) e
 	}
 	// the root's leader posts its receives from the other leaders before the node phase: their blocks land
 	// straight in place whenever they come
-	var reqs []*ranks.Request
+	reqs := st.reqList()
 	if h.leaders != nil && mine == rootNode {
 		lc := h.leaders.Coll()
 		for b := range h.members {
 			if b == mine {
 				continue
 			}
-			if reqs, err = postChunks(lc.Irecv, reqs, all[h.start[b]*blk:h.start[b+1]*blk], b, tagGather); err != nil {
+			if reqs, err = postChunks(st, lc, false, reqs, all[h.start[b]*blk:h.start[b+1]*blk], b, tagGather); err != nil {
 				return err
 			}
 		}
@@ -344,20 +345,18 @@ func hierGather(c *ranks.Comm, st *commState, own, recv []byte, blk, root int) e
 	}
 	if h.leaders != nil {
 		if mine != rootNode {
-			reqs, err := postChunks(h.leaders.Coll().Isend, nil, nb, rootNode, tagGather)
-			return firstErr(err, waitAll(reqs))
+			reqs, err := postChunks(st, h.leaders.Coll(), true, reqs, nb, rootNode, tagGather)
+			return firstErr(err, st.waitReqs(reqs))
 		}
-		if err := waitAll(reqs); err != nil {
+		if err := st.waitReqs(reqs); err != nil {
 			return err
 		}
 		if direct {
 			return nil
 		}
-		var out []byte
+		out := spare
 		if st.rank == root {
 			out = recv[:n*blk]
-		} else {
-			out = st.scratch(2 * n * blk)[n*blk:]
 		}
 		h.permute(out, all, blk, true)
 		if st.rank != root {
@@ -399,10 +398,10 @@ func hierScatter(c *ranks.Comm, st *commState, send, recv []byte, blk, root int)
 			case st.rank == root && h.blocked:
 				all = send[:n*blk]
 			case st.rank == root:
-				all = st.scratch(n * blk)
+				all = st.scratch(scrHier, n*blk)
 				h.permute(all, send, blk, false)
 			default:
-				tmp := st.scratch(2 * n * blk)
+				tmp := st.scratch(scrHier, 2*n*blk)
 				in := tmp[:n*blk]
 				if _, err := c.Coll().Recv(in, root, tagHier); err != nil {
 					return err
@@ -415,28 +414,28 @@ func hierScatter(c *ranks.Comm, st *commState, send, recv []byte, blk, root int)
 			}
 			nb = all[h.start[mine]*blk : h.start[mine+1]*blk]
 		} else {
-			nb = st.scratch(len(h.members[mine]) * blk)
+			nb = st.scratch(scrHier, len(h.members[mine])*blk)
 		}
 		lc := h.leaders.Coll()
 		if mine != rootNode {
-			reqs, err := postChunks(lc.Irecv, nil, nb, rootNode, tagScatter)
-			if err = firstErr(err, waitAll(reqs)); err != nil {
+			reqs, err := postChunks(st, lc, false, st.reqList(), nb, rootNode, tagScatter)
+			if err = firstErr(err, st.waitReqs(reqs)); err != nil {
 				return err
 			}
 		} else {
 			// the other nodes' blocks leave first; the node phase runs while they travel
-			reqs := make([]*ranks.Request, 0, len(h.members))
+			reqs := st.reqList()
 			for i := 1; i < len(h.members); i++ {
 				b := (mine + i) % len(h.members)
-				if reqs, err = postChunks(lc.Isend, reqs, all[h.start[b]*blk:h.start[b+1]*blk], b, tagScatter); err != nil {
+				if reqs, err = postChunks(st, lc, true, reqs, all[h.start[b]*blk:h.start[b+1]*blk], b, tagScatter); err != nil {
 					return err
 				}
 			}
-			return firstErr(scatterBytes(h.node, nb, recv, blk, 0), waitAll(reqs))
+			return firstErr(scatterBytes(h.node, nb, recv, blk, 0), st.waitReqs(reqs))
 		}
 	}
 	if recv == nil && h.nodeRank[st.rank] != 0 {
-		recv = st.scratch(blk) // an in-place root that does not lead: its block is where it was
+		recv = st.scratch(scrHier, blk) // an in-place root that does not lead: its block is where it was
 	}
 	return scatterBytes(h.node, nb, recv, blk, 0)
 }
@@ -492,14 +491,16 @@ func hierAlltoall(c *ranks.Comm, st *commState, send, recv []byte, blk int) erro
 	sl.src, sl.blk = send[:n*blk], blk
 	o.publish(gSend)
 
-	var reqs []*ranks.Request
+	reqs := st.reqList()
 	var rbuf []byte
 	var rdispl []int
 	var err2 error
 	if h.leaders != nil {
 		m := len(h.members)
-		sdispl, sdone := make([]int, m+1), 0
-		rdispl = make([]int, m+1)
+		// rdispl is published to the node's members, who read it until they acknowledge
+		displs := st.scratchInts(intsAlgo, 2*(m+1))
+		sdispl, sdone := displs[:m+1], 0
+		rdispl = displs[m+1:]
 		for b := 0; b < m; b++ { // node b's share of either buffer, this node's left out
 			sdispl[b], rdispl[b+1] = sdone, rdispl[b]
 			if b != mine {
@@ -508,7 +509,7 @@ func hierAlltoall(c *ranks.Comm, st *commState, send, recv []byte, blk int) erro
 			}
 		}
 		total := (n - k) * k * blk
-		tmp := st.scratch(2 * total)
+		tmp := st.scratch(scrHier, 2*total)
 		sbuf := tmp[:total]
 		rbuf = tmp[total:]
 		// pack, for each other node b, member by member, the blocks for b's members (in runs of consecutive ranks)
@@ -544,13 +545,13 @@ func hierAlltoall(c *ranks.Comm, st *commState, send, recv []byte, blk int) erro
 			if b == mine {
 				continue
 			}
-			if reqs, err = postChunks(lc.Irecv, reqs, rbuf[rdispl[b]:rdispl[b+1]], b, tagAlltoall); err != nil {
+			if reqs, err = postChunks(st, lc, false, reqs, rbuf[rdispl[b]:rdispl[b+1]], b, tagAlltoall); err != nil {
 				return err
 			}
 		}
 		for i := 1; i < m; i++ { // start with the next node: spreads the senders over the receivers
 			b := (mine + i) % m
-			if reqs, err = postChunks(lc.Isend, reqs, sbuf[sdispl[b]:sdispl[b]+k*len(h.members[b])*blk], b, tagAlltoall); err != nil {
+			if reqs, err = postChunks(st, lc, true, reqs, sbuf[sdispl[b]:sdispl[b]+k*len(h.members[b])*blk], b, tagAlltoall); err != nil {
 				return err
 			}
 		}
@@ -572,7 +573,7 @@ func hierAlltoall(c *ranks.Comm, st *commState, send, recv []byte, blk int) erro
 		}
 	}
 	if h.leaders != nil {
-		if err := waitAll(reqs); err != nil {
+		if err := st.waitReqs(reqs); err != nil {
 			return err
 		}
 		o.s.slots[0].dst = rbuf
@@ -603,15 +604,22 @@ func hierAlltoall(c *ranks.Comm, st *commState, send, recv []byte, blk int) erro
 // the pieces of one block follow each other (matching keeps their order).
 const leaderChunk = 64 << 10
 
-// postChunks starts (op is Isend or Irecv) the transfer of buf with peer in pieces of leaderChunk bytes, appending
-// the requests to reqs.
-func postChunks(op func(any, int, int) (*ranks.Request, error), reqs []*ranks.Request, buf []byte, peer, tag int) ([]*ranks.Request, error) {
+// postChunks starts (Isend if send, else Irecv, on c) the transfer of buf with peer in pieces of leaderChunk bytes,
+// appending the requests to reqs, a list of st's (st.reqList). (Direct calls, not a method value: a buffer passed
+// through a function value escapes, and boxing it would allocate.)
+func postChunks(st *commState, c *ranks.Comm, send bool, reqs []*ranks.Request, buf []byte, peer, tag int) ([]*ranks.Request, error) {
 	for off := 0; ; off += leaderChunk {
-		r, err := op(buf[off:min(off+leaderChunk, len(buf))], peer, tag)
-		if err != nil {
+		b := buf[off:min(off+leaderChunk, len(buf))]
+		if !send {
+			var err error
+			if reqs, err = st.irecv(c, reqs, b, peer, tag); err != nil {
+				return reqs, err
+			}
+		} else if r, err := c.Isend(b, peer, tag); err != nil {
 			return reqs, err
+		} else {
+			reqs = append(reqs, r)
 		}
-		reqs = append(reqs, r)
 		if off+leaderChunk >= len(buf) {
 			return reqs, nil
 		}

@@ -47,7 +47,15 @@ func (p p2p) sendrecv(s []byte, dst int, r []byte, src, tag int) error {
 	return err
 }
 
-func waitAll(reqs []*ranks.Request) error { return ranks.Waitall(reqs...) }
+// irecv starts a receive of bytes into b from src on c and appends its request to reqs, which the caller waits for
+// with st.waitReqs. It uses IrecvBytes: Irecv's interface argument escapes, so boxing b for it would allocate.
+func (st *commState) irecv(c *ranks.Comm, reqs []*ranks.Request, b []byte, src, tag int) ([]*ranks.Request, error) {
+	r, err := c.IrecvBytes(b, src, tag)
+	if err != nil {
+		return reqs, err
+	}
+	return append(reqs, r), nil
+}
 
 // --- barrier ---
 
@@ -67,11 +75,11 @@ func (p p2p) binomialBcast(buf []byte, root int) error {
 	if err != nil {
 		return err
 	}
-	return waitAll(reqs)
+	return p.st.waitReqs(reqs)
 }
 
 // binomialBcastStart receives buf from the parent and starts the sends to the children; the caller waits for
-// the returned requests (so that it can do something else meanwhile).
+// the returned requests with p.st.waitReqs (so that it can do something else meanwhile).
 func (p p2p) binomialBcastStart(buf []byte, root int) ([]*ranks.Request, error) {
 	n := p.size
 	vr := (p.rank - root + n) % n
@@ -85,7 +93,7 @@ func (p p2p) binomialBcastStart(buf []byte, root int) ([]*ranks.Request, error) 
 		}
 		mask <<= 1
 	}
-	var reqs []*ranks.Request
+	reqs := p.st.reqList()
 	for mask >>= 1; mask > 0; mask >>= 1 {
 		if vr+mask < n {
 			r, err := p.c.Isend(buf, (p.rank+mask)%n, tagBcast)
@@ -102,7 +110,7 @@ func (p p2p) linearBcast(buf []byte, root int) error {
 	if p.rank != root {
 		return p.recv(buf, root, tagBcast)
 	}
-	reqs := make([]*ranks.Request, 0, p.size)
+	reqs := p.st.reqList()
 	for i := 0; i < p.size; i++ {
 		if i != root {
 			r, err := p.c.Isend(buf, i, tagBcast)
@@ -112,7 +120,7 @@ func (p p2p) linearBcast(buf []byte, root int) error {
 			reqs = append(reqs, r)
 		}
 	}
-	return waitAll(reqs)
+	return p.st.waitReqs(reqs)
 }
 
 // span returns the byte range of piece i of total bytes (elements of sz) cut into n pieces.
@@ -136,7 +144,7 @@ func (p p2p) scatterAllgatherBcast(buf []byte, sz, root int) error {
 		return buf[lo:hi]
 	}
 	if p.rank == root {
-		reqs := make([]*ranks.Request, 0, n)
+		reqs := p.st.reqList()
 		for i := 0; i < n; i++ {
 			if i != root {
 				r, err := p.c.Isend(piece(i), i, tagBcast)
@@ -146,7 +154,7 @@ func (p p2p) scatterAllgatherBcast(buf []byte, sz, root int) error {
 				reqs = append(reqs, r)
 			}
 		}
-		if err := waitAll(reqs); err != nil {
+		if err := p.st.waitReqs(reqs); err != nil {
 			return err
 		}
 	} else if err := p.recv(piece(p.rank), root, tagBcast); err != nil {
@@ -191,7 +199,7 @@ func (p p2p) binomialReduce(cb combiner, acc []byte, root int) error {
 		r0 = 0
 	}
 	vr := (p.rank - r0 + n) % n
-	tmp := make([]byte, len(acc))
+	tmp := p.st.scratch(scrRecv, len(acc))
 	for mask := 1; mask < n; mask <<= 1 {
 		if vr&mask == 0 {
 			if src := vr | mask; src < n {
@@ -264,7 +272,7 @@ func realRank(newrank, rem int) int {
 
 // recursiveDoubling allreduce on acc (this rank's contribution, then the result); keeps rank order.
 func (p p2p) recursiveDoubling(cb combiner, acc []byte) error {
-	tmp := make([]byte, len(acc))
+	tmp := p.st.scratch(scrRecv, len(acc))
 	newrank, pof2, rem, err := p.fold(cb, acc, tmp, tagAllreduce)
 	if err != nil {
 		return err
@@ -287,13 +295,13 @@ func (p p2p) recursiveDoubling(cb combiner, acc []byte) error {
 
 // rabenseifner allreduce (commutative ops): reduce-scatter by recursive halving, allgather by recursive doubling.
 func (p p2p) rabenseifner(cb combiner, acc []byte, sz int) error {
-	tmp := make([]byte, len(acc))
+	tmp := p.st.scratch(scrRecv, len(acc))
 	newrank, pof2, rem, err := p.fold(cb, acc, tmp, tagAllreduce)
 	if err != nil {
 		return err
 	}
 	if newrank >= 0 {
-		disp := make([]int, pof2+1)
+		disp := p.st.scratchInts(intsAlgo, pof2+1)
 		for i := 0; i < pof2; i++ {
 			_, disp[i+1] = span(len(acc), sz, pof2, i)
 		}
@@ -350,15 +358,11 @@ func (p p2p) rabenseifner(cb combiner, acc []byte, sz int) error {
 func (p p2p) ringReduceScatter(cb combiner, acc []byte, piece func(i int) []byte, shift int, tag int) error {
 	n := p.size
 	right, left := (p.rank+1)%n, (p.rank-1+n)%n
-	tmp := make([]byte, 0)
 	for s := 0; s < n-1; s++ {
 		si := ((p.rank-s-1+shift)%n + 2*n) % n
 		ri := ((p.rank-s-2+shift)%n + 2*n) % n
 		in := piece(ri)
-		if cap(tmp) < len(in) {
-			tmp = make([]byte, len(in))
-		}
-		t := tmp[:len(in)]
+		t := p.st.scratch(scrRecv, len(in)) // one step's: the previous step's is done with
 		if err := p.sendrecv(piece(si), right, t, left, tag); err != nil {
 			return err
 		}
@@ -394,7 +398,7 @@ func (p p2p) linearGatherv(send []byte, recv []byte, counts, displs []int, sz, b
 	if p.rank != root {
 		return p.send(send, root, tagGather)
 	}
-	reqs := make([]*ranks.Request, 0, p.size)
+	reqs := p.st.reqList()
 	for i := 0; i < p.size; i++ {
 		b := blockOf(recv, counts, displs, sz, i, blockBytes)
 		if i == root {
@@ -406,20 +410,19 @@ func (p p2p) linearGatherv(send []byte, recv []byte, counts, displs []int, sz, b
 			}
 			continue
 		}
-		r, err := p.c.Irecv(b, i, tagGather)
-		if err != nil {
+		var err error
+		if reqs, err = p.st.irecv(p.c, reqs, b, i, tagGather); err != nil {
 			return err
 		}
-		reqs = append(reqs, r)
 	}
-	return waitAll(reqs)
+	return p.st.waitReqs(reqs)
 }
 
 func (p p2p) linearScatterv(send []byte, counts, displs []int, sz int, recv []byte, blockBytes, root int) error {
 	if p.rank != root {
 		return p.recv(recv, root, tagScatter)
 	}
-	reqs := make([]*ranks.Request, 0, p.size)
+	reqs := p.st.reqList()
 	for i := 0; i < p.size; i++ {
 		b := blockOf(send, counts, displs, sz, i, blockBytes)
 		if i == root {
@@ -437,14 +440,14 @@ func (p p2p) linearScatterv(send []byte, counts, displs []int, sz int, recv []by
 		}
 		reqs = append(reqs, r)
 	}
-	return waitAll(reqs)
+	return p.st.waitReqs(reqs)
 }
 
 // binomialGather of equal blocks: subtrees are gathered in relative-rank order into tmp, then the root rotates.
 func (p p2p) binomialGather(send []byte, recv []byte, blk, root int) error {
 	n := p.size
 	vr := (p.rank - root + n) % n
-	tmp := make([]byte, blk*n)
+	tmp := p.st.scratch(scrRecv, blk*n)
 	copy(tmp, send)
 	have := 1
 	for mask := 1; mask < n; mask <<= 1 {
@@ -470,7 +473,7 @@ func (p p2p) binomialGather(send []byte, recv []byte, blk, root int) error {
 func (p p2p) binomialScatter(send []byte, recv []byte, blk, root int) error {
 	n := p.size
 	vr := (p.rank - root + n) % n
-	tmp := make([]byte, blk*n)
+	tmp := p.st.scratch(scrRecv, blk*n)
 	mask := 1
 	if vr == 0 {
 		for i := 0; i < n; i++ {
@@ -490,7 +493,7 @@ func (p p2p) binomialScatter(send []byte, recv []byte, blk, root int) error {
 			}
 		}
 	}
-	var reqs []*ranks.Request
+	reqs := p.st.reqList()
 	for mask >>= 1; mask > 0; mask >>= 1 {
 		if vr+mask < n {
 			cnt := min(mask, n-vr-mask)
@@ -501,7 +504,7 @@ func (p p2p) binomialScatter(send []byte, recv []byte, blk, root int) error {
 			reqs = append(reqs, r)
 		}
 	}
-	if err := waitAll(reqs); err != nil {
+	if err := p.st.waitReqs(reqs); err != nil {
 		return err
 	}
 	if recv != nil {
@@ -529,7 +532,7 @@ func (p p2p) ringAllgatherv(recv []byte, counts, displs []int, sz, blk int) erro
 // bruckAllgather: ceil(log2 n) steps for any n; this rank's block is in place in recv.
 func (p p2p) bruckAllgather(recv []byte, blk int) error {
 	n := p.size
-	tmp := make([]byte, n*blk)
+	tmp := p.st.scratch(scrRecv, n*blk)
 	copy(tmp, recv[p.rank*blk:(p.rank+1)*blk])
 	for pof := 1; pof < n; pof *= 2 {
 		cnt := min(pof, n-pof)
@@ -585,22 +588,21 @@ func (p p2p) pairwiseAlltoallv(send []byte, scounts, sdispls []int, recv []byte,
 // bruckAlltoall: ceil(log2 n) steps, each moving about half the data; for small blocks.
 func (p p2p) bruckAlltoall(send, recv []byte, blk int) error {
 	n := p.size
-	tmp := make([]byte, n*blk)
+	half := (n/2 + 1) * blk // at most that many blocks move at each step
+	mem := p.st.scratch(scrRecv, n*blk+2*half)
+	tmp, pack, in := mem[:n*blk], mem[n*blk:n*blk+half], mem[n*blk+half:]
 	for i := 0; i < n; i++ {
 		copy(tmp[i*blk:(i+1)*blk], send[((p.rank+i)%n)*blk:])
 	}
-	pack := make([]byte, 0, (n/2+1)*blk)
-	in := make([]byte, (n/2+1)*blk)
 	for pof := 1; pof < n; pof <<= 1 {
-		pack = pack[:0]
 		cnt := 0
 		for i := 0; i < n; i++ {
 			if i&pof != 0 {
-				pack = append(pack, tmp[i*blk:(i+1)*blk]...)
+				copy(pack[cnt*blk:(cnt+1)*blk], tmp[i*blk:(i+1)*blk])
 				cnt++
 			}
 		}
-		if err := p.sendrecv(pack, (p.rank+pof)%n, in[:cnt*blk], (p.rank-pof+n)%n, tagAlltoall); err != nil {
+		if err := p.sendrecv(pack[:cnt*blk], (p.rank+pof)%n, in[:cnt*blk], (p.rank-pof+n)%n, tagAlltoall); err != nil {
 			return err
 		}
 		j := 0
@@ -625,7 +627,7 @@ func (p p2p) chainScan(cb combiner, src, dst []byte, exclusive bool) error {
 	if !exclusive {
 		copy(dst, src)
 		if p.rank > 0 {
-			tmp := make([]byte, len(src))
+			tmp := p.st.scratch(scrRecv, len(src))
 			if err := p.recv(tmp, p.rank-1, tagScan); err != nil {
 				return err
 			}
@@ -642,7 +644,8 @@ func (p p2p) chainScan(cb combiner, src, dst []byte, exclusive bool) error {
 			return err
 		}
 		if p.rank < n-1 {
-			mine = append([]byte(nil), src...)
+			mine = p.st.scratch(scrAcc, len(src))
+			copy(mine, src)
 			cb.left(mine, dst)
 		}
 	}

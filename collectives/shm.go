@@ -74,41 +74,47 @@ type shmComm struct {
 }
 
 func newShmComm(n int) *shmComm {
-	return &shmComm{n: n, slots: make([]shmSlot, n), inline: make([][2]inlineSlot, n)}
+	s := &shmComm{n: n, slots: make([]shmSlot, n), inline: make([][2]inlineSlot, n)}
+	s.ev.waiters = make([]*queues.Waker, 0, n) // every member parked at once, without growing later
+	return s
 }
 
 // shmRank is a member's private bookkeeping (only its own goroutine touches it).
 type shmRank struct {
-	seq          uint64   // shared-memory operations started
-	phase        uint64   // barrier phases passed
-	acksExpected []uint64 // per slot: acknowledgements it will have received once the current reads are done
-	pref         []byte   // exscan: this rank's inclusive prefix
-	inlineSeq    uint64   // inline rounds done
-	a2aBlocks    uint64   // alltoall: blocks each member has received (and sent) so far
-	flags        []bool   // scratch flags (alltoall: peers done)
+	seq          uint64        // shared-memory operations started
+	phase        uint64        // barrier phases passed
+	acksExpected []uint64      // per slot: acknowledgements it will have received once the current reads are done
+	pref         []byte        // exscan: this rank's inclusive prefix
+	inlineSeq    uint64        // inline rounds done
+	a2aBlocks    uint64        // alltoall: blocks each member has received (and sent) so far
+	flags        []bool        // scratch flags (alltoall: peers done)
+	waker        *queues.Waker // what this member parks on (event.wait)
 }
 
-// event parks waiters until a notify.
+// event parks waiters until a notify. Each parked waiter registers its own queues.Waker, and a notify wakes them
+// all: parking allocates nothing (a channel closed to wake everybody could not be reused).
 type event struct {
-	parked atomic.Bool
-	mu     sync.Mutex
-	ch     chan struct{}
+	parked  atomic.Bool
+	mu      sync.Mutex
+	waiters []*queues.Waker // parked since the last notify; its memory is kept, grown to the most ever parked
 }
 
 func (e *event) notify() {
 	if e.parked.Load() {
 		e.mu.Lock()
-		if e.ch != nil {
-			close(e.ch)
-			e.ch = nil
+		for i, w := range e.waiters {
+			w.Wake()
+			e.waiters[i] = nil
 		}
+		e.waiters = e.waiters[:0]
 		e.parked.Store(false)
 		e.mu.Unlock()
 	}
 }
 
-// wait waits for cond per the policy; false means the job aborted.
-func (e *event) wait(cond func() bool, p *queues.Policy, abort <-chan struct{}) bool {
+// wait waits for cond per the policy, parking on w (the waiter's own); false means the job aborted. A wake-up
+// may be spurious (w may still hold one from an earlier wait): cond is checked again.
+func (e *event) wait(cond func() bool, w *queues.Waker, p *queues.Policy, abort <-chan struct{}) bool {
 	if p.SpinFor(cond) {
 		return true
 	}
@@ -119,14 +125,9 @@ func (e *event) wait(cond func() bool, p *queues.Policy, abort <-chan struct{}) 
 			e.mu.Unlock()
 			return true
 		}
-		if e.ch == nil {
-			e.ch = make(chan struct{})
-		}
-		ch := e.ch
+		e.waiters = append(e.waiters, w)
 		e.mu.Unlock()
-		select {
-		case <-ch:
-		case <-abort:
+		if !w.Park(abort) {
 			return cond()
 		}
 		if cond() {
@@ -152,7 +153,10 @@ func (o shmOp) aborted() error {
 }
 
 func (o shmOp) wait(cond func() bool) error {
-	if !o.s.ev.wait(cond, o.w.Policy(), o.w.AbortCh()) {
+	if o.me.waker == nil {
+		o.me.waker = queues.GetWaker() // kept: taking one from the pool at every wait would churn the pool
+	}
+	if !o.s.ev.wait(cond, o.me.waker, o.w.Policy(), o.w.AbortCh()) {
 		return o.aborted()
 	}
 	return nil
@@ -514,9 +518,11 @@ const (
 	stageLimit     = 4 << 10  // allreduce through staging copies (one barrier) up to this size
 )
 
-// combineInto computes, for bytes [lo, hi) of the vectors, srcs[0] op srcs[1] op ... op srcs[n-1] (rank order),
-// block by block through acc, and writes each block to every dst.
-func combineInto(k kernel, srcs func(i int) []byte, n int, lo, hi, sz int, acc []byte, base int, dsts func(yield func([]byte))) {
+// combineInto computes, for bytes [lo, hi) of the members' published srcs, src[0] op src[1] op ... op src[n-1]
+// (rank order), block by block through acc, and writes each block at its offset less base into dst, or, with dst
+// nil, into every member's published dst (starting with this member's).
+func (o shmOp) combineInto(k kernel, lo, hi, sz int, acc []byte, base int, dst []byte) {
+	n := o.s.n
 	bs := (reduceBlock / sz) * sz
 	if bs == 0 {
 		bs = sz
@@ -524,11 +530,17 @@ func combineInto(k kernel, srcs func(i int) []byte, n int, lo, hi, sz int, acc [
 	for a := lo; a < hi; a += bs {
 		b := min(a+bs, hi)
 		t := acc[:b-a]
-		copy(t, srcs(n - 1)[a:b])
+		copy(t, o.s.slots[n-1].src[a:b])
 		for i := n - 2; i >= 0; i-- {
-			k(t, srcs(i)[a:b])
+			k(t, o.s.slots[i].src[a:b])
 		}
-		dsts(func(d []byte) { copy(d[a-base:b-base], t) })
+		if dst != nil {
+			copy(dst[a-base:b-base], t)
+			continue
+		}
+		for j := 0; j < n; j++ {
+			copy(o.s.slots[(o.rank+j)%n].dst[a-base:b-base], t)
+		}
 	}
 }
 
@@ -598,9 +610,7 @@ func (o shmOp) Reduce(k kernel, src, dst []byte, sz, root int, st *commState) er
 	}
 	if err == nil {
 		if lo, hi := chunk(total, sz, n, o.rank, root); hi > lo {
-			rd := o.s.slots[root].dst
-			combineInto(k, func(i int) []byte { return o.s.slots[i].src }, n, lo, hi, sz, st.scratch(reduceBlock+sz),
-				0, func(yield func([]byte)) { yield(rd) })
+			o.combineInto(k, lo, hi, sz, st.scratch(scrShm, reduceBlock+sz), 0, o.s.slots[root].dst)
 		}
 	}
 	return firstErr(o.barrier(), err)
@@ -710,12 +720,7 @@ func (o shmOp) Allreduce(k kernel, src, dst []byte, sz int, st *commState) error
 	}
 	if err == nil {
 		if lo, hi := chunk(total, sz, n, o.rank, 0); hi > lo {
-			combineInto(k, func(i int) []byte { return o.s.slots[i].src }, n, lo, hi, sz, st.scratch(reduceBlock+sz),
-				0, func(yield func([]byte)) {
-					for j := range o.s.slots {
-						yield(o.s.slots[(o.rank+j)%n].dst)
-					}
-				})
+			o.combineInto(k, lo, hi, sz, st.scratch(scrShm, reduceBlock+sz), 0, nil)
 		}
 	}
 	return firstErr(o.barrier(), err)
@@ -725,7 +730,6 @@ func (o shmOp) Allreduce(k kernel, src, dst []byte, sz int, st *commState) error
 // is the member's dst), the others read a member's src until the last barrier, so the block is combined into
 // scratch memory and copied to the start of dst after it.
 func (o shmOp) ReduceScatter(k kernel, src, dst []byte, counts []int, sz int, inPlace bool, st *commState) error {
-	n := o.s.n
 	o.s.slots[o.rank].src = src
 	if err := o.barrier(); err != nil {
 		return err
@@ -744,13 +748,12 @@ func (o shmOp) ReduceScatter(k kernel, src, dst []byte, counts []int, sz int, in
 			err = errTrunc("reduce_scatter: %d bytes into a buffer of %d", hi-lo, len(dst))
 		} else if hi > lo {
 			acc := reduceBlock + sz
-			tmp := st.scratch(acc + hi - lo)
+			tmp := st.scratch(scrShm, acc+hi-lo)
 			out = dst[:hi-lo]
 			if inPlace {
 				out = tmp[acc:]
 			}
-			combineInto(k, func(i int) []byte { return o.s.slots[i].src }, n, lo, hi, sz, tmp[:acc],
-				lo, func(yield func([]byte)) { yield(out) })
+			o.combineInto(k, lo, hi, sz, tmp[:acc], lo, out)
 		}
 	}
 	err = firstErr(o.barrier(), err)

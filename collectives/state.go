@@ -29,7 +29,10 @@ type commState struct {
 
 	hier *hierComms // node-aware sub-communicators, made on first use
 
-	tmp []byte // scratch owned by this rank
+	// Scratch memory owned by this rank, reused from call to call (see scratch).
+	bufs [numScratch][]byte
+	ints [numIntScratch][]int
+	reqs []*ranks.Request
 }
 
 // States are found through a direct-mapped cache of atomic pointers (one load and a compare on the hot path), backed
@@ -122,12 +125,68 @@ func setLayout(c *ranks.Comm, nodeOf func(worldRank int) int) {
 	slotOf(k).Store(nil)
 }
 
-// scratch returns n bytes of this rank's scratch memory (valid until the next call).
-func (s *commState) scratch(n int) []byte {
-	if cap(s.tmp) < n {
-		s.tmp = make([]byte, n)
+// Scratch memory. The collectives run in tight loops, so what a call needs beyond the caller's buffers (copies,
+// receive buffers, request lists, counts) comes from memory this rank keeps in the communicator's state and reuses:
+// after the first calls of a given size, a call allocates nothing. A slot grows to the largest size asked of it (and
+// no larger) and is never shrunk; it dies with the communicator's state.
+//
+// One call may need several areas at once: an in-place alltoall's copy of its input and the algorithm's own
+// buffers, a reduction's accumulator and its receive buffer. So each role has a slot of its own (the list below
+// says which code takes which), and no function holding a slice of a slot calls, on the same state, anything that
+// takes that slot: algorithms and collectives that call one another use different slots, and the
+// sub-communicators of the node-aware algorithms have states, hence slots, of their own. A slice from a slot is
+// valid until the next request of the same slot: to hold two buffers of one role, take the sum of their sizes once
+// and cut it. Every member's use of a slot ends with the call: a buffer published to peers (shared memory) or
+// handed to a request is no longer read once the call has returned.
+type scratchSlot uint8
+
+const (
+	scrCall scratchSlot = iota // api.go only: a copy of the caller's input, or a whole vector the call hands on
+	scrAcc                     // an algorithm's accumulator: this rank's contribution, combined in place
+	scrRecv                    // message-based algorithms (p2p.go): what they receive or pack for sending
+	scrShm                     // shared-memory reductions (shm.go): the block being combined
+	scrHier                    // node-aware algorithms (hier.go): their buffers on the parent communicator
+	numScratch
+)
+
+// Integer scratch slots, same rules: counts and displacements.
+const (
+	intsCall = iota // api.go only
+	intsAlgo        // inside an algorithm
+	numIntScratch
+)
+
+// scratch returns n bytes of the slot's memory, contents undefined.
+func (s *commState) scratch(slot scratchSlot, n int) []byte {
+	if cap(s.bufs[slot]) < n {
+		s.bufs[slot] = make([]byte, n)
 	}
-	return s.tmp[:n]
+	return s.bufs[slot][:n]
+}
+
+// scratchInts returns n zeroed ints of the slot's memory.
+func (s *commState) scratchInts(slot, n int) []int {
+	if cap(s.ints[slot]) < n {
+		s.ints[slot] = make([]int, n)
+	}
+	b := s.ints[slot][:n]
+	clear(b)
+	return b
+}
+
+// reqList returns an empty list to append a call's nonblocking requests to; waitReqs waits for them and keeps the
+// list's memory for the next call. One list per communicator and call: the algorithms that start requests do not
+// call each other while theirs are in flight (those that run a phase on a sub-communicator use its list there).
+func (s *commState) reqList() []*ranks.Request {
+	return s.reqs[:0]
+}
+
+// waitReqs waits for every request of reqs (a list from reqList, appended to) and takes the list back.
+func (s *commState) waitReqs(reqs []*ranks.Request) error {
+	err := ranks.Waitall(reqs...)
+	clear(reqs) // the requests are done: let them go, and the buffers they received into
+	s.reqs = reqs[:0]
+	return err
 }
 
 func layoutHook(c *ranks.Comm) (func(int) int, bool) {

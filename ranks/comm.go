@@ -424,23 +424,41 @@ func (c *Comm) Irecv(buf any, source, tag int) (*Request, error) {
 	if err := c.checkSource(source, tag); err != nil {
 		return nil, err
 	}
-	if source == ProcNull {
-		r := c.r.completed(kindRecv)
-		r.setStatus(ProcNull, AnyTag, 0, 0)
-		return r, nil
-	}
-	rr := c.r.newReq(kindRecv)
 	v, prim := ViewOf(buf)
+	var target any
 	if !prim {
 		if err := checkTarget(buf); err != nil {
 			return nil, err
 		}
-		v = View{Type: TypeObject}
-		rr.target = buf
+		v, target = View{Type: TypeObject}, buf
 	}
+	return c.irecv(v, target, source, tag), nil
+}
+
+// IrecvBytes is Irecv into a byte slice, given as itself rather than boxed in an interface: Irecv's argument
+// escapes (an object receive keeps its target), so boxing a slice for it allocates. The collectives use this.
+func (c *Comm) IrecvBytes(b []byte, source, tag int) (*Request, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	if err := c.checkSource(source, tag); err != nil {
+		return nil, err
+	}
+	return c.irecv(sliceView(TypeByte, b), nil, source, tag), nil
+}
+
+// irecv posts a checked receive into v (an object receive decodes into target when it completes).
+func (c *Comm) irecv(v View, target any, source, tag int) *Request {
+	if source == ProcNull {
+		r := c.r.completed(kindRecv)
+		r.setStatus(ProcNull, AnyTag, 0, 0)
+		return r
+	}
+	rr := c.r.newReq(kindRecv)
+	rr.target = target
 	rr.setView(v)
 	c.postRecv(rr, source, tag)
-	return rr, nil
+	return rr
 }
 
 // postRecv matches rr against the unexpected queue or posts it.
