@@ -226,6 +226,12 @@ func checkTarget(target any) error {
 // target may have come through hide: it is only written through, synchronously.
 func decodeInto(target any, data []byte) error {
 	pt := reflect.TypeOf(target)
+	if err := checkEncoding(data); err != nil {
+		return fmt.Errorf("%w: decoding into %s: %v", ErrType, pt, err)
+	}
+	if err := checkExtMaps(data, pt.Elem()); err != nil {
+		return fmt.Errorf("%w: decoding into %s: %v", ErrType, pt, err)
+	}
 	fresh := reflect.New(pt.Elem())
 	if err := msgpack.Unmarshal(data, fresh.Interface()); err != nil {
 		return fmt.Errorf("%w: decoding into %s: %v", ErrType, pt, err)
