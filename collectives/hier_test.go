@@ -113,7 +113,8 @@ func TestTableParsing(t *testing.T) {
 	if !rules[0].matches("allreduce", selCtx{np: 4, bytes: 100}) || rules[0].matches("allreduce", selCtx{local: true, np: 4}) {
 		t.Errorf("matching")
 	}
-	for _, bad := range []string{"allreduce * * * nope", "nope * * * ring", "allreduce x * * ring", "allreduce * a-b * ring", "allreduce * *"} {
+	for _, bad := range []string{"allreduce * * * nope", "nope * * * ring", "allreduce x * * ring", "allreduce * a-b * ring", "allreduce * *",
+		"allreduce * 8-2 * ring", "allreduce * * 9999999999999999G ring", "allreduce * * -1 ring"} {
 		if _, err := parseTable(bad, "bad"); err == nil {
 			t.Errorf("%q parsed", bad)
 		}

@@ -198,6 +198,9 @@ func parseRange(f string, size bool) (int, int, error) {
 			return 0, 0, err
 		}
 	}
+	if a > b {
+		return 0, 0, fmt.Errorf("empty range %q", f)
+	}
 	return a, b, nil
 }
 
@@ -214,7 +217,7 @@ func parseNum(s string, size bool) (int, error) {
 		}
 	}
 	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 {
+	if err != nil || n < 0 || n > unbounded/mult {
 		return 0, fmt.Errorf("bad number %q", s)
 	}
 	return n * mult, nil
