@@ -284,6 +284,13 @@ func TestRequestLayout(t *testing.T) {
 		}
 	}
 	layoutSink = nil
+	// Requests carved from a rank's chunks (nonblocking calls) are aligned too.
+	rk := world(t, 1).Comm(0).r
+	for range 3 * reqChunkLen {
+		if p := uintptr(unsafe.Pointer(rk.newReq(kindRecv))); p%64 != 0 {
+			t.Fatalf("a chunk's request at %#x is not 64-byte aligned", p)
+		}
+	}
 }
 
 // TestRankLayout: a sender's read-mostly line (the slot pointer) and the lock line are separate lines, and ranks
