@@ -291,6 +291,9 @@ func TestRequestLayout(t *testing.T) {
 			t.Fatalf("a chunk's request at %#x is not 64-byte aligned", p)
 		}
 	}
+	if !chunksAligned.Load() {
+		t.Fatal("reqChunk's padding no longer puts its requests on a line: they are being allocated one by one")
+	}
 }
 
 // TestRankLayout: a sender's read-mostly line (the slot pointer) and the lock line are separate lines, and ranks

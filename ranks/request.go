@@ -119,21 +119,32 @@ func itemRequest(it *queues.Item) *Request {
 	return (*Request)(unsafe.Add(unsafe.Pointer(it), -int(unsafe.Offsetof(Request{}.item))))
 }
 
-// reqChunkLen is how many requests a rank allocates at once for its nonblocking calls: a chunk is 15 requests
-// and a counter, which fills the allocator's 4096-byte size class (so every request in it stays 64-byte aligned).
+// reqChunkLen is how many requests a rank allocates at once for its nonblocking calls.
 const reqChunkLen = 15
 
-// reqChunk is a block of requests that a rank hands out one at a time (see newReq).
+// reqChunk is a block of requests that a rank hands out one at a time (see newReq). It lands in the allocator's
+// 4096-byte size class, whose objects start on a page. But an object that holds pointers and is over 512 bytes
+// starts with the allocator's 8-byte type header, so pad makes up the rest of a line and the requests start on
+// one: each request's first 64 bytes must be one cache line. newReq checks it (a runtime that lays objects out
+// differently gets requests allocated one by one instead).
 type reqChunk struct {
+	_    [chunkPad]byte
 	reqs [reqChunkLen]Request
 	used atomic.Int32
 }
+
+const chunkPad = 64 - 8
+
+// chunksAligned is cleared if a chunk's requests ever turn out not to start on a line.
+var chunksAligned atomic.Bool
+
+func init() { chunksAligned.Store(true) }
 
 // newReq returns a new request of rank rk for a nonblocking call. Requests are carved from per-rank chunks: one
 // allocation per reqChunkLen calls instead of one per call, and, like the pooled ones, they never move between
 // ranks. A chunk lives as long as any of its requests is referenced.
 func (rk *Rank) newReq(kind reqKind) *Request {
-	for {
+	for chunksAligned.Load() {
 		ch := rk.chunk.Load()
 		if ch != nil {
 			if i := ch.used.Add(1) - 1; i < reqChunkLen {
@@ -142,8 +153,14 @@ func (rk *Rank) newReq(kind reqKind) *Request {
 				return r
 			}
 		}
-		rk.chunk.CompareAndSwap(ch, new(reqChunk))
+		nc := new(reqChunk)
+		if uintptr(unsafe.Pointer(&nc.reqs[0]))%64 != 0 {
+			chunksAligned.Store(false)
+			break
+		}
+		rk.chunk.CompareAndSwap(ch, nc)
 	}
+	return &Request{w: rk.w, kind: kind} // 256 bytes, no header: aligned (TestRequestLayout)
 }
 
 // maxFree bounds a rank's list of recycled requests beyond the spare: as many as its goroutines block in
