@@ -272,17 +272,6 @@ func allgathervBytes(c *ranks.Comm, all []byte, counts, displs []int) error {
 	return newP2P(c, st).ringAllgatherv(all, counts, displs, 1, 0)
 }
 
-// nodeMajor returns the byte counts and displacements of each node's share of n blocks of blk bytes laid out node
-// by node (members in order within a node): the layout of the leaders' phase of gather and scatter.
-func (h *hierComms) nodeMajor(blk int) (counts, displs []int) {
-	m := len(h.members)
-	counts, displs = make([]int, m), make([]int, m)
-	for b := range h.members {
-		counts[b], displs[b] = len(h.members[b])*blk, h.start[b]*blk
-	}
-	return counts, displs
-}
-
 // permute moves blocks between rank order (rank r at r*blk) and node-major order; toRank says which way.
 func (h *hierComms) permute(dst, src []byte, blk int, toRank bool) {
 	for b, ms := range h.members {
