@@ -6,7 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"gompj"
+	"github.com/gompj/gompj"
 )
 
 // BenchmarkLatency0B is osu_latency's 0-byte case: one op is one half round trip between two ranks.

@@ -1,6 +1,6 @@
 package gompj
 
-import "gompj/collectives"
+import "github.com/gompj/gompj/collectives"
 
 // Op is a reduction operation: one of the predefined ones, or made by NewOp.
 type Op = collectives.Op

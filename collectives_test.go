@@ -7,9 +7,9 @@ import (
 	"slices"
 	"testing"
 
-	. "gompj"
-	"gompj/collectives"
-	"gompj/internal/harness"
+	. "github.com/gompj/gompj"
+	"github.com/gompj/gompj/collectives"
+	"github.com/gompj/gompj/internal/harness"
 )
 
 // runN runs body on np ranks in the harness's three modes: one node, several node processes, one rank per

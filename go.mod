@@ -1,6 +1,6 @@
-module gompj
+module github.com/gompj/gompj
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/vmihailenco/msgpack/v5 v5.4.1

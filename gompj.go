@@ -3,8 +3,8 @@ package gompj
 import (
 	"time"
 
-	"gompj/node"
-	"gompj/ranks"
+	"github.com/gompj/gompj/node"
+	"github.com/gompj/gompj/ranks"
 )
 
 // Config configures a job run with RunWith; zero fields take defaults (see node.Config).

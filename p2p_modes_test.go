@@ -7,8 +7,8 @@ import (
 	"reflect"
 	"testing"
 
-	"gompj"
-	"gompj/internal/harness"
+	"github.com/gompj/gompj"
+	"github.com/gompj/gompj/internal/harness"
 )
 
 // The point-to-point suite in the three modes of internal/harness: one node of goroutine ranks, 3 node processes

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"gompj"
+	"github.com/gompj/gompj"
 )
 
 func run(t *testing.T, np int, body func(c *gompj.Comm) error) {

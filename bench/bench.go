@@ -9,7 +9,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"gompj"
+	"github.com/gompj/gompj"
 )
 
 // Options are the knobs every benchmark understands.

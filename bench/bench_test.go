@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"gompj"
+	"github.com/gompj/gompj"
 )
 
 func TestPointToPointBenchmarksPrintOSUFormat(t *testing.T) {

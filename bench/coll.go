@@ -1,7 +1,7 @@
 package bench
 
 import (
-	"gompj"
+	"github.com/gompj/gompj"
 )
 
 // OSU-style collective benchmarks (osu_barrier, osu_bcast, osu_reduce, osu_allreduce, osu_gather, osu_scatter,

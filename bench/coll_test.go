@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"gompj"
+	"github.com/gompj/gompj"
 )
 
 func TestCollectiveBenchmarksPrintOSUFormat(t *testing.T) {

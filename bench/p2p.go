@@ -1,7 +1,7 @@
 package bench
 
 import (
-	"gompj"
+	"github.com/gompj/gompj"
 )
 
 func init() {

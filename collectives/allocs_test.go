@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"gompj/node"
-	"gompj/ranks"
+	"github.com/gompj/gompj/node"
+	"github.com/gompj/gompj/ranks"
 )
 
 // Steady-state allocations of the blocking collectives: every collective, with every algorithm it can be forced
@@ -219,7 +219,7 @@ func profileSites(sites map[string]int64) {
 				f, more := frames.Next()
 				if !strings.HasPrefix(f.Function, "runtime.") {
 					site = fmt.Sprintf("%s %s:%d", f.Function, filepath.Base(f.File), f.Line)
-					if strings.HasPrefix(f.Function, "gompj/collectives.") && !strings.HasSuffix(f.File, "_test.go") {
+					if strings.HasPrefix(f.Function, "github.com/gompj/gompj/collectives.") && !strings.HasSuffix(f.File, "_test.go") {
 						site = "+" + site
 					}
 					break

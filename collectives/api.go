@@ -3,7 +3,7 @@ package collectives
 import (
 	"fmt"
 
-	"gompj/ranks"
+	"github.com/gompj/gompj/ranks"
 )
 
 // The blocking collectives. Each checks its arguments on the calling rank, picks an algorithm (table.go) and runs

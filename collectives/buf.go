@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"unsafe"
 
-	"gompj/ranks"
+	"github.com/gompj/gompj/ranks"
 )
 
 // kind is a buffer's element type: a ranks.Type for primitives, or a Loc pair.

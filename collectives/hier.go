@@ -1,7 +1,7 @@
 package collectives
 
 import (
-	"gompj/ranks"
+	"github.com/gompj/gompj/ranks"
 )
 
 // Node-aware collectives: a shared-memory phase inside each node, an inter-node phase among one leader per node

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"gompj/node"
-	"gompj/ranks"
+	"github.com/gompj/gompj/node"
+	"github.com/gompj/gompj/ranks"
 )
 
 // The node-aware algorithms run in one process with a faked rank-to-node layout: ranks are dealt to nodes round

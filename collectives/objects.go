@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"reflect"
 
-	"gompj/ranks"
+	"github.com/gompj/gompj/ranks"
 )
 
 // Collectives of objects: values that are not primitive slices travel msgpack-encoded, one message per value, by

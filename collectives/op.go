@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"unsafe"
 
-	"gompj/ranks"
+	"github.com/gompj/gompj/ranks"
 )
 
 // Loc is a value and the index (usually a rank) it came from: the element of MaxLoc and MinLoc reductions

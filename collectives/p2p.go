@@ -1,7 +1,7 @@
 package collectives
 
 import (
-	"gompj/ranks"
+	"github.com/gompj/gompj/ranks"
 )
 
 // Message-based algorithms, over the communicator's collective context. Blocks travel as bytes.

@@ -5,8 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"gompj/queues"
-	"gompj/ranks"
+	"github.com/gompj/gompj/queues"
+	"github.com/gompj/gompj/ranks"
 )
 
 // Shared-memory collectives for a communicator whose members all live on this node.

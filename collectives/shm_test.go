@@ -4,8 +4,8 @@ import (
 	"math/rand"
 	"testing"
 
-	"gompj/node"
-	"gompj/ranks"
+	"github.com/gompj/gompj/node"
+	"github.com/gompj/gompj/ranks"
 )
 
 // The shared-memory alltoall lets either end copy a block, and members run ahead into the next call while others

@@ -7,7 +7,7 @@ import (
 	"unsafe"
 	"weak"
 
-	"gompj/ranks"
+	"github.com/gompj/gompj/ranks"
 )
 
 // commState is what one rank keeps about one communicator between collective calls: its layout, its share of the
@@ -111,7 +111,7 @@ func newState(c *ranks.Comm) *commState {
 		return s
 	}
 	n := s.size
-	s.shm = w.Shared(c, "gompj/collectives.shm", func() any { return newShmComm(n) }).(*shmComm)
+	s.shm = w.Shared(c, "github.com/gompj/gompj/collectives.shm", func() any { return newShmComm(n) }).(*shmComm)
 	s.me = &shmRank{acksExpected: make([]uint64, n)}
 	return s
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"sync"
 
-	"gompj/ranks"
+	"github.com/gompj/gompj/ranks"
 )
 
 // The selection table. Each rule reads

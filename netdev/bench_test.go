@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"gompj/device"
+	"github.com/gompj/gompj/device"
 )
 
 // BenchmarkPingPong0B: an empty eager message bounces between two devices in this process over loopback; each

@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"gompj/device"
+	"github.com/gompj/gompj/device"
 )
 
 // coalesceSize is the size of the buffers queued small frames are packed into.

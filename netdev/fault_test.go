@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"gompj/device"
-	"gompj/netdev/auth"
+	"github.com/gompj/gompj/device"
+	"github.com/gompj/gompj/netdev/auth"
 )
 
 func TestMain(m *testing.M) {

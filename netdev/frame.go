@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"gompj/device"
+	"github.com/gompj/gompj/device"
 )
 
 // HeaderSize is the size of every frame header on the wire. The byte layout is in doc.go.

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"gompj/device"
+	"github.com/gompj/gompj/device"
 )
 
 func fuzzLimits() *limits {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"gompj/device"
+	"github.com/gompj/gompj/device"
 )
 
 var testSecret = []byte("0123456789abcdef-test-secret-xyz")

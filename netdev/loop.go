@@ -9,8 +9,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"gompj/device"
-	"gompj/netdev/auth"
+	"github.com/gompj/gompj/device"
+	"github.com/gompj/gompj/netdev/auth"
 )
 
 // readBudget bounds the bytes read from one connection per turn, so that one busy peer cannot starve the others.

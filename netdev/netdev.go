@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"gompj/device"
-	"gompj/netdev/auth"
+	"github.com/gompj/gompj/device"
+	"github.com/gompj/gompj/netdev/auth"
 )
 
 // Purpose is the handshake label of node-to-node connections (see package auth).

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"gompj/device"
+	"github.com/gompj/gompj/device"
 )
 
 const waitLong = 10 * time.Second

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"gompj/device"
+	"github.com/gompj/gompj/device"
 )
 
 var _ device.Poller = (*Device)(nil)

@@ -4,7 +4,7 @@ import (
 	"math/bits"
 	"sync"
 
-	"gompj/device"
+	"github.com/gompj/gompj/device"
 )
 
 // Buffers come in power-of-two size classes from 64 B up; a class's pool recycles whole objects so that the steady

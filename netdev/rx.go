@@ -3,7 +3,7 @@ package netdev
 import (
 	"fmt"
 
-	"gompj/device"
+	"github.com/gompj/gompj/device"
 )
 
 // readBufSize is each connection's read buffer: headers and small payloads are read through it in batches.

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"gompj/ranks"
+	"github.com/gompj/gompj/ranks"
 )
 
 // ErrNodeLost is wrapped by a *RemoteError about a node process that died or whose connection failed.

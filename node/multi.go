@@ -11,11 +11,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"gompj/device"
-	"gompj/netdev"
-	"gompj/netdev/auth"
-	"gompj/node/bootstrap"
-	"gompj/ranks"
+	"github.com/gompj/gompj/device"
+	"github.com/gompj/gompj/netdev"
+	"github.com/gompj/gompj/netdev/auth"
+	"github.com/gompj/gompj/node/bootstrap"
+	"github.com/gompj/gompj/ranks"
 )
 
 // Grace periods of an aborted multi-node job: how long the local ranks get to notice the abort (a rank busy in

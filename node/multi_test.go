@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"gompj/node/bootstrap"
-	"gompj/ranks"
+	"github.com/gompj/gompj/node/bootstrap"
+	"github.com/gompj/gompj/ranks"
 )
 
 var testSecret = []byte("node-test-secret-0123456789abcdef")

@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"gompj/queues"
-	"gompj/ranks"
+	"github.com/gompj/gompj/queues"
+	"github.com/gompj/gompj/ranks"
 )
 
 // Body is the SPMD function every rank runs.

@@ -5,7 +5,7 @@ import (
 	"math"
 	"slices"
 
-	"gompj"
+	"github.com/gompj/gompj"
 )
 
 // CG: estimate the smallest eigenvalue of a random sparse symmetric matrix by

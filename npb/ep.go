@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"gompj"
+	"github.com/gompj/gompj"
 )
 
 // EP: generate pairs of uniform deviates, turn the ones inside the unit

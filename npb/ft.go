@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"gompj"
+	"github.com/gompj/gompj"
 )
 
 // FT: solve a 3-D diffusion equation spectrally: forward 3-D FFT of random

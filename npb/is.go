@@ -3,7 +3,7 @@ package npb
 import (
 	"fmt"
 
-	"gompj"
+	"github.com/gompj/gompj"
 )
 
 // IS: rank 2^n integer keys with a bucket sort. Each rank generates its share

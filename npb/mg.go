@@ -5,7 +5,7 @@ import (
 	"math"
 	"sort"
 
-	"gompj"
+	"github.com/gompj/gompj"
 )
 
 // MG: four (class S, W, A) or twenty (B, C) V-cycles of a multigrid solver

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"testing"
 
-	"gompj"
-	"gompj/internal/harness"
+	"github.com/gompj/gompj"
+	"github.com/gompj/gompj/internal/harness"
 )
 
 // verifyBody runs kernel at class S and fails the rank unless it verified and the ranks are placed as want says.

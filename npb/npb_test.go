@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"gompj"
+	"github.com/gompj/gompj"
 )
 
 // runKernel runs kernel at class on np goroutine ranks and returns rank 0's

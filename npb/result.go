@@ -7,7 +7,7 @@ import (
 	"math"
 	"strings"
 
-	"gompj"
+	"github.com/gompj/gompj"
 )
 
 // Result is what a kernel reports. Every rank of the run gets the same

@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"gompj/device"
-	"gompj/queues"
+	"github.com/gompj/gompj/device"
+	"github.com/gompj/gompj/queues"
 )
 
 // Wildcards and special ranks.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"gompj/queues"
+	"github.com/gompj/gompj/queues"
 )
 
 func world(t *testing.T, np int) *World {

@@ -3,8 +3,8 @@ package ranks
 import (
 	"fmt"
 
-	"gompj/device"
-	"gompj/queues"
+	"github.com/gompj/gompj/device"
+	"github.com/gompj/gompj/queues"
 )
 
 // Hooks are what a World forwards from its device that is not rank traffic.

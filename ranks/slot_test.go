@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"gompj/queues"
+	"github.com/gompj/gompj/queues"
 )
 
 // TestSlotStress drives the lock-free slot from every side at once: several goroutines per rank post blocking and

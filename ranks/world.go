@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"gompj/device"
-	"gompj/queues"
+	"github.com/gompj/gompj/device"
+	"github.com/gompj/gompj/queues"
 )
 
 // Options configure a World.

@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"strings"
 
-	"gompj"
-	"gompj/bench"
-	"gompj/node"
+	"github.com/gompj/gompj"
+	"github.com/gompj/gompj/bench"
+	"github.com/gompj/gompj/node"
 )
 
 func init() {

@@ -5,7 +5,7 @@ import (
 	"io"
 	"os"
 
-	"gompj/node"
+	"github.com/gompj/gompj/node"
 )
 
 func init() {

@@ -7,8 +7,8 @@ import (
 	"runtime"
 	"strings"
 
-	"gompj/bench"
-	"gompj/node"
+	"github.com/gompj/gompj/bench"
+	"github.com/gompj/gompj/node"
 )
 
 // collectiveTable, when set, returns the collective algorithm table printed by `gompj info`. A file

@@ -1,6 +1,6 @@
 package main
 
-import "gompj/collectives"
+import "github.com/gompj/gompj/collectives"
 
 // The collective algorithm table printed by `gompj info`.
 func init() { collectiveTable = collectives.Describe }

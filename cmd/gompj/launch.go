@@ -17,8 +17,8 @@ import (
 	"syscall"
 	"time"
 
-	"gompj/node"
-	"gompj/node/bootstrap"
+	"github.com/gompj/gompj/node"
+	"github.com/gompj/gompj/node/bootstrap"
 )
 
 // launch is one job started by the launcher: np ranks on one node (this process's child), on nodes local node

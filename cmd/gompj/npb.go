@@ -9,10 +9,10 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"gompj"
-	"gompj/node"
-	"gompj/npb"
-	"gompj/npb/sweep"
+	"github.com/gompj/gompj"
+	"github.com/gompj/gompj/node"
+	"github.com/gompj/gompj/npb"
+	"github.com/gompj/gompj/npb/sweep"
 )
 
 func init() {

@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"gompj/npb"
-	"gompj/npb/sweep"
+	"github.com/gompj/gompj/npb"
+	"github.com/gompj/gompj/npb/sweep"
 )
 
 type sweepOpts struct {

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"gompj"
-	"gompj/npb"
-	"gompj/npb/sweep"
+	"github.com/gompj/gompj"
+	"github.com/gompj/gompj/npb"
+	"github.com/gompj/gompj/npb/sweep"
 )
 
 func TestNPBVerifiedRun(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"gompj/node"
+	"github.com/gompj/gompj/node"
 )
 
 func init() {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"gompj"
+	"github.com/gompj/gompj"
 )
 
 func main() {

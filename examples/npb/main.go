@@ -14,8 +14,8 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"gompj"
-	"gompj/npb"
+	"github.com/gompj/gompj"
+	"github.com/gompj/gompj/npb"
 )
 
 func main() {

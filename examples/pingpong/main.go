@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 
-	"gompj"
+	"github.com/gompj/gompj"
 )
 
 func main() {

@@ -7,7 +7,7 @@ import (
 	"os"
 	"strconv"
 
-	"gompj"
+	"github.com/gompj/gompj"
 )
 
 func main() {

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"gompj"
-	"gompj/node"
-	"gompj/node/bootstrap"
+	"github.com/gompj/gompj"
+	"github.com/gompj/gompj/node"
+	"github.com/gompj/gompj/node/bootstrap"
 )
 
 // Environment of a node process started by the harness.

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"gompj"
-	"gompj/internal/harness"
+	"github.com/gompj/gompj"
+	"github.com/gompj/gompj/internal/harness"
 )
 
 func TestHarnessModes(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"gompj/netdev/auth"
+	"github.com/gompj/gompj/netdev/auth"
 )
 
 var secret = []byte("bootstrap-test-secret-0123456789")

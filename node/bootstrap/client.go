@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"gompj/netdev/auth"
+	"github.com/gompj/gompj/netdev/auth"
 )
 
 // ErrAborted is wrapped by *AbortError.

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"gompj/netdev/auth"
+	"github.com/gompj/gompj/netdev/auth"
 )
 
 // Defaults for zero Config values.

@@ -14,7 +14,7 @@ import (
 	"strconv"
 	"strings"
 
-	"gompj/npb"
+	"github.com/gompj/gompj/npb"
 )
 
 // Columns are the CSV columns of a Row, in the order WriteCSV writes them.

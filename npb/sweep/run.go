@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"gompj/npb"
+	"github.com/gompj/gompj/npb"
 )
 
 // Mode is where the ranks of a run go.

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"testing"
 
-	"gompj/npb"
+	"github.com/gompj/gompj/npb"
 )
 
 func sameFloat(a, b float64) bool { return a == b || math.IsNaN(a) && math.IsNaN(b) }

@@ -15,8 +15,8 @@ import (
 	"os"
 	"strconv"
 
-	"gompj"
-	"gompj/node"
+	"github.com/gompj/gompj"
+	"github.com/gompj/gompj/node"
 )
 
 func main() {
