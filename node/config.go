@@ -66,6 +66,12 @@ type Config struct {
 	// UnexpectedLimit bounds the unexpected eager bytes a node holds from the network, split over its peers
 	// (GOMPJ_UNEXPECTED_LIMIT; default 64 MiB).
 	UnexpectedLimit int64
+	// Dev is the device between node processes on different hosts: "tcp" (netdev) or "rdma" (libfabric, in a
+	// build with -tags ofi) (GOMPJ_DEV, `gompj run -dev`; default tcp).
+	Dev string
+	// NoHostSHM routes node processes on the same host through Dev too, instead of shared memory
+	// (GOMPJ_HOST_SHM=0; default: same-host peers share memory).
+	NoHostSHM bool
 
 	// sources records where fields came from ("env", "slurm"), by variable name, for `gompj info`.
 	sources map[string]string
@@ -93,6 +99,8 @@ var Variables = [][2]string{
 	{"GOMPJ_BUSY_POLL", "how long the network progress loop polls before sleeping, a Go duration; 0 disables (default 50us)"},
 	{"GOMPJ_TIMEOUT", "bootstrap timeout (registration, connections, start barrier), a Go duration (default 30s)"},
 	{"GOMPJ_UNEXPECTED_LIMIT", "unexpected eager bytes a node holds from the network before senders switch to rendezvous (default 67108864)"},
+	{"GOMPJ_DEV", "device between node processes on different hosts: tcp or rdma (libfabric; needs a build with -tags ofi) (default tcp)"},
+	{"GOMPJ_HOST_SHM", "0: node processes on the same host talk through GOMPJ_DEV instead of shared memory (default 1)"},
 	{"GOMPJ_PORT", "Slurm: the coordinator's port (default derived from SLURM_JOB_ID and SLURM_STEP_ID, 12000-29999)"},
 	{"GOMPJ_NO_SLURM", "1 ignores the SLURM_* variables"},
 	{"GOMPJ_COLL_TABLE", "file of collective selection rules tried before the built-in table, one a line: " +
@@ -159,6 +167,21 @@ func (e *envReader) bool(name string, dst *bool) {
 			return
 		}
 		*dst = b
+	}
+}
+
+// off reads a boolean that is on by default: false sets *dst (a "No..." field).
+func (e *envReader) off(name string, dst *bool) {
+	if *dst {
+		return
+	}
+	if v, ok := e.lookup(name); ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			e.err = fmt.Errorf("gompj: %s=%q is not a boolean", name, v)
+			return
+		}
+		*dst = !b
 	}
 }
 
@@ -234,6 +257,8 @@ func FromEnv(c Config) (Config, error) {
 	e.duration("GOMPJ_BUSY_POLL", &c.BusyPoll, true)
 	e.duration("GOMPJ_TIMEOUT", &c.Timeout, false)
 	e.int64("GOMPJ_UNEXPECTED_LIMIT", &c.UnexpectedLimit)
+	e.string("GOMPJ_DEV", &c.Dev)
+	e.off("GOMPJ_HOST_SHM", &c.NoHostSHM)
 	if e.err != nil {
 		return c, e.err
 	}
@@ -271,6 +296,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
+	}
+	if c.Dev == "" {
+		c.Dev = DevTCP
+	}
+	if c.Dev != DevTCP && c.Dev != DevRDMA {
+		return c, fmt.Errorf("gompj: unknown device %q (GOMPJ_DEV, -dev: tcp or rdma)", c.Dev)
 	}
 	if c.Nodes > 1 && c.NodeID >= c.Nodes {
 		return c, fmt.Errorf("gompj: node id %d outside [0,%d)", c.NodeID, c.Nodes)
@@ -334,6 +365,8 @@ func Effective() ([]Setting, error) {
 		{"GOMPJ_BUSY_POLL", dur(d.BusyPoll, "50us"), ""},
 		{"GOMPJ_TIMEOUT", d.Timeout.String(), ""},
 		{"GOMPJ_UNEXPECTED_LIMIT", map[bool]string{true: strconv.FormatInt(d.UnexpectedLimit, 10), false: "67108864"}[d.UnexpectedLimit > 0], ""},
+		{"GOMPJ_DEV", d.Dev, ""},
+		{"GOMPJ_HOST_SHM", strconv.FormatBool(!d.NoHostSHM), ""},
 	}
 	for i := range vals {
 		vals[i].Source = c.Source(vals[i].Variable)

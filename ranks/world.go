@@ -20,6 +20,7 @@ type Options struct {
 	NetSpin    time.Duration // how long a wait that may complete through the device spins (0: Policy.Spin)
 	Device     device.Device // the node's network device; nil for a one-node job
 	NodeOf     func(rank int) int
+	Routes     string // which device serves which peer nodes, as node describes it (informational)
 }
 
 // World is one node process's share of a job.
@@ -40,7 +41,8 @@ type World struct {
 	aborted   atomic.Bool
 	abortErr  error
 
-	hooks Hooks
+	hooks  Hooks
+	routes string
 
 	sharedMu sync.Mutex
 	shared   map[sharedKey]any
@@ -97,7 +99,7 @@ func NewWorld(o Options) (*World, error) {
 		return nil, fmt.Errorf("%w: ranks outside this node but no network device", ErrArg)
 	}
 	w := &World{size: o.Size, lo: o.Lo, hi: o.Hi, dev: o.Device, nodeOf: o.NodeOf, eager: o.EagerLimit,
-		policy: o.Policy, abortCh: make(chan struct{})}
+		policy: o.Policy, abortCh: make(chan struct{}), routes: o.Routes}
 	w.netPolicy = w.policy
 	if p, ok := o.Device.(device.Poller); ok {
 		w.netPolicy = w.policy.Driven(p)
@@ -139,6 +141,9 @@ func (w *World) NodeOf(rank int) int { return w.nodeOf(rank) }
 
 // Device returns the node's network device (nil in a one-node job).
 func (w *World) Device() device.Device { return w.dev }
+
+// Routes says which device serves which peer nodes ("" in a one-node job).
+func (w *World) Routes() string { return w.routes }
 
 // Policy returns how ranks wait.
 func (w *World) Policy() *queues.Policy { return &w.policy }

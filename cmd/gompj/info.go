@@ -27,16 +27,13 @@ func init() {
 func infoCmd(args []string) int {
 	w := os.Stdout
 	fmt.Fprintf(w, "gompj %s (%s, %s/%s, %d CPUs)\n\n", Version, runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
-	fmt.Fprintln(w, "devices:")
-	fmt.Fprintln(w, "  shm   intra-node: ranks of a node exchange through their queues   built")
-	fmt.Fprintln(w, "  tcp   inter-node: netdev, epoll TCP, one per node process           built (-dev tcp)")
-	fmt.Fprintln(w, "  rdma  inter-node: verbs-style device                                 not built")
-	fmt.Fprintln(w, "\nconfiguration:")
 	settings, err := node.Effective()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "gompj info: %v\n", err)
 		return 1
 	}
+	printDevices(w, settings)
+	fmt.Fprintln(w, "\nconfiguration:")
 	for _, s := range settings {
 		fmt.Fprintf(w, "  %-24s %-40s %s\n", s.Variable, s.Value, s.Source)
 	}
@@ -45,4 +42,41 @@ func infoCmd(args []string) int {
 		fmt.Fprintf(w, "\ncollective algorithms:\n%s\n", collectiveTable())
 	}
 	return 0
+}
+
+// printDevices lists the devices of this build and says which serves which peers.
+func printDevices(w io.Writer, settings []node.Setting) {
+	get := func(v string) string {
+		for _, s := range settings {
+			if s.Variable == v {
+				return s.Value
+			}
+		}
+		return ""
+	}
+	fmt.Fprintln(w, "devices:")
+	fmt.Fprintf(w, "  %-6s %-72s %s\n", "local", "ranks of one node process: each other's queues, in the process's memory", "built")
+	for _, d := range node.Devices() {
+		state := "built"
+		if !d.Built {
+			state = d.Why
+		}
+		fmt.Fprintf(w, "  %-6s %-72s %s\n", d.Name, d.Summary, state)
+	}
+	inter := get("GOMPJ_DEV")
+	host := "shm"
+	shmBuilt := false
+	for _, d := range node.Devices() {
+		shmBuilt = shmBuilt || d.Name == node.DevSHM && d.Built
+	}
+	switch {
+	case !shmBuilt:
+		host = inter + " (no shared-memory device in this build)"
+	case get("GOMPJ_HOST_SHM") == "false":
+		host = inter + " (GOMPJ_HOST_SHM=0)"
+	}
+	if err := node.CheckDevice(inter); err != nil {
+		inter += " (" + err.Error() + ")"
+	}
+	fmt.Fprintf(w, "\nroutes: a peer node process on this host: %s; on another host: %s (GOMPJ_DEV, -dev)\n", host, inter)
 }

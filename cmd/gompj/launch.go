@@ -25,6 +25,7 @@ import (
 // processes, or on node processes started over ssh on hosts.
 type launch struct {
 	np, nodes, rpn int
+	dev            string   // the device between hosts (GOMPJ_DEV of every node process)
 	hosts          []string // ssh targets, one node process each; empty: local processes
 	prefix         string   // "", "ranks" or "node": what each forwarded output line starts with
 	ssh            []string // the ssh command (default "ssh")
@@ -52,7 +53,7 @@ func jobEnv(extra ...string) []string {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
 		case "GOMPJ_NP", "GOMPJ_NODES", "GOMPJ_NODE_ID", "GOMPJ_RANKS_PER_NODE", "GOMPJ_COORDINATOR",
-			"GOMPJ_COORDINATOR_SERVE", "GOMPJ_SECRET", "GOMPJ_SECRET_STDIN":
+			"GOMPJ_COORDINATOR_SERVE", "GOMPJ_SECRET", "GOMPJ_SECRET_STDIN", "GOMPJ_DEV":
 			continue
 		}
 		env = append(env, kv)
@@ -170,6 +171,9 @@ func (l *launch) runMulti() int {
 		ids := []string{
 			"GOMPJ_NP=" + strconv.Itoa(l.np), "GOMPJ_NODES=" + strconv.Itoa(l.nodes), "GOMPJ_NODE_ID=" + strconv.Itoa(i),
 			"GOMPJ_COORDINATOR=" + co.Addr(), "GOMPJ_TIMEOUT=" + l.timeout.String(),
+		}
+		if l.dev != "" {
+			ids = append(ids, "GOMPJ_DEV="+l.dev)
 		}
 		if l.rpn > 0 {
 			ids = append(ids, "GOMPJ_RANKS_PER_NODE="+strconv.Itoa(l.rpn))

@@ -263,7 +263,7 @@ func TestInfoAndHelp(t *testing.T) {
 			t.Errorf("help run does not document %s", f)
 		}
 	}
-	if r := runGompj(t, nil, "run", "-np", "2", "-dev", "rdma", bin.hello); r.code != 2 || !strings.Contains(r.stderr, "not built") {
+	if r := runGompj(t, nil, "run", "-np", "2", "-dev", "rdma", bin.hello); r.code != 2 || !strings.Contains(r.stderr, "built without ofi: rebuild with -tags ofi") {
 		t.Errorf("-dev rdma: exit %d %s", r.code, r.stderr)
 	}
 }
