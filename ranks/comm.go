@@ -461,12 +461,12 @@ func (c *Comm) irecv(v View, target any, source, tag int) *Request {
 	return rr
 }
 
-// postRecv matches rr against the unexpected queue or posts it.
 // remoteSource reports whether a message from source (a rank of c, or AnySource) may come through the device.
 func (c *Comm) remoteSource(source int) bool {
 	return c.w.dev != nil && (source == AnySource || c.w.local(c.WorldRank(source)) == nil)
 }
 
+// postRecv matches rr against the unexpected queue or posts it.
 func (c *Comm) postRecv(rr *Request, source, tag int) {
 	r := c.r
 	r.mu.Lock()
