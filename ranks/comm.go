@@ -26,9 +26,10 @@ type Comm struct {
 	w     *World
 	rank  int
 	size  int
-	group []int32 // comm rank -> world rank; nil means the identity (the world communicator)
-	ctx   uint32  // point-to-point context; collectives use ctx+1
-	coll  *Comm   // the same group on the collective context
+	group []int32   // comm rank -> world rank; nil means the identity (the world communicator)
+	ctx   uint32    // point-to-point context; collectives use ctx+1
+	coll  *Comm     // the same group on the collective context
+	topo  *topology // the virtual topology, if any (topo.go); read-only, shared by Dup
 	freed atomic.Bool
 }
 
