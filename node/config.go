@@ -63,9 +63,13 @@ type Config struct {
 	// Timeout bounds the bootstrap: every node registered with the coordinator, the mesh connected, the start
 	// barrier (GOMPJ_TIMEOUT, a Go duration; default 30s). The finalize barrier waits as long as the slowest node.
 	Timeout time.Duration
-	// UnexpectedLimit bounds the unexpected eager bytes a node holds from the network, split over its peers
-	// (GOMPJ_UNEXPECTED_LIMIT; default 64 MiB).
+	// UnexpectedLimit bounds the unexpected eager data a node holds (GOMPJ_UNEXPECTED_LIMIT; default 64 MiB): from
+	// the network, split over the peer nodes; from the node's own ranks, split over its ranks as a share per
+	// receiving rank of at least 256 KiB (ranks.UnexpectedShare). Past the bound, eager sends turn rendezvous.
 	UnexpectedLimit int64
+	// UnexpectedShare, if positive, replaces that share per receiving rank, with no lower bound
+	// (GOMPJ_UNEXPECTED_SHARE; for tests, which set a few KiB so that every stream of messages crosses it).
+	UnexpectedShare int64
 
 	// sources records where fields came from ("env", "slurm"), by variable name, for `gompj info`.
 	sources map[string]string
@@ -92,7 +96,8 @@ var Variables = [][2]string{
 	{"GOMPJ_LAZY", "1 connects to a node on the first message for it, not at start (default 0)"},
 	{"GOMPJ_BUSY_POLL", "how long the network progress loop polls before sleeping, a Go duration; 0 disables (default 50us)"},
 	{"GOMPJ_TIMEOUT", "bootstrap timeout (registration, connections, start barrier), a Go duration (default 30s)"},
-	{"GOMPJ_UNEXPECTED_LIMIT", "unexpected eager bytes a node holds from the network before senders switch to rendezvous (default 67108864)"},
+	{"GOMPJ_UNEXPECTED_LIMIT", "unexpected eager bytes a node holds before senders switch to rendezvous: from the network, split over the peer nodes; from its own ranks, split over them, at least 262144 per receiving rank (default 67108864)"},
+	{"GOMPJ_UNEXPECTED_SHARE", "unexpected eager bytes each rank holds from its own node, replacing GOMPJ_UNEXPECTED_LIMIT's share, with no lower bound (for tests; default 0: derived)"},
 	{"GOMPJ_PORT", "Slurm: the coordinator's port (default derived from SLURM_JOB_ID and SLURM_STEP_ID, 12000-29999)"},
 	{"GOMPJ_NO_SLURM", "1 ignores the SLURM_* variables"},
 	{"GOMPJ_COLL_TABLE", "file of collective selection rules tried before the built-in table, one a line: " +
@@ -234,6 +239,7 @@ func FromEnv(c Config) (Config, error) {
 	e.duration("GOMPJ_BUSY_POLL", &c.BusyPoll, true)
 	e.duration("GOMPJ_TIMEOUT", &c.Timeout, false)
 	e.int64("GOMPJ_UNEXPECTED_LIMIT", &c.UnexpectedLimit)
+	e.int64("GOMPJ_UNEXPECTED_SHARE", &c.UnexpectedShare)
 	if e.err != nil {
 		return c, e.err
 	}
@@ -246,7 +252,7 @@ func FromEnv(c Config) (Config, error) {
 // withDefaults fills the remaining zero fields.
 func (c Config) withDefaults() (Config, error) {
 	if c.Ranks < 0 || c.EagerLimit < 0 || c.Yields < 0 || c.Nodes < 0 || c.NodeID < 0 || c.RanksPerNode < 0 ||
-		c.NetEagerLimit < 0 || c.Stripes < 0 || c.Timeout < 0 || c.UnexpectedLimit < 0 {
+		c.NetEagerLimit < 0 || c.Stripes < 0 || c.Timeout < 0 || c.UnexpectedLimit < 0 || c.UnexpectedShare < 0 {
 		return c, fmt.Errorf("gompj: negative value in the configuration")
 	}
 	if c.Nodes == 0 {
@@ -334,6 +340,7 @@ func Effective() ([]Setting, error) {
 		{"GOMPJ_BUSY_POLL", dur(d.BusyPoll, "50us"), ""},
 		{"GOMPJ_TIMEOUT", d.Timeout.String(), ""},
 		{"GOMPJ_UNEXPECTED_LIMIT", map[bool]string{true: strconv.FormatInt(d.UnexpectedLimit, 10), false: "67108864"}[d.UnexpectedLimit > 0], ""},
+		{"GOMPJ_UNEXPECTED_SHARE", map[bool]string{true: strconv.FormatInt(d.UnexpectedShare, 10), false: "auto (the limit divided among the node's ranks, at least 262144)"}[d.UnexpectedShare > 0], ""},
 	}
 	for i := range vals {
 		vals[i].Source = c.Source(vals[i].Variable)
