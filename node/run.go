@@ -11,7 +11,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gompj/gompj/netdev"
 	"github.com/gompj/gompj/queues"
 	"github.com/gompj/gompj/ranks"
 )
@@ -32,19 +31,11 @@ func Run(cfg Config, body Body) error {
 		return runMulti(cfg, body)
 	}
 	w, err := ranks.NewWorld(ranks.Options{Size: cfg.Ranks, Lo: 0, Hi: cfg.Ranks, EagerLimit: cfg.EagerLimit,
-		Policy: policy(cfg, cfg.Ranks), UnexpectedLimit: unexpectedLimit(cfg), UnexpectedShare: cfg.UnexpectedShare})
+		Policy: policy(cfg, cfg.Ranks), UnexpectedLimit: cfg.UnexpectedLimit, UnexpectedShare: cfg.UnexpectedShare})
 	if err != nil {
 		return err
 	}
 	return runRanks(w, cfg, body)
-}
-
-// unexpectedLimit is the node's bound on unexpected eager data: the same for the network device and its ranks.
-func unexpectedLimit(cfg Config) int64 {
-	if cfg.UnexpectedLimit > 0 {
-		return cfg.UnexpectedLimit
-	}
-	return netdev.DefaultUnexpectedLimit
 }
 
 func policy(cfg Config, localRanks int) queues.Policy {
