@@ -21,6 +21,8 @@ var (
 	ErrRoot     = errors.New("gompj: invalid root")
 	ErrGroup    = errors.New("gompj: invalid group")
 	ErrInternal = errors.New("gompj: internal error")
+	ErrTopology = errors.New("gompj: invalid topology")
+	ErrDims     = errors.New("gompj: invalid dimensions")
 )
 
 // AbortError is the cause carried by ErrAborted when a rank called Comm.Abort.

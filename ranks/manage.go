@@ -44,8 +44,8 @@ func (c *Comm) agreeColl(t tree, span int64) (int64, error) {
 	return c.r.agree(keyOf(c.id(), c.id(), agreeColl, 0), span, t.round)
 }
 
-// Dup returns a new communicator with the same group(s) and a context of its own. Collective over c. On an
-// intercommunicator, over both groups.
+// Dup returns a new communicator with the same group(s), the same topology and a context of its own. Collective
+// over c. On an intercommunicator, over both groups.
 //
 // Context agreement (agree.go): every member proposes the lowest context number it has not used; the group takes
 // the largest proposal. No central allocator, so this works across node processes.
@@ -61,7 +61,7 @@ func (c *Comm) Dup() (*Comm, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Comm{r: c.r, w: c.w, rank: c.rank, size: c.size, group: c.group, ctx: ctx}, nil
+	return &Comm{r: c.r, w: c.w, rank: c.rank, size: c.size, group: c.group, ctx: ctx, topo: c.topo}, nil
 }
 
 // Split partitions c by color; within a color, ranks are ordered by key, then by their rank in c. A rank passing
@@ -70,16 +70,35 @@ func (c *Comm) Split(color, key int) (*Comm, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
-	if err := c.intraOnly("Split"); err != nil {
-		return nil, err
-	}
 	if color < 0 && color != Undefined {
 		return nil, fmt.Errorf("%w: split color %d (colors are >= 0, or Undefined)", ErrArg, color)
 	}
+	return c.split(color, key, nil, nil)
+}
+
+// split is Split with extra values gathered beside each member's color and key (every member passes as many):
+// verify, if set, sees every member's extras (member i's at all[i*stride:], stride len(extra)) and may refuse the
+// call, which the topology constructors use to check that the members passed the same arguments. Every member sees
+// the same table, so all of them fail alike, and nobody is left waiting.
+func (c *Comm) split(color, key int, extra []int64, verify func(all []int64, stride int) error) (*Comm, error) {
+	if err := c.intraOnly("Split"); err != nil {
+		return nil, err
+	}
+	const fixed = 2
+	stride := fixed + len(extra)
 	t := c.newTree(0)
-	all, err := t.allgather([]int64{int64(color), int64(key)})
+	all, err := t.allgather(append([]int64{int64(color), int64(key)}, extra...))
 	if err != nil {
 		return nil, err
+	}
+	if verify != nil && len(extra) > 0 {
+		ext := make([]int64, 0, len(extra)*c.size)
+		for i := 0; i < c.size; i++ {
+			ext = append(ext, all[stride*i+fixed:stride*(i+1)]...)
+		}
+		if err := verify(ext, len(extra)); err != nil {
+			return nil, err
+		}
 	}
 	k, err := c.agreeColl(t, 1) // every rank of c takes part, Undefined or not: disjoint groups share k harmlessly
 	if err != nil || color == Undefined {
@@ -88,8 +107,8 @@ func (c *Comm) Split(color, key int) (*Comm, error) {
 	type member struct{ key, rank int }
 	var mine []member
 	for i := 0; i < c.size; i++ {
-		if int(all[2*i]) == color {
-			mine = append(mine, member{int(all[2*i+1]), i})
+		if int(all[stride*i]) == color {
+			mine = append(mine, member{int(all[stride*i+1]), i})
 		}
 	}
 	ctx, err := newCtx(k)
