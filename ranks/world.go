@@ -94,10 +94,12 @@ type Rank struct {
 	free   []*Request               // the rank's own recycled requests beyond the spare (see getReq)
 	chunk  atomic.Pointer[reqChunk] // where the rank's nonblocking calls get their requests (see newReq)
 
-	ctxMu   sync.Mutex
-	nextCtx uint32
-	world   *Comm
-	_       [56]byte // to a multiple of 64 bytes (TestRankLayout)
+	ctxMu     sync.Mutex // guards nextCtx, ctxHolder and agreeing (agree.go)
+	nextCtx   uint32
+	world     *Comm
+	ctxHolder *agreement   // the context agreement holding this rank's right to allocate, if any
+	agreeing  []*agreement // the context agreements in flight on this rank
+	_         [24]byte     // to a multiple of 64 bytes (TestRankLayout)
 }
 
 // MinUnexpectedShare is the least unexpected eager data a rank may hold from its own node, whatever
