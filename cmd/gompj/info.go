@@ -6,21 +6,18 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/gompj/gompj/bench"
+	"github.com/gompj/gompj/collectives"
+	"github.com/gompj/gompj/internal/env"
 	"github.com/gompj/gompj/node"
 )
-
-// collectiveTable, when set, returns the collective algorithm table printed by `gompj info`. A file
-// info_coll.go sets it once package collectives exports Describe():
-//
-//	func init() { collectiveTable = collectives.Describe }
-var collectiveTable func() string
 
 func init() {
 	register(&command{name: "info", summary: "version, devices and the effective configuration",
 		usage: func(w io.Writer) {
-			fmt.Fprintln(w, "usage: gompj info\n\nPrints gompj's version, the devices built in, every configuration setting with its value and\nsource (default, env, slurm), and the collective algorithms if the build has them.")
+			fmt.Fprintln(w, "usage: gompj info\n\nPrints gompj's version, the devices built in, every configuration setting with its value and\nsource (default, env, slurm), and the collective algorithm table in force.")
 		}, run: infoCmd})
 }
 
@@ -34,13 +31,16 @@ func infoCmd(args []string) int {
 	}
 	printDevices(w, settings)
 	fmt.Fprintln(w, "\nconfiguration:")
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	for _, s := range settings {
-		fmt.Fprintf(w, "  %-24s %-40s %s\n", s.Variable, s.Value, s.Source)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", s.Variable, s.Value, s.Source)
 	}
+	for _, name := range env.Unknown(os.Environ()) {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", name, "not a gompj variable (misspelt?): ignored", "env")
+	}
+	tw.Flush()
 	fmt.Fprintf(w, "\nbenchmarks: %s\n", strings.Join(bench.Names(), ", "))
-	if collectiveTable != nil {
-		fmt.Fprintf(w, "\ncollective algorithms:\n%s\n", collectiveTable())
-	}
+	fmt.Fprintf(w, "\ncollective algorithms:\n%s\n", collectives.Describe())
 	return 0
 }
 
@@ -55,28 +55,28 @@ func printDevices(w io.Writer, settings []node.Setting) {
 		return ""
 	}
 	fmt.Fprintln(w, "devices:")
-	fmt.Fprintf(w, "  %-6s %-72s %s\n", "local", "ranks of one node process: each other's queues, in the process's memory", "built")
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintf(tw, "  %s\t%s\t%s\n", "local", "ranks of one node process: each other's queues, in the process's memory", "built")
+	shmBuilt := false
 	for _, d := range node.Devices() {
 		state := "built"
 		if !d.Built {
 			state = d.Why
 		}
-		fmt.Fprintf(w, "  %-6s %-72s %s\n", d.Name, d.Summary, state)
-	}
-	inter := get("GOMPJ_DEV")
-	host := "shm"
-	shmBuilt := false
-	for _, d := range node.Devices() {
 		shmBuilt = shmBuilt || d.Name == node.DevSHM && d.Built
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", d.Name, d.Summary, state)
 	}
+	tw.Flush()
+	inter := get(env.Dev.Name)
+	host := node.DevSHM
 	switch {
 	case !shmBuilt:
 		host = inter + " (no shared-memory device in this build)"
-	case get("GOMPJ_HOST_SHM") == "false":
-		host = inter + " (GOMPJ_HOST_SHM=0)"
+	case get(env.HostSHM.Name) == "0":
+		host = inter + " (" + env.HostSHM.Name + "=0)"
 	}
 	if err := node.CheckDevice(inter); err != nil {
 		inter += " (" + err.Error() + ")"
 	}
-	fmt.Fprintf(w, "\nroutes: a peer node process on this host: %s; on another host: %s (GOMPJ_DEV, -dev)\n", host, inter)
+	fmt.Fprintf(w, "\nroutes: a peer node process on this host: %s; on another host: %s (%s, -dev)\n", host, inter, env.Dev.Name)
 }
