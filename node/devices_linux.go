@@ -7,9 +7,12 @@ import (
 
 	"github.com/gompj/gompj/device"
 	"github.com/gompj/gompj/netdev"
+	"github.com/gompj/gompj/rdma"
+	"github.com/gompj/gompj/rdma/shm"
 )
 
 func init() {
+	devices.add(deviceEntry{name: DevSHM, summary: "same host: node processes share memory (rdma over its shm provider)", open: openSHM})
 	devices.add(deviceEntry{name: DevTCP, summary: "other hosts: netdev, epoll over TCP", open: openTCP})
 }
 
@@ -27,4 +30,16 @@ func openTCP(s *openSpec) (device.Transport, error) {
 		return nil, fmt.Errorf("network listener: %w", err)
 	}
 	return d, nil
+}
+
+// openSHM opens the rdma device over the shm provider: a shared segment and an abstract Unix socket.
+func openSHM(s *openSpec) (device.Transport, error) {
+	cfg := s.cfg
+	ep, err := shm.Provider{Opts: shm.Options{NoCMA: cfg.NoCMA, ConnectTimeout: cfg.Timeout}}.Open(
+		rdma.EndpointConfig{Node: cfg.NodeID, Nodes: cfg.Nodes, Secret: cfg.Secret})
+	if err != nil {
+		return nil, err
+	}
+	return rdma.New(ep, rdma.Config{Node: cfg.NodeID, Nodes: cfg.Nodes, Ranks: cfg.Ranks, NodeOf: s.layout.NodeOf,
+		Name: DevSHM, UnexpectedLimit: cfg.UnexpectedLimit, BusyPoll: cfg.BusyPoll})
 }
