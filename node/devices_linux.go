@@ -12,7 +12,8 @@ import (
 )
 
 func init() {
-	devices.add(deviceEntry{name: DevSHM, summary: "same host: node processes share memory (rdma over its shm provider)", open: openSHM})
+	devices.add(deviceEntry{name: DevSHM, summary: "same host: node processes share memory (rdma over its shm provider)",
+		open: openSHM, status: shmStatus})
 	devices.add(deviceEntry{name: DevTCP, summary: "other hosts: netdev, epoll over TCP", open: openTCP})
 }
 
@@ -30,6 +31,14 @@ func openTCP(s *openSpec) (device.Transport, error) {
 		return nil, fmt.Errorf("network listener: %w", err)
 	}
 	return d, nil
+}
+
+// shmStatus says how the host device moves large messages on this host: CMA, or through the rings and why.
+func shmStatus(cfg Config) string {
+	if ok, why := shm.CMA(cfg.NoCMA); !ok {
+		return "large messages copied through the rings (CMA off: " + why + ")"
+	}
+	return "large messages in one copy (CMA, process_vm_readv/writev)"
 }
 
 // openSHM opens the rdma device over the shm provider: a shared segment and an abstract Unix socket.

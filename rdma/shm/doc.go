@@ -22,7 +22,7 @@
 // # Connections
 //
 // Each node listens on an abstract Unix socket (a random name in the network namespace, gone with the process).
-// The higher node id dials; both ends prove the job secret (netdev/auth, purpose "shm") and the acceptor checks
+// The lower node id dials; both ends prove the job secret (netdev/auth, purpose "shm") and the acceptor checks
 // that the peer runs as the same user (SO_PEERCRED). Each end then makes the other's inbound ring in its segment
 // and passes the segment's descriptor (SCM_RIGHTS); each maps the other's. The connection stays open: a goodbye on
 // it is a clean close, its end without one is a dead peer (SIGKILL): the peer is reported lost at once.

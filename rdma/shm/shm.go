@@ -196,7 +196,7 @@ func (e *endpoint) signal() {
 	e.mu.Unlock()
 }
 
-// Connect implements rdma.Endpoint. The node with the higher id dials; an early connection from a lower-id node
+// Connect implements rdma.Endpoint. The node with the lower id dials; an early connection from a lower-id node
 // that was accepted before Connect is used now.
 func (e *endpoint) Connect(node int, addr []byte) error {
 	if node < 0 || node >= e.cfg.Nodes || node == e.cfg.Node {
@@ -297,7 +297,7 @@ func (e *endpoint) accepted(c *net.UnixConn) {
 	e.attach(p, c)
 }
 
-// dial connects to a lower-id node until ConnectTimeout.
+// dial connects to a higher-id node until ConnectTimeout.
 func (e *endpoint) dial(p *peer) {
 	deadline := time.Now().Add(e.opts.ConnectTimeout)
 	backoff := time.Millisecond
