@@ -32,7 +32,8 @@ type deviceEntry struct {
 	name    string
 	summary string
 	open    opener
-	why     string // for a device that is not built: what to do
+	why     string              // for a device that is not built: what to do
+	status  func(Config) string // for a built device: how it works here (probed on this host), or nil
 }
 
 // registry holds the devices of this build. The files that register them are chosen by build tags (Linux for
@@ -67,13 +68,18 @@ type DeviceInfo struct {
 	Name, Summary string
 	Built         bool
 	Why           string // for a device that is not built
+	Status        string // for a built one, how it works on this host ("" if there is nothing to say)
 }
 
-// Devices lists the devices known to this build.
-func Devices() []DeviceInfo {
+// Devices lists the devices known to this build; cfg says how they would be configured (the host device's CMA).
+func Devices(cfg Config) []DeviceInfo {
 	var out []DeviceInfo
 	for _, e := range devices.entries {
-		out = append(out, DeviceInfo{Name: e.name, Summary: e.summary, Built: e.open != nil, Why: e.why})
+		d := DeviceInfo{Name: e.name, Summary: e.summary, Built: e.open != nil, Why: e.why}
+		if e.status != nil && d.Built {
+			d.Status = e.status(cfg)
+		}
+		out = append(out, d)
 	}
 	return out
 }

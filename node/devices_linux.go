@@ -7,9 +7,13 @@ import (
 
 	"github.com/gompj/gompj/device"
 	"github.com/gompj/gompj/netdev"
+	"github.com/gompj/gompj/rdma"
+	"github.com/gompj/gompj/rdma/shm"
 )
 
 func init() {
+	devices.add(deviceEntry{name: DevSHM, summary: "same host: node processes share memory (rdma over its shm provider)",
+		open: openSHM, status: shmStatus})
 	devices.add(deviceEntry{name: DevTCP, summary: "other hosts: netdev, epoll over TCP", open: openTCP})
 }
 
@@ -27,4 +31,24 @@ func openTCP(s *openSpec) (device.Transport, error) {
 		return nil, fmt.Errorf("network listener: %w", err)
 	}
 	return d, nil
+}
+
+// shmStatus says how the host device moves large messages on this host: CMA, or through the rings and why.
+func shmStatus(cfg Config) string {
+	if ok, why := shm.CMA(cfg.NoCMA); !ok {
+		return "large messages copied through the rings (CMA off: " + why + ")"
+	}
+	return "large messages in one copy (CMA, process_vm_readv/writev)"
+}
+
+// openSHM opens the rdma device over the shm provider: a shared segment and an abstract Unix socket.
+func openSHM(s *openSpec) (device.Transport, error) {
+	cfg := s.cfg
+	ep, err := shm.Provider{Opts: shm.Options{NoCMA: cfg.NoCMA, ConnectTimeout: cfg.Timeout}}.Open(
+		rdma.EndpointConfig{Node: cfg.NodeID, Nodes: cfg.Nodes, Secret: cfg.Secret})
+	if err != nil {
+		return nil, err
+	}
+	return rdma.New(ep, rdma.Config{Node: cfg.NodeID, Nodes: cfg.Nodes, Ranks: cfg.Ranks, NodeOf: s.layout.NodeOf,
+		Name: DevSHM, UnexpectedLimit: cfg.UnexpectedLimit, BusyPoll: cfg.BusyPoll})
 }

@@ -1,10 +1,14 @@
 package node
 
 import (
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/gompj/gompj/node/bootstrap"
+	"github.com/gompj/gompj/ranks"
 )
 
 func ep(host string, devs ...string) bootstrap.Endpoint {
@@ -82,5 +86,49 @@ func TestCheckDevice(t *testing.T) {
 	}
 	if err := CheckDevice("rdma"); err != nil && !strings.Contains(err.Error(), "built without ofi: rebuild with -tags ofi") {
 		t.Errorf("rdma: %v", err)
+	}
+}
+
+// TestRoutesInJob: node processes of one host (here, node runtimes of one process) share memory by default and
+// talk through tcp with NoHostSHM; the World says which.
+func TestRoutesInJob(t *testing.T) {
+	for _, noSHM := range []bool{false, true} {
+		co, err := bootstrap.NewCoordinator(bootstrap.CoordinatorConfig{Addr: "127.0.0.1:0", Nodes: 2, Secret: testSecret, Timeout: 20 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		routes := make([]string, 2)
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for i := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = Run(Config{Ranks: 4, Nodes: 2, NodeID: i, Coordinator: co.Addr(), Secret: testSecret,
+					Timeout: 20 * time.Second, NoHostSHM: noSHM}, func(c *ranks.Comm) error {
+					if c.Rank()%2 == 0 {
+						routes[c.Rank()/2] = c.World().Routes()
+					}
+					// traffic both ways across the route
+					buf := make([]int, 1000)
+					_, err := c.Sendrecv(buf, (c.Rank()+2)%4, 0, buf, (c.Rank()+2)%4, 0)
+					return err
+				})
+			}()
+		}
+		wg.Wait()
+		co.Close()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("noSHM %v, node %d: %v", noSHM, i, err)
+			}
+			want := "shm      nodes " + strconv.Itoa(1-i) + ": shm: rings in shared memory"
+			if noSHM {
+				want = "tcp      nodes " + strconv.Itoa(1-i) + ": tcp"
+			}
+			if !strings.Contains(routes[i], want) {
+				t.Errorf("noSHM %v, node %d: routes\n%s\nwant %q", noSHM, i, routes[i], want)
+			}
+		}
 	}
 }

@@ -7,5 +7,6 @@
 // identity through the bootstrap, routes every peer node to one device (same host: shared memory unless
 // GOMPJ_HOST_SHM=0; other hosts: GOMPJ_DEV), and starts the devices with the World as their sink.
 //
-// Imports: ranks, queues, device, the devices (netdev, rdma) and node/bootstrap, x/sys, the standard library.
+// Imports: ranks, queues, device, the devices (netdev, rdma) and node/bootstrap, internal/env (the definitions of
+// its variables), ants, x/sys, the standard library.
 package node

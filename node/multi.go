@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gompj/gompj/device"
+	"github.com/gompj/gompj/internal/env"
 	"github.com/gompj/gompj/netdev/auth"
 	"github.com/gompj/gompj/node/bootstrap"
 	"github.com/gompj/gompj/ranks"
@@ -98,7 +99,9 @@ func runMulti(cfg Config, body Body) error {
 	if cfg.Coordinator == "" {
 		return fmt.Errorf("gompj: %s of %d: no coordinator address (GOMPJ_COORDINATOR)", me, cfg.Nodes)
 	}
-	if cfg.Secret == nil && os.Getenv("GOMPJ_SECRET_STDIN") == "1" {
+	if stdin, err := env.SecretStdin.On(os.LookupEnv); err != nil {
+		return err
+	} else if stdin && cfg.Secret == nil {
 		line, err := bufio.NewReader(os.Stdin).ReadString('\n')
 		if err != nil && line == "" {
 			return fmt.Errorf("gompj: %s: reading the job secret from standard input: %w", me, err)
@@ -175,7 +178,8 @@ func runMulti(cfg Config, body Body) error {
 	// on one box (gompj run -nodes, or two Slurm tasks per host) share its cores.
 	pol := policy(cfg, rt.sameHost())
 	w, err := ranks.NewWorld(ranks.Options{Size: cfg.Ranks, Lo: lo, Hi: hi, EagerLimit: cfg.EagerLimit,
-		Policy: pol, NetSpin: netSpin(cfg, pol), Device: dev, NodeOf: layout.NodeOf, Routes: routes})
+		Policy: pol, NetSpin: netSpin(cfg, pol), Device: dev, NodeOf: layout.NodeOf, Routes: routes,
+		UnexpectedLimit: cfg.UnexpectedLimit, UnexpectedShare: cfg.UnexpectedShare})
 	if err != nil {
 		dev.Close()
 		return fail(err)

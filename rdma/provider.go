@@ -118,7 +118,8 @@ type Completion struct {
 }
 
 // Endpoint is one node's endpoint: connectionless and reliable (FI_EP_RDM), shared by the device's goroutines.
-// Every method is safe for concurrent use, except that Poll has one caller at a time (the device holds a lock).
+// Every method is safe for concurrent use, with Close too, except Poll and Wait: they have one caller at a time
+// (the device's poller) and are never called once Close has begun.
 //
 // Operations that move data take a ctx, reported by their completion; Send, Write and Read own their local
 // buffer until then. A method that returns an error did not start the operation (and produces no completion):

@@ -15,6 +15,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gompj/gompj/collectives"
+	"github.com/gompj/gompj/internal/env"
 )
 
 // Binaries built once for the tests: the gompj command and the programs it runs.
@@ -131,8 +134,15 @@ func TestRunPanicEndsJob(t *testing.T) {
 // startReady starts `gompj run ... faulty ready` and returns once every rank printed READY, with each rank's pid.
 func startReady(t *testing.T, args ...string) (*exec.Cmd, map[int]int, *strings.Builder, *strings.Builder, chan error) {
 	t.Helper()
+	return startReadyEnv(t, nil, args...)
+}
+
+// startReadyEnv is startReady with extra environment variables.
+func startReadyEnv(t *testing.T, env []string, args ...string) (*exec.Cmd, map[int]int, *strings.Builder, *strings.Builder, chan error) {
+	t.Helper()
 	cmd := exec.Command(bin.gompj, append(append([]string{"run"}, args...), bin.faulty, "ready")...)
 	cmd.Dir = bin.root
+	cmd.Env = append(os.Environ(), env...)
 	var so, se strings.Builder
 	var mu sync.Mutex
 	pr, pw := io.Pipe()
@@ -195,8 +205,20 @@ func waitExit(t *testing.T, cmd *exec.Cmd, done chan error, limit time.Duration)
 	return cmd.ProcessState.ExitCode(), time.Since(start)
 }
 
+// TestKillNodeAbortsJob: a node process killed with SIGKILL ends the job within 5 s, every other rank's call
+// returning an error that names the lost node, whichever device served it: shared memory (node processes on one
+// host, the default) or TCP.
 func TestKillNodeAbortsJob(t *testing.T) {
-	cmd, pids, so, se, done := startReady(t, "-np", "6", "-nodes", "3")
+	for _, dev := range []struct {
+		name string
+		env  []string
+	}{{"shm", nil}, {"tcp", []string{"GOMPJ_HOST_SHM=0"}}} {
+		t.Run(dev.name, func(t *testing.T) { killNode(t, dev.env) })
+	}
+}
+
+func killNode(t *testing.T, env []string) {
+	cmd, pids, so, se, done := startReadyEnv(t, env, "-np", "6", "-nodes", "3")
 	victim := pids[4] // node 2 hosts ranks 4-5
 	if victim == 0 || pids[5] != victim {
 		t.Fatalf("pids %v", pids)
@@ -251,10 +273,34 @@ func TestInfoAndHelp(t *testing.T) {
 		!regexp.MustCompile(`GOMPJ_NET_EAGER_LIMIT\s+131072\s+default`).MatchString(r.stdout) || !strings.Contains(r.stdout, "rdma") {
 		t.Fatalf("info: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	misspelt := "GOMPJ_" + "SPNI" // spelt in two pieces, or internal/env's TestEveryNameIsDefined would object
+	r = runGompj(t, []string{misspelt + "=1us"}, "info")
+	if !regexp.MustCompile(misspelt + `\s+not a gompj variable`).MatchString(r.stdout) {
+		t.Errorf("info does not flag a misspelt variable:\n%s", r.stdout)
+	}
 	r = runGompj(t, nil, "help")
 	for _, v := range []string{"GOMPJ_NODES", "GOMPJ_SECRET", "GOMPJ_COORDINATOR_SERVE", "GOMPJ_SSH", "run", "bench", "info"} {
 		if !strings.Contains(r.stdout, v) {
 			t.Errorf("help does not mention %s", v)
+		}
+	}
+	// help env lists every variable but the tests' (starred when a job must agree), and every algorithm each
+	// GOMPJ_COLL_<NAME> accepts.
+	r = runGompj(t, nil, "help", "env")
+	for _, v := range env.All() {
+		name := v.Name
+		if v.Job {
+			name += "*"
+		}
+		if listed := strings.Contains(r.stdout, " "+name+" "); listed != (v.Role != env.Test) {
+			t.Errorf("help env: %s listed %v", name, listed)
+		}
+	}
+	for _, c := range collectives.Collectives() {
+		re := regexp.MustCompile(`(?m)^\s+` + strings.ToUpper(c) + `:\s+(.*)$`)
+		m := re.FindStringSubmatch(r.stdout)
+		if m == nil || m[1] != strings.Join(collectives.Algorithms(c), ", ") {
+			t.Errorf("help env: the algorithms of %s: %q", c, m)
 		}
 	}
 	r = runGompj(t, nil, "help", "run")
@@ -265,5 +311,29 @@ func TestInfoAndHelp(t *testing.T) {
 	}
 	if r := runGompj(t, nil, "run", "-np", "2", "-dev", "rdma", bin.hello); r.code != 2 || !strings.Contains(r.stderr, "built without ofi: rebuild with -tags ofi") {
 		t.Errorf("-dev rdma: exit %d %s", r.code, r.stderr)
+	}
+}
+
+// TestInfoRoutes: gompj info says how the host device works here and, with -nodes, starts a job whose node
+// processes print which device serves which peers: shared memory on one host, tcp with GOMPJ_HOST_SHM=0, the rings
+// alone with GOMPJ_CMA=0.
+func TestInfoRoutes(t *testing.T) {
+	r := runGompj(t, nil, "info")
+	if r.code != 0 || !regexp.MustCompile(`(?m)^  shm\s+same host: .*built; large messages`).MatchString(r.stdout) ||
+		!strings.Contains(r.stdout, "routes: a peer node process on this host: shm") {
+		t.Fatalf("info: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, c := range []struct {
+		env  []string
+		want string
+	}{
+		{nil, `shm +nodes 1-2: shm: rings in shared memory, large messages in one copy`},
+		{[]string{"GOMPJ_HOST_SHM=0"}, `tcp +nodes 1-2: tcp`},
+		{[]string{"GOMPJ_CMA=0"}, `shm +nodes 1-2: shm: .*copied through the rings \(CMA off: GOMPJ_CMA=0\)`},
+	} {
+		r := runGompj(t, c.env, "info", "-np", "3", "-nodes", "3")
+		if r.code != 0 || strings.Count(r.stdout, "routes of node") != 3 || !regexp.MustCompile(c.want).MatchString(r.stdout) {
+			t.Errorf("info -nodes 3 with %v: exit %d, want %q\n%s%s", c.env, r.code, c.want, r.stdout, r.stderr)
+		}
 	}
 }

@@ -587,10 +587,18 @@ func testPoller(t *testing.T, j *Job) {
 	}
 	src, dst := j.rank(0, 0), j.rank(1, 0)
 	s := c.sinks[1]
-	s.hooks(nil, func(rts *device.Header) bool {
+	var got atomic.Int64 // messages delivered, eager or (an eager send that found no credit) rendezvous
+	s.hooks(func(in *device.Inbound) bool {
+		in.Done()
+		got.Add(1)
+		return true
+	}, func(rts *device.Header) bool {
 		buf := make([]byte, rts.Length)
 		if err := c.trs[1].ClearToSend(rts, buf, nil); err != nil { // from inside Poll
 			t.Error(err)
+		}
+		if rts.Length < 1<<10 {
+			got.Add(1)
 		}
 		return true
 	})
@@ -624,16 +632,10 @@ func testPoller(t *testing.T, j *Job) {
 		}
 		break
 	}
-	for {
+	for got.Load() < n {
 		p.Poll()
-		s.mu.Lock()
-		got := len(s.eager)
-		s.mu.Unlock()
-		if got == n {
-			break
-		}
 		if time.Now().After(deadline) {
-			t.Fatalf("driven device delivered %d of %d messages", got, n)
+			t.Fatalf("driven device delivered %d of %d messages", got.Load(), n)
 		}
 	}
 	p.Leave(true)
@@ -642,7 +644,7 @@ func testPoller(t *testing.T, j *Job) {
 			t.Fatal(err)
 		}
 	}
-	s.wait(t, j.Timeout, "delivery after the driver parked", func() bool { return len(s.eager) == n+10 })
+	s.wait(t, j.Timeout, "delivery after the driver parked", func() bool { return got.Load() == n+10 })
 }
 
 func testRegistrar(t *testing.T, j *Job) {
@@ -693,38 +695,64 @@ func testRegistrar(t *testing.T, j *Job) {
 	g1.Release()
 }
 
-// testClose: what was handed to a device before Close is delivered, and Close returns.
+// testClose: what was handed to a device before Close is delivered (eager messages, and rendezvous ones, which
+// Close waits for), in order, and Close returns.
 func testClose(t *testing.T, j *Job) {
 	c := start(t, j)
 	src, dst := j.rank(0, 0), j.rank(1, 0)
 	const n = 200
 	var tmu sync.Mutex
 	var tags []int32
-	c.sinks[1].hooks(func(in *device.Inbound) bool {
+	var e errs
+	var moved sync.WaitGroup
+	record := func(tag int32) {
 		tmu.Lock()
-		tags = append(tags, in.Header.Tag)
+		tags = append(tags, tag)
 		tmu.Unlock()
+	}
+	sizeOf := func(i int) int {
+		if i == n {
+			return 256 << 10
+		}
+		return min(j.EagerMax, 512)
+	}
+	c.sinks[1].hooks(func(in *device.Inbound) bool {
+		record(in.Header.Tag)
+		if i := int(in.Header.Tag); !bytes.Equal(in.Payload, payload(src, dst, i, sizeOf(i))) {
+			e.add("eager message %d: payload differs", i)
+		}
 		in.Done()
 		return true
-	}, nil)
-	c.sinks[1].hooks(nil, func(rts *device.Header) bool {
+	}, func(rts *device.Header) bool {
+		record(rts.Tag)
 		buf := make([]byte, rts.Length)
-		if err := c.trs[1].ClearToSend(rts, buf, nil); err != nil {
-			t.Error(err)
+		i := int(rts.Tag)
+		err := c.trs[1].ClearToSend(rts, buf, completer(func(err error) {
+			if err != nil || !bytes.Equal(buf, payload(src, dst, i, sizeOf(i))) {
+				e.add("rendezvous message %d: %v, or payload differs", i, err)
+			}
+			moved.Done()
+		}))
+		if err != nil {
+			e.add("ClearToSend: %v", err)
+			moved.Done()
 		}
-		return false
+		return true
 	})
-	size := min(j.EagerMax, 512)
-	for i := range n {
-		if err := c.trs[0].SendEager(header(src, dst, i), payload(src, dst, i, size), nil); err != nil {
+	for i := range n + 1 {
+		size := sizeOf(i)
+		h := header(src, dst, i)
+		var err error
+		if lim := c.trs[0].EagerLimit(int(dst)); lim > 0 && size <= lim {
+			err = c.trs[0].SendEager(h, payload(src, dst, i, size), nil)
+		} else {
+			moved.Add(1)
+			h.Kind, h.Length = device.KindRTS, uint64(size)
+			err = c.trs[0].SendRendezvous(h, payload(src, dst, i, size), nil)
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	big := payload(src, dst, 0, 256<<10)
-	h := header(src, dst, n)
-	h.Kind, h.Length = device.KindRTS, uint64(len(big))
-	if err := c.trs[0].SendRendezvous(h, big, nil); err != nil {
-		t.Fatal(err)
 	}
 	if err := c.trs[0].Close(); err != nil {
 		t.Fatalf("close: %v", err)
@@ -733,8 +761,10 @@ func testClose(t *testing.T, j *Job) {
 	s.wait(t, j.Timeout, "every message sent before Close", func() bool {
 		tmu.Lock()
 		defer tmu.Unlock()
-		return len(tags) == n && len(s.rts) == 1
+		return len(tags) == n+1
 	})
+	moved.Wait() // Close returned: every rendezvous had completed on the sender, hence on the receiver too
+	e.check(t)
 	for i, tag := range tags {
 		if tag != int32(i) {
 			t.Fatalf("message %d has tag %d", i, tag)

@@ -16,23 +16,22 @@ import (
 	"time"
 
 	"github.com/gompj/gompj"
+	"github.com/gompj/gompj/internal/env"
+	"github.com/gompj/gompj/internal/proc"
 	"github.com/gompj/gompj/node"
 	"github.com/gompj/gompj/node/bootstrap"
 )
 
-// Environment of a node process started by the harness.
-const (
-	envJob  = "GOMPJ_HARNESS_JOB"  // the full name of the (sub)test the child must run
-	envNode = "GOMPJ_HARNESS_NODE" // its node id, for messages
-	marker  = "gompj-harness: node "
-)
+// marker starts the line a node process prints when it ends.
+const marker = "gompj-harness: node "
 
 // PureMax is the largest np the "pure" mode (one rank per node process) runs; larger jobs skip it to keep the
 // suite fast.
 const PureMax = 6
 
-// Run runs body in three subtests: "onenode" (np goroutine ranks), "nodes" (3 node processes, ranks in blocks;
-// fewer if np < 3) and "pure" (np node processes of one rank; skipped for np > PureMax).
+// Run runs body in four subtests: "onenode" (np goroutine ranks), "nodes" (3 node processes, ranks in blocks;
+// fewer if np < 3) and "pure" (np node processes of one rank; skipped for np > PureMax), both over TCP, and
+// "shm" (as "nodes", the node processes sharing memory).
 func Run(t *testing.T, np int, body func(c *gompj.Comm) error) {
 	t.Helper()
 	t.Run("onenode", func(t *testing.T) {
@@ -52,9 +51,12 @@ func Run(t *testing.T, np int, body func(c *gompj.Comm) error) {
 		}
 		Procs(t, Spec{Ranks: np, Nodes: np}, body).Check(t)
 	})
+	t.Run("shm", func(t *testing.T) {
+		Procs(t, Spec{Ranks: np, Nodes: min(3, np), HostSHM: true}, body).Check(t)
+	})
 }
 
-func isChild() bool { return os.Getenv(envJob) != "" }
+func isChild() bool { _, ok := env.HarnessJob.Get(os.LookupEnv); return ok }
 
 // Spec describes a multi-process job.
 type Spec struct {
@@ -72,6 +74,9 @@ type Spec struct {
 	CoordinatorTimeout time.Duration
 	// CoordinatorAddr is where the coordinator listens (default 127.0.0.1:0).
 	CoordinatorAddr string
+	// HostSHM lets the node processes, all on this host, talk through shared memory (the shm device). Without it
+	// they talk through the network device (GOMPJ_HOST_SHM=0), as they would on different hosts.
+	HostSHM bool
 }
 
 // Job is a multi-process job started by Procs (in the parent).
@@ -83,7 +88,6 @@ type Job struct {
 	done    []chan struct{}
 	results []Result
 	co      *bootstrap.Coordinator
-	coErr   error
 	started time.Time
 	wg      sync.WaitGroup
 }
@@ -127,16 +131,17 @@ func runPattern(name string) string {
 // test returns), else the error on stderr and node.ExitCode(err).
 func Procs(t *testing.T, s Spec, body func(c *gompj.Comm) error) *Job {
 	t.Helper()
-	if job := os.Getenv(envJob); job != "" {
+	if job, ok := env.HarnessJob.Get(os.LookupEnv); ok {
 		if job != t.Name() {
 			t.Skip("node process of another subtest")
 		}
+		me := env.HarnessNode.Text(os.LookupEnv)
 		err := gompj.Run(body)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "%s%s failed: %v\n", marker, os.Getenv(envNode), err)
+			fmt.Fprintf(os.Stderr, "%s%s failed: %v\n", marker, me, err)
 			os.Exit(max(node.ExitCode(err), 1))
 		}
-		fmt.Printf("%s%s done\n", marker, os.Getenv(envNode))
+		fmt.Printf("%s%s done\n", marker, me)
 		t.SkipNow() // the parent judges the job; the node process just ends cleanly
 	}
 	if s.Timeout == 0 {
@@ -186,16 +191,18 @@ func Procs(t *testing.T, s Spec, body func(c *gompj.Comm) error) *Job {
 		if cmd.Env == nil {
 			cmd.Env = os.Environ()
 		}
-		cmd.Env = append(cmd.Env, envJob+"="+t.Name(), envNode+"="+strconv.Itoa(i),
-			"GOMPJ_NP="+strconv.Itoa(s.Ranks), "GOMPJ_NODES="+strconv.Itoa(s.Nodes), "GOMPJ_NODE_ID="+strconv.Itoa(i),
-			"GOMPJ_RANKS_PER_NODE="+strconv.Itoa(s.RanksPerNode), "GOMPJ_COORDINATOR="+co.Addr(),
-			"GOMPJ_SECRET="+secret, "GOMPJ_TIMEOUT="+s.CoordinatorTimeout.String())
+		cmd.Env = env.Job{Ranks: s.Ranks, Nodes: s.Nodes, Node: i, RanksPerNode: s.RanksPerNode,
+			Coordinator: co.Addr(), Secret: secret, Timeout: s.CoordinatorTimeout}.Environ(cmd.Env)
+		cmd.Env = append(cmd.Env, env.HarnessJob.Name+"="+t.Name(), env.HarnessNode.Name+"="+strconv.Itoa(i))
+		if !s.HostSHM {
+			cmd.Env = append(cmd.Env, env.HostSHM.Name+"=0")
+		}
 		cmd.Env = append(cmd.Env, s.Env...)
 		if s.NodeEnv != nil {
 			cmd.Env = append(cmd.Env, s.NodeEnv(i)...)
 		}
 		cmd.Stdout, cmd.Stderr = j.outs[i], j.outs[i]
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		proc.Group(cmd)
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("starting node %d: %v", i, err)
 		}
@@ -203,17 +210,8 @@ func Procs(t *testing.T, s Spec, body func(c *gompj.Comm) error) *Job {
 		j.wg.Add(1)
 		go func() {
 			defer j.wg.Done()
-			err := cmd.Wait()
-			code := 0
-			if cmd.ProcessState != nil {
-				code = cmd.ProcessState.ExitCode()
-				if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-					code = 128 + int(ws.Signal())
-				}
-			} else if err != nil {
-				code = 1
-			}
-			j.results[i] = Result{Node: i, Code: code, Output: j.outs[i].String(), End: time.Now()}
+			cmd.Wait()
+			j.results[i] = Result{Node: i, Code: proc.ExitStatus(cmd), Output: j.outs[i].String(), End: time.Now()}
 			close(j.done[i])
 		}()
 	}
@@ -223,7 +221,7 @@ func Procs(t *testing.T, s Spec, body func(c *gompj.Comm) error) *Job {
 // Kill sends sig to node i's process group.
 func (j *Job) Kill(i int, sig syscall.Signal) {
 	if c := j.cmds[i]; c != nil && c.Process != nil {
-		syscall.Kill(-c.Process.Pid, sig)
+		proc.Signal(c, sig)
 	}
 }
 
