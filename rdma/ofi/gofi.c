@@ -180,22 +180,22 @@ int gofi_av_insert(gofi_ep *e, const void *addr, size_t len, fi_addr_t *out)
 	return ret < 0 ? ret : -FI_EADDRNOTAVAIL;
 }
 
-ssize_t gofi_recv(gofi_ep *e, void *buf, size_t len, void *desc, uint64_t tag, uint64_t ignore, size_t slot)
+ssize_t gofi_recv(gofi_ep *e, uintptr_t buf, size_t len, void *desc, uint64_t tag, uint64_t ignore, size_t slot)
 {
 	void *ctx = &e->slots[slot];
 
 	if (e->tagged)
-		return fi_trecv(e->ep, buf, len, desc, FI_ADDR_UNSPEC, tag, ignore, ctx);
-	return fi_recv(e->ep, buf, len, desc, FI_ADDR_UNSPEC, ctx);
+		return fi_trecv(e->ep, (void *)buf, len, desc, FI_ADDR_UNSPEC, tag, ignore, ctx);
+	return fi_recv(e->ep, (void *)buf, len, desc, FI_ADDR_UNSPEC, ctx);
 }
 
-ssize_t gofi_send(gofi_ep *e, const void *buf, size_t len, void *desc, fi_addr_t dest, uint32_t word, size_t slot)
+ssize_t gofi_send(gofi_ep *e, uintptr_t buf, size_t len, void *desc, fi_addr_t dest, uint32_t word, size_t slot)
 {
 	void *ctx = &e->slots[slot];
 
 	if (e->tagged)
-		return fi_tsend(e->ep, buf, len, desc, dest, word, ctx);
-	return fi_senddata(e->ep, buf, len, desc, word, dest, ctx);
+		return fi_tsend(e->ep, (void *)buf, len, desc, dest, word, ctx);
+	return fi_senddata(e->ep, (void *)buf, len, desc, word, dest, ctx);
 }
 
 ssize_t gofi_inject(gofi_ep *e, const void *hdr, size_t hlen, const void *pay, size_t plen, fi_addr_t dest,
@@ -218,11 +218,11 @@ ssize_t gofi_inject(gofi_ep *e, const void *hdr, size_t hlen, const void *pay, s
 	return fi_injectdata(e->ep, buf, len, word, dest);
 }
 
-ssize_t gofi_rma(gofi_ep *e, int write, void *buf, size_t len, void *desc, fi_addr_t dest, uint64_t raddr,
+ssize_t gofi_rma(gofi_ep *e, int write, uintptr_t buf, size_t len, void *desc, fi_addr_t dest, uint64_t raddr,
 		 uint64_t rkey, size_t slot)
 {
 	struct fi_rma_iov riov = {.addr = raddr, .len = len, .key = rkey};
-	struct iovec iov = {.iov_base = buf, .iov_len = len};
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
 	struct fi_msg_rma msg = {
 		.msg_iov = &iov,
 		.desc = &desc,
@@ -239,11 +239,11 @@ ssize_t gofi_rma(gofi_ep *e, int write, void *buf, size_t len, void *desc, fi_ad
 	return fi_readmsg(e->ep, &msg, FI_COMPLETION);
 }
 
-int gofi_mr_reg(gofi_ep *e, void *buf, size_t len, uint64_t access, uint64_t key, struct fid_mr **out)
+int gofi_mr_reg(gofi_ep *e, uintptr_t buf, size_t len, uint64_t access, uint64_t key, struct fid_mr **out)
 {
 	int ret;
 
-	ret = fi_mr_reg(e->domain, buf, len, access, 0, key, 0, out, NULL);
+	ret = fi_mr_reg(e->domain, (void *)buf, len, access, 0, key, 0, out, NULL);
 	if (ret)
 		return ret;
 	if (e->info->domain_attr->mr_mode & FI_MR_ENDPOINT) {
