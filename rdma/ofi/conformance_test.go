@@ -27,7 +27,7 @@ func ofiJob(fc fabricCase) devicetest.Job {
 	j := devicetest.Job{
 		Nodes: nodes, RanksPerNode: rpn, EagerMax: eager, HeldBound: int64(grant * eager),
 		Open: func(t testing.TB, node int) device.Transport {
-			p := New(Options{Provider: fc.prov, API: fc.api, Heartbeat: 100 * time.Millisecond, LossTimeout: 2 * time.Second})
+			p := New(Options{Provider: fc.prov, API: fc.api, Heartbeat: 100 * time.Millisecond, LossTimeout: 5 * time.Second})
 			ep, err := p.Open(rdma.EndpointConfig{Node: node, Nodes: nodes, Secret: []byte("conformance")})
 			if err != nil {
 				t.Fatal(err)

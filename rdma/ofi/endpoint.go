@@ -33,7 +33,15 @@ const (
 	opWrite                  // the device's Write
 	opRead                   // the device's Read
 	opCtl                    // a control message sent with a completion (goodbye; hello and heartbeat without inject)
+	opBeat                   // a heartbeat receive of the endpoint's own (FI_TAGGED)
 )
+
+// beatFlag marks heartbeats' tags with FI_TAGGED: they land in receives of their own, so that a peer is heard
+// even while the device holds every receive buffer it posted. The device's receives ignore every other bit.
+const beatFlag = 1 << 32
+
+// ignoreData is the device's receives' tag mask: any word, no heartbeat.
+const ignoreData = ^uint64(beatFlag)
 
 // slot is the Go side of one operation in flight; its C side is the FI_CONTEXT2 at the same index, whose address
 // is the operation's context.
@@ -166,6 +174,12 @@ func (p *Provider) Open(cfg rdma.EndpointConfig) (rdma.Endpoint, error) {
 		return nil, err
 	}
 	e.desc = e.describe()
+	if e.tagged {
+		if err := e.postBeats(); err != nil {
+			C.gofi_close(c)
+			return nil, fmt.Errorf("ofi: posting heartbeat receives: %w", err)
+		}
+	}
 	return e, nil
 }
 
@@ -530,7 +544,7 @@ func (e *endpoint) PostRecv(b []byte, m rdma.MR, ctx uint64) error {
 		s.pin.Pin(s.buf)
 		s.pinned = true
 	}
-	ret := C.gofi_recv(e.c, addr(s.buf), C.size_t(len(b)), desc, 0, C.uint64_t(math.MaxUint64), C.size_t(i))
+	ret := C.gofi_recv(e.c, addr(s.buf), C.size_t(len(b)), desc, 0, C.uint64_t(ignoreData), C.size_t(i))
 	if ret != 0 {
 		e.putSlot(i)
 	}
@@ -540,8 +554,29 @@ func (e *endpoint) PostRecv(b []byte, m rdma.MR, ctx uint64) error {
 // repost gives a receive whose message the endpoint consumed itself back to the provider, under the same slot.
 func (e *endpoint) repost(i int32) error {
 	s := &e.slots[i]
-	ret := C.gofi_recv(e.c, addr(s.buf), C.size_t(s.blen), s.desc, 0, C.uint64_t(math.MaxUint64), C.size_t(i))
+	tag, ignore := uint64(0), ignoreData
+	if s.op == opBeat {
+		tag, ignore = beatFlag, math.MaxUint32
+	}
+	ret := C.gofi_recv(e.c, addr(s.buf), C.size_t(s.blen), s.desc, C.uint64_t(tag), C.uint64_t(ignore), C.size_t(i))
 	return result(ret, e.call("recv"), -1)
+}
+
+// postBeats posts the heartbeat receives (FI_TAGGED), in C memory.
+func (e *endpoint) postBeats() error {
+	for k := range C.GOFI_BEATS {
+		i := e.getSlot()
+		if i < 0 {
+			return errors.New("ofi: no context for a heartbeat receive")
+		}
+		s := &e.slots[i]
+		s.op, s.node, s.buf, s.blen = opBeat, -1, unsafe.Add(unsafe.Pointer(e.c.beat), k*C.GOFI_BEAT), C.GOFI_BEAT
+		if err := e.repost(i); err != nil {
+			e.putSlot(i)
+			return err
+		}
+	}
+	return nil
 }
 
 func (e *endpoint) Send(node int, b []byte, m rdma.MR, ctx uint64) error {
@@ -571,7 +606,7 @@ func (e *endpoint) Send(node int, b []byte, m rdma.MR, ctx uint64) error {
 		s.pin.Pin(ptr(b))
 		s.pinned = true
 	}
-	ret := C.gofi_send(e.c, addr(ptr(b)), C.size_t(len(b)), desc, dest, C.uint32_t(dataWord(e.node)), C.size_t(i))
+	ret := C.gofi_send(e.c, addr(ptr(b)), C.size_t(len(b)), desc, dest, C.uint64_t(dataWord(e.node)), C.size_t(i))
 	if ret != 0 {
 		e.putSlot(i)
 		return result(ret, call, node)
@@ -592,7 +627,7 @@ func (e *endpoint) Inject(node int, hdr, payload []byte) error {
 	if !e.enter() {
 		return &rdma.OpError{Call: call, Node: node, Err: errClosed}
 	}
-	ret := inject(e.c, hdr, payload, dest, C.uint32_t(dataWord(e.node)))
+	ret := inject(e.c, hdr, payload, dest, C.uint64_t(dataWord(e.node)))
 	e.leave()
 	if ret != 0 {
 		return result(ret, call, node)
@@ -603,7 +638,7 @@ func (e *endpoint) Inject(node int, hdr, payload []byte) error {
 
 // inject passes its slices as &x[0] in the call itself, so that cgo checks the slices' memory only (a header may
 // sit in a struct that holds pointers); libfabric copies them before returning.
-func inject(c *C.gofi_ep, hdr, payload []byte, dest C.fi_addr_t, w C.uint32_t) C.ssize_t {
+func inject(c *C.gofi_ep, hdr, payload []byte, dest C.fi_addr_t, w C.uint64_t) C.ssize_t {
 	switch {
 	case len(hdr) > 0 && len(payload) > 0:
 		return C.gofi_inject(c, unsafe.Pointer(&hdr[0]), C.size_t(len(hdr)), unsafe.Pointer(&payload[0]), C.size_t(len(payload)), dest, w)
@@ -791,13 +826,28 @@ func (e *endpoint) entry(ent *C.struct_fi_cq_tagged_entry, out *rdma.Completion,
 		return e.received(i, ent, out, now), nil
 	case opSend, opWrite, opRead:
 		*out = rdma.Completion{Op: rdma.OpSend, Ctx: s.ctx, Node: int(s.node)}
-		if s.op == opWrite {
+		if s.op != opSend {
+			// A transfer done is the peer's answer (tcp moves it in the peer's progress): it is alive.
+			e.peers[s.node].lastHeard = now
 			out.Op = rdma.OpWrite
-		} else if s.op == opRead {
-			out.Op = rdma.OpRead
+			if s.op == opRead {
+				out.Op = rdma.OpRead
+			}
 		}
 		e.putSlot(i)
 		return true, nil
+	case opBeat:
+		if _, node := e.sender(uint64(ent.tag)&math.MaxUint32, true); node >= 0 {
+			e.peers[node].lastHeard = now
+		}
+		if !e.closing.Load() {
+			if err := e.repost(i); err != nil {
+				return false, fmt.Errorf("ofi: posting a heartbeat receive again: %w", err)
+			}
+		} else {
+			e.putSlot(i)
+		}
+		return false, nil
 	case opCtl:
 		e.ctlDone(i)
 		return false, nil
@@ -940,6 +990,16 @@ func (e *endpoint) errEntry(out *rdma.Completion, now time.Duration) (bool, erro
 		*out = rdma.Completion{Op: rdma.OpWrite, Ctx: s.ctx, Node: int(s.node), Err: &rdma.OpError{Call: "fi_writemsg", Node: int(s.node), Err: ferr}}
 	case opRead:
 		*out = rdma.Completion{Op: rdma.OpRead, Ctx: s.ctx, Node: int(s.node), Err: &rdma.OpError{Call: "fi_readmsg", Node: int(s.node), Err: ferr}}
+	case opBeat:
+		// A heartbeat that did not fit (nobody sends one with a payload) or a receive cancelled at close.
+		if !e.closing.Load() {
+			if err := e.repost(i); err != nil {
+				return false, fmt.Errorf("ofi: posting a heartbeat receive again: %w", err)
+			}
+		} else {
+			e.putSlot(i)
+		}
+		return false, nil
 	case opCtl:
 		node := int(s.node)
 		kind := int(s.ctx)
@@ -982,7 +1042,10 @@ func (e *endpoint) ctlFailed(kind, node int, err error) {
 func (e *endpoint) sendCtl(kind, node int, payload []byte) error {
 	p := &e.peers[node]
 	dest := C.fi_addr_t(p.fiaddr.Load())
-	w := C.uint32_t(ctlWord(kind, e.node))
+	w := C.uint64_t(ctlWord(kind, e.node))
+	if kind == ctlBeat && e.tagged {
+		w |= beatFlag
+	}
 	if kind != ctlBye && len(payload) <= e.caps.InjectSize {
 		ret := inject(e.c, payload, nil, dest, w)
 		return result(ret, e.call("inject"), node)

@@ -29,6 +29,10 @@
 // Bytes of a control message buffer (hello, heartbeat, goodbye).
 #define GOFI_CTL 64
 
+// Heartbeat receives posted apart from the device's (FI_TAGGED), and the bytes of each.
+#define GOFI_BEATS 16
+#define GOFI_BEAT 8
+
 // Result of gofi_poll when it read an error entry into ep->err (libfabric's own codes are small negatives).
 #define GOFI_ERRENTRY (-1000000)
 
@@ -52,9 +56,10 @@ typedef struct gofi_ep {
 	struct fi_cq_err_entry err;
 	char errstr[256];
 
-	// Control buffers: nctl receive buffers (FI_TAGGED), then one to send from.
+	// Control buffers: one per node to send from (goodbyes), and GOFI_BEATS heartbeat receives.
 	char *ctl;
 	size_t nctl;
+	char *beat;
 
 	// Scratch for addresses handed to fi_av_insert: a peer's blob is copied into zeroed memory longer than any
 	// address format reads, so that a short or malformed blob can never make libfabric read past it.
@@ -69,9 +74,9 @@ int gofi_getname(gofi_ep *e, void *buf, size_t *len);
 int gofi_av_insert(gofi_ep *e, const void *addr, size_t len, fi_addr_t *out);
 
 ssize_t gofi_recv(gofi_ep *e, uintptr_t buf, size_t len, void *desc, uint64_t tag, uint64_t ignore, size_t slot);
-ssize_t gofi_send(gofi_ep *e, uintptr_t buf, size_t len, void *desc, fi_addr_t dest, uint32_t word, size_t slot);
+ssize_t gofi_send(gofi_ep *e, uintptr_t buf, size_t len, void *desc, fi_addr_t dest, uint64_t word, size_t slot);
 ssize_t gofi_inject(gofi_ep *e, const void *hdr, size_t hlen, const void *pay, size_t plen, fi_addr_t dest,
-		    uint32_t word);
+		    uint64_t word);
 ssize_t gofi_rma(gofi_ep *e, int write, uintptr_t buf, size_t len, void *desc, fi_addr_t dest, uint64_t raddr,
 		 uint64_t rkey, size_t slot);
 

@@ -140,6 +140,14 @@ func (p *Provider) getinfo(node string, tagged, rma, ordered bool) (*C.struct_fi
 	return list, nil
 }
 
+func sockaddr(f C.uint32_t) bool {
+	switch f {
+	case C.FI_SOCKADDR, C.FI_SOCKADDR_IN, C.FI_SOCKADDR_IN6, C.FI_SOCKADDR_IB:
+		return true
+	}
+	return false
+}
+
 func cbool(b bool) C.int {
 	if b {
 		return 1
@@ -190,7 +198,9 @@ func (p *Provider) choose() (*choice, error) {
 						return nil, err
 					}
 					for fi := list; fi != nil; fi = fi.next {
-						if !p.acceptable(fi) {
+						if !p.acceptable(fi) || node != "" && !sockaddr(fi.addr_format) {
+							// Source is an address for socket fabrics; shm would take it as the name of its
+							// segment, the same in every process.
 							continue
 						}
 						if tagged && p.opts.API == "" && strings.HasPrefix(C.GoString(fi.fabric_attr.prov_name), "shm") {
