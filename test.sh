@@ -21,3 +21,21 @@ go test -race -short -count=1 -timeout 10m . ./queues/... ./ranks/... ./node/...
 
 echo "== full suite"
 go test -count=1 -timeout 15m ./...
+
+echo "== ofi: the rdma device over libfabric (-tags ofi, cgo; node processes talk through tcp;ofi_rxm)"
+if [ "${GOMPJ_SKIP_OFI:-}" = 1 ]; then
+	echo "skipped (GOMPJ_SKIP_OFI=1)"
+else
+	if [ ! -f /usr/include/rdma/fabric.h ] && ! pkg-config --exists libfabric 2>/dev/null; then
+		echo "libfabric's headers are missing: install libfabric-dev (.ci/run does), or set GOMPJ_SKIP_OFI=1"
+		exit 1
+	fi
+	go vet -tags ofi ./...
+	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags ofi ./rdma/ofi/... ./node/... ./cmd/gompj/... ./internal/harness/...
+	go test -race -short -tags ofi -count=1 -timeout 10m ./rdma/ofi/
+	# The point-to-point suite, the collectives (and two sizes of their matrix) and NPB class S in the harness's
+	# "ofi" mode; cmd/gompj: info, a job, a killed node process, and network namespaces.
+	go test -short -tags ofi -count=1 -timeout 10m -run '/^(ofi|np3|np8)$/^ofi$' .
+	go test -tags ofi -count=1 -timeout 10m -run 'TestModesClassS/.*/^ofi$' ./npb/
+	go test -tags ofi -count=1 -timeout 10m -run 'TestOFI|TestKillNodeAbortsJobOFI|TestNetnsOFI' ./cmd/gompj/
+fi

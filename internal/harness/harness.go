@@ -56,11 +56,17 @@ func Run(t *testing.T, np int, body func(c *gompj.Comm) error) {
 		Procs(t, Spec{Ranks: np, Nodes: min(3, np), HostSHM: true}, body).Check(t)
 	})
 	t.Run("ofi", func(t *testing.T) {
-		if err := node.CheckDevice(node.DevRDMA); err != nil {
-			t.Skipf("%v (go test -tags ofi)", err)
-		}
+		SkipWithoutOFI(t)
 		Procs(t, Spec{Ranks: np, Nodes: min(3, np), Env: OFIEnv()}, body).Check(t)
 	})
+}
+
+// SkipWithoutOFI skips t in a build without the rdma device over libfabric (go test -tags ofi).
+func SkipWithoutOFI(t *testing.T) {
+	t.Helper()
+	if err := node.CheckDevice(node.DevRDMA); err != nil {
+		t.Skipf("%v (go test -tags ofi)", err)
+	}
 }
 
 // OFIEnv makes node processes on this box talk as on different hosts, through the rdma device over libfabric:
