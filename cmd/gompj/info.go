@@ -26,7 +26,11 @@ func infoCmd(args []string) int {
 	fmt.Fprintf(w, "gompj %s (%s, %s/%s, %d CPUs)\n\n", Version, runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
 	fmt.Fprintln(w, "devices:")
 	fmt.Fprintln(w, "  shm   intra-node: ranks of a node exchange through their queues   built")
-	fmt.Fprintln(w, "  tcp   inter-node: netdev, epoll TCP, one per node process           built (-dev tcp)")
+	if err := node.NetworkMissing(); err != nil {
+		fmt.Fprintf(w, "  tcp   inter-node: netdev, epoll TCP, one per node process           not built: %v\n", err)
+	} else {
+		fmt.Fprintln(w, "  tcp   inter-node: netdev, epoll TCP, one per node process           built (-dev tcp)")
+	}
 	fmt.Fprintln(w, "  rdma  inter-node: verbs-style device                                 not built")
 	fmt.Fprintln(w, "\nconfiguration:")
 	settings, err := node.Effective()
