@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"text/tabwriter"
 
@@ -23,7 +24,13 @@ func init() {
 
 func infoCmd(args []string) int {
 	w := os.Stdout
-	fmt.Fprintf(w, "gompj %s (%s, %s/%s, %d CPUs)\n\n", Version, runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	bi, _ := debug.ReadBuildInfo()
+	version, commit := moduleVersion(bi)
+	fmt.Fprintf(w, "gompj %s (%s, %s/%s, %d CPUs)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	if commit != "" {
+		fmt.Fprintln(w, commit)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintln(w, "devices:")
 	fmt.Fprintln(w, "  shm   intra-node: ranks of a node exchange through their queues   built")
 	if err := node.NetworkMissing(); err != nil {
