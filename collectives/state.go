@@ -93,6 +93,9 @@ func newState(c *ranks.Comm) *commState {
 		nodeOf = h.(func(int) int)
 	}
 	s := &commState{size: c.Size(), rank: c.Rank()}
+	if c.IsInter() {
+		return s // scratch only: the local phases run on c.Local(), which has a state of its own (inter.go)
+	}
 	s.node = nodeOf(c.WorldRank(c.Rank()))
 	lo, hi := w.Local()
 	seen := map[int]bool{}

@@ -362,8 +362,11 @@ func (st *commState) sel(commutative bool, bytes int) selCtx {
 
 // Force makes every later call of collective coll on c (on this rank) use algorithm algo, when it applies to the
 // call (otherwise the table decides); "" removes the forcing. Every member must force alike. For benchmarks and
-// tests.
+// tests. On an intercommunicator it forces the algorithms of the local phases (inter.go).
 func Force(c *ranks.Comm, coll, algo string) error {
+	if c.IsInter() {
+		c = c.Local()
+	}
 	algos, ok := algorithms[coll]
 	if !ok {
 		return fmt.Errorf("%w: unknown collective %q", ranks.ErrArg, coll)
