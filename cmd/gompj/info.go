@@ -11,7 +11,6 @@ import (
 
 	"github.com/gompj/gompj/bench"
 	"github.com/gompj/gompj/collectives"
-	"github.com/gompj/gompj/internal/env"
 	"github.com/gompj/gompj/node"
 )
 
@@ -49,7 +48,7 @@ func infoCmd(args []string) int {
 	for _, s := range settings {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", s.Variable, s.Value, s.Source)
 	}
-	for _, name := range env.Unknown(os.Environ()) {
+	for _, name := range unknownVariables(os.Environ()) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", name, "not a gompj variable (misspelt?): ignored", "env")
 	}
 	tw.Flush()

@@ -110,7 +110,7 @@ func (o *runOpts) target() (nodes int, hosts []string, err error) {
 	if o.envErr != nil {
 		return 0, nil, o.envErr
 	}
-	for _, name := range env.Unknown(os.Environ()) {
+	for _, name := range unknownVariables(os.Environ()) {
 		fmt.Fprintf(os.Stderr, "gompj: warning: %s is not a gompj variable (misspelt? see gompj help env)\n", name)
 	}
 	if o.dev != "tcp" {
