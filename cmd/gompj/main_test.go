@@ -257,7 +257,7 @@ func TestInfoAndHelp(t *testing.T) {
 	}
 	misspelt := "GOMPJ_" + "SPNI" // spelt in two pieces, or internal/env's TestEveryNameIsDefined would object
 	r = runGompj(t, []string{misspelt + "=1us", "GOMPJ_COLL_ALLREDUSE=ring"}, "info")
-	if !regexp.MustCompile(misspelt + `\s+not a gompj variable`).MatchString(r.stdout) ||
+	if !regexp.MustCompile(misspelt+`\s+not a gompj variable`).MatchString(r.stdout) ||
 		!regexp.MustCompile(`GOMPJ_COLL_ALLREDUSE\s+not a gompj variable`).MatchString(r.stdout) {
 		t.Errorf("info does not flag a misspelt variable:\n%s", r.stdout)
 	}
