@@ -42,6 +42,8 @@ type World struct {
 
 	hooks Hooks
 
+	orphans orphans // operation requests freed while active (see sweepOrphans)
+
 	sharedMu sync.Mutex
 	shared   map[sharedKey]any
 }
