@@ -42,6 +42,8 @@ var (
 	ErrOp       = ranks.ErrOp
 	ErrRoot     = ranks.ErrRoot
 	ErrInternal = ranks.ErrInternal
+	ErrTopology = ranks.ErrTopology // a call needs a topology the communicator does not have, or inconsistent graph
+	ErrDims     = ranks.ErrDims     // invalid grid dimensions
 )
 
 // RankError says which rank failed a job, and why (its error, or its panic and stack).
@@ -149,9 +151,6 @@ func (c *Comm) Free() error { return c.c.Free() }
 
 // Abort ends the whole job with code: every rank's blocked call returns ErrAborted. It does not return.
 func (c *Comm) Abort(code int) { c.c.Abort(code) }
-
-// Internal returns the rank-layer communicator (for gompj's own packages: collectives, nbc, benchmarks).
-func (c *Comm) Internal() *ranks.Comm { return c.c }
 
 // SendInit creates a persistent send of buf to dest: an inactive request that each Start sends again (a slice's
 // elements as they are at that Start).

@@ -45,6 +45,8 @@ func (r *Request) Cancel() error {
 		ok = rk.withdraw(r)
 	} else if m = r.held; m != nil {
 		rk.unexp.Remove(&m.item)
+		rk.held -= m.held // what takeUnexpected does when a receive takes it (a waiting send is not counted)
+		m.held = 0
 		r.held, ok = nil, true
 	}
 	rk.mu.Unlock()

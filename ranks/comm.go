@@ -26,10 +26,15 @@ type Comm struct {
 	w     *World
 	rank  int
 	size  int
-	group []int32 // comm rank -> world rank; nil means the identity (the world communicator)
-	ctx   uint32  // point-to-point context; collectives use ctx+1
-	coll  *Comm   // the same group on the collective context
+	group []int32   // comm rank -> world rank; nil means the identity (the world communicator)
+	ctx   uint32    // point-to-point context; collectives use ctx+1
+	coll  *Comm     // the same group on the collective context
+	topo  *topology // the virtual topology, if any (topo.go); read-only, shared by Dup
 	freed atomic.Bool
+	// An intercommunicator (inter.go) has a remote group, which point-to-point ranks name, and its local group as
+	// an intracommunicator of its own, for the local phases of its collectives. Both nil on an intracommunicator.
+	remote []int32 // remote rank -> world rank
+	local  *Comm
 }
 
 // Rank is this rank's rank in the communicator.
@@ -44,7 +49,7 @@ func (c *Comm) Context() uint32 { return c.ctx }
 // World returns the node's World.
 func (c *Comm) World() *World { return c.w }
 
-// WorldRank maps a rank of this communicator to its world rank.
+// WorldRank maps a rank of this communicator (of its local group, on an intercommunicator) to its world rank.
 func (c *Comm) WorldRank(r int) int {
 	if c.group == nil {
 		return r
@@ -55,7 +60,8 @@ func (c *Comm) WorldRank(r int) int {
 // Coll returns the communicator on its collective context: the same group, traffic apart from point-to-point.
 func (c *Comm) Coll() *Comm {
 	if c.coll == nil {
-		c.coll = &Comm{r: c.r, w: c.w, rank: c.rank, size: c.size, group: c.group, ctx: c.ctx + 1}
+		c.coll = &Comm{r: c.r, w: c.w, rank: c.rank, size: c.size, group: c.group, ctx: c.ctx + 1, remote: c.remote,
+			local: c.local}
 		c.coll.coll = c.coll
 	}
 	return c.coll
@@ -72,11 +78,11 @@ func (c *Comm) check() error {
 }
 
 func (c *Comm) checkDest(dest, tag int) error {
-	if dest < 0 || dest >= c.size {
+	if dest < 0 || dest >= c.peers() {
 		if dest == ProcNull {
 			return nil
 		}
-		return errRank(dest, c.size)
+		return errRank(dest, c.peers())
 	}
 	if tag < 0 || tag > MaxTag {
 		return errTag(tag)
@@ -85,8 +91,8 @@ func (c *Comm) checkDest(dest, tag int) error {
 }
 
 func (c *Comm) checkSource(src, tag int) error {
-	if (src < 0 || src >= c.size) && src != AnySource && src != ProcNull {
-		return errRank(src, c.size)
+	if (src < 0 || src >= c.peers()) && src != AnySource && src != ProcNull {
+		return errRank(src, c.peers())
 	}
 	if (tag < 0 || tag > MaxTag) && tag != AnyTag {
 		return errTag(tag)
@@ -176,19 +182,19 @@ func (rk *Rank) waitInternal(req *Request) error {
 // pr if given (a persistent request's run), else a pooled one if internal, else a new one. buf is a pointer to the
 // caller's parameter, which must not escape (see buffer.go). A nil buf is a message of no elements.
 func (c *Comm) startSend(buf *any, dest, tag int, mode sendMode, internal bool, pr *Request) (*Request, error) {
-	v, prim := ViewOf(*buf)
+	v, prim := MemOf(*buf)
 	var enc []byte
 	switch {
 	case *buf == nil:
-		v = View{Type: TypeNone}
+		v = Mem{Type: TypeNone}
 	case !prim:
 		var err error
 		if enc, err = encodeObject(buf); err != nil {
 			return nil, err
 		}
-		v = View{Type: TypeObject, Ptr: unsafe.Pointer(unsafe.SliceData(enc)), N: len(enc)}
+		v = Mem{Type: TypeObject, Ptr: unsafe.Pointer(unsafe.SliceData(enc)), N: len(enc)}
 	}
-	return c.startSendView(v, enc, dest, tag, mode, internal, pr)
+	return c.startSendMem(v, enc, dest, tag, mode, internal, pr)
 }
 
 // sendReq returns the request a send waits on: pr if given, else a pooled one if internal, else a new one.
@@ -202,11 +208,11 @@ func (rk *Rank) sendReq(internal bool, pr *Request) *Request {
 	return rk.newReq(kindSend)
 }
 
-// startSendView is startSend of a view: primitive memory, or enc's encoded object (v then describes enc).
-func (c *Comm) startSendView(v View, enc []byte, dest, tag int, mode sendMode, internal bool, pr *Request) (*Request, error) {
+// startSendMem is startSend of memory: primitive, or enc's encoded object (v then describes enc).
+func (c *Comm) startSendMem(v Mem, enc []byte, dest, tag int, mode sendMode, internal bool, pr *Request) (*Request, error) {
 	prim := enc == nil
 	env := queues.Envelope{Ctx: c.ctx, Src: int32(c.rank), Tag: int32(tag)}
-	wdest := c.WorldRank(dest)
+	wdest := c.peerWorld(dest)
 	r := c.w.local(wdest)
 	if r == nil {
 		return c.sendRemote(env, wdest, v, enc != nil, mode, internal, pr)
@@ -239,16 +245,23 @@ unexpected:
 	if !prim {
 		m.count = 1
 	}
-	if mode == standard && (!prim || v.Len() <= c.w.eager) {
-		if prim {
-			copy(m.own(v.Len()), v.Bytes())
-		} else {
-			m.data, m.class = enc, -1
+	if mode == standard && (!prim || v.Size() <= c.w.eager) {
+		// Eager if it fits the receiver's bound (see Rank.reserve), else on to rendezvous below.
+		cost := eagerCost(v.Size(), enc)
+		if r == c.r {
+			cost = 0
 		}
-		m.proto = eagerOwned
-		r.pushUnexpected(m)
-		r.mu.Unlock()
-		return nil, nil
+		if r.reserve(cost) {
+			if prim {
+				copy(m.own(v.Size()), v.Bytes())
+			} else {
+				m.data, m.class = enc, -1
+			}
+			m.proto, m.held = eagerOwned, cost
+			r.pushUnexpected(m)
+			r.mu.Unlock()
+			return nil, nil
+		}
 	}
 	sreq := c.r.sendReq(internal, pr)
 	sreq.rk, sreq.held = r, m // until a receive takes m, Cancel may withdraw it (see msg.taken)
@@ -262,8 +275,8 @@ unexpected:
 }
 
 // fill completes a posted primitive receive with data (one copy), checking type and size.
-func (rr *Request) fill(env queues.Envelope, v View, data []byte) {
-	rv := rr.view()
+func (rr *Request) fill(env queues.Envelope, v Mem, data []byte) {
+	rv := rr.mem()
 	rr.setStatus(env.Src, env.Tag, int64(len(data)), v.Type)
 	if len(data) == 0 {
 		return // a message of no elements fits any buffer, nil included
@@ -326,7 +339,7 @@ func (w *World) consume(rr *Request, m *msg) {
 	if m.typ == TypeObject {
 		rr.takeObject(m) // m now belongs to rr (or was released on a type error)
 	} else {
-		rr.fill(env, View{Type: m.typ, N: m.count}, m.payload())
+		rr.fill(env, Mem{Type: m.typ, N: m.count}, m.payload())
 		m.release()
 	}
 	if sreq != nil {
@@ -344,7 +357,7 @@ func (w *World) clearToSend(rr *Request, m *msg) {
 	h := m.rts
 	env := m.item.Env
 	rr.setStatus(env.Src, env.Tag, int64(h.Length), m.typ)
-	rv := rr.view()
+	rv := rr.mem()
 	var dst []byte
 	switch {
 	case h.Length == 0: // a message of no elements fits any buffer, nil included
@@ -363,10 +376,10 @@ func (w *World) clearToSend(rr *Request, m *msg) {
 		hm.own(int(h.Length))
 		rr.held = hm
 		dst = hm.data
-	case int(h.Length) > rv.Len():
+	case int(h.Length) > rv.Size():
 		rr.err = fmt.Errorf("%w: %d elements from rank %d (tag %d) into a buffer of %d", ErrTruncate, m.count,
 			env.Src, env.Tag, rv.N)
-		rr.bytes = int64(rv.Len())
+		rr.bytes = int64(rv.Size())
 		rr.scratch = make([]byte, h.Length)
 		dst = rr.scratch
 	default:
@@ -379,13 +392,13 @@ func (w *World) clearToSend(rr *Request, m *msg) {
 	}
 }
 
-func (c *Comm) sendRemote(env queues.Envelope, wdest int, v View, object bool, mode sendMode, internal bool, pr *Request) (*Request, error) {
+func (c *Comm) sendRemote(env queues.Envelope, wdest int, v Mem, object bool, mode sendMode, internal bool, pr *Request) (*Request, error) {
 	dev := c.w.dev
 	h := device.Header{Kind: device.KindEager, Type: uint8(v.Type), Context: env.Ctx, Source: int32(c.r.id),
-		Dest: int32(wdest), SrcRank: env.Src, Tag: env.Tag, Length: uint64(v.Len())}
+		Dest: int32(wdest), SrcRank: env.Src, Tag: env.Tag, Length: uint64(v.Size())}
 	// EagerLimit 0 means "no credit toward that node": rendezvous, even for an empty message.
 	lim := dev.EagerLimit(wdest)
-	eager := lim > 0 && v.Len() <= lim
+	eager := lim > 0 && v.Size() <= lim
 	if mode == standard && eager {
 		if err := dev.SendEager(&h, v.Bytes(), nil); err != nil {
 			return nil, c.w.deviceError(err)
@@ -427,20 +440,20 @@ func (c *Comm) Recv(buf any, source, tag int) (Status, error) {
 	if source == ProcNull {
 		return Status{Source: ProcNull, Tag: AnyTag}, nil
 	}
-	v, prim := ViewOf(buf)
+	v, prim := MemOf(buf)
 	var target any
 	switch {
 	case buf == nil:
-		v = View{Type: TypeNone} // receives a message of no elements; any other is ErrTruncate
+		v = Mem{Type: TypeNone} // receives a message of no elements; any other is ErrTruncate
 	case !prim:
 		target = hide(&buf) // written through only, synchronously, by decodeInto below
 		if err := checkTarget(target); err != nil {
 			return Status{}, err
 		}
-		v = View{Type: TypeObject}
+		v = Mem{Type: TypeObject}
 	}
 	rr := c.r.getReq(kindRecv)
-	rr.setView(v)
+	rr.setMem(v)
 	c.postRecv(rr, source, tag)
 	if !rr.done.Wait(c.w.waitPolicy(rr.remote), c.w.abortCh) {
 		return Status{}, c.w.abortError() // rr may still be matched later: never recycle it
@@ -474,17 +487,17 @@ func (c *Comm) Irecv(buf any, source, tag int) (*Request, error) {
 
 // recvBuffer returns the view a receive into buf fills and, for an object receive, the pointer it decodes into.
 // nil takes only a message of no elements; any other is ErrTruncate.
-func recvBuffer(buf any) (View, any, error) {
+func recvBuffer(buf any) (Mem, any, error) {
 	if buf == nil {
-		return View{Type: TypeNone}, nil, nil
+		return Mem{Type: TypeNone}, nil, nil
 	}
-	if v, ok := ViewOf(buf); ok {
+	if v, ok := MemOf(buf); ok {
 		return v, nil, nil
 	}
 	if err := checkTarget(buf); err != nil {
-		return View{}, nil, err
+		return Mem{}, nil, err
 	}
-	return View{Type: TypeObject}, buf, nil
+	return Mem{Type: TypeObject}, buf, nil
 }
 
 // IrecvBytes is Irecv into a byte slice, given as itself rather than boxed in an interface: Irecv's argument
@@ -496,11 +509,11 @@ func (c *Comm) IrecvBytes(b []byte, source, tag int) (*Request, error) {
 	if err := c.checkSource(source, tag); err != nil {
 		return nil, err
 	}
-	return c.irecv(sliceView(TypeByte, b), nil, source, tag), nil
+	return c.irecv(sliceMem(TypeByte, b), nil, source, tag), nil
 }
 
 // irecv posts a checked receive into v (an object receive decodes into target when it completes).
-func (c *Comm) irecv(v View, target any, source, tag int) *Request {
+func (c *Comm) irecv(v Mem, target any, source, tag int) *Request {
 	if source == ProcNull {
 		r := c.r.completed(kindRecv)
 		r.setStatus(ProcNull, AnyTag, 0, 0)
@@ -508,27 +521,25 @@ func (c *Comm) irecv(v View, target any, source, tag int) *Request {
 	}
 	rr := c.r.newReq(kindRecv)
 	rr.target = target
-	rr.setView(v)
+	rr.setMem(v)
 	c.postRecv(rr, source, tag)
 	return rr
 }
 
-// postRecv matches rr against the unexpected queue or posts it.
 // remoteSource reports whether a message from source (a rank of c, or AnySource) may come through the device.
 func (c *Comm) remoteSource(source int) bool {
-	return c.w.dev != nil && (source == AnySource || c.w.local(c.WorldRank(source)) == nil)
+	return c.w.dev != nil && (source == AnySource || c.w.local(c.peerWorld(source)) == nil)
 }
 
+// postRecv matches rr against the unexpected queue or posts it.
 func (c *Comm) postRecv(rr *Request, source, tag int) {
 	r := c.r
 	r.mu.Lock()
-	if it := r.unexp.Take(c.ctx, int32(source), int32(tag)); it != nil {
-		m := (*msg)(unsafe.Pointer(it))
-		m.taken()
+	if m := r.takeUnexpected(c.ctx, int32(source), int32(tag)); m != nil {
 		if m.inPlace {
 			// A small local eager message is consumed under the lock, which it then returns to the rank's list
 			// for the next sender to this rank: the copy is a few words, and no pool is touched.
-			rr.fill(m.item.Env, View{Type: m.typ, N: m.count}, m.data)
+			rr.fill(m.item.Env, Mem{Type: m.typ, N: m.count}, m.data)
 			r.keepMsg(m)
 			r.mu.Unlock()
 			rr.done.Complete()

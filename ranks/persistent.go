@@ -15,9 +15,9 @@ import (
 type p2pRecipe struct {
 	x    reqExt
 	c    *Comm
-	buf  any  // a send's buffer; a receive's object target (nil when it receives into a slice or into nil)
-	view View // a receive's buffer
-	peer int  // dest or source
+	buf  any // a send's buffer; a receive's object target (nil when it receives into a slice or into nil)
+	mem  Mem // a receive's buffer
+	peer int // dest or source
 	tag  int
 	mode sendMode
 }
@@ -46,12 +46,12 @@ func (p *p2pRecipe) start(r *Request) error {
 		return nil
 	}
 	r.target = p.buf
-	r.setView(p.view)
+	r.setMem(p.mem)
 	p.c.postRecv(r, p.peer, p.tag)
 	return nil
 }
 
-func (p *p2pRecipe) release() { p.buf, p.view = nil, View{} }
+func (p *p2pRecipe) release() { p.buf, p.mem = nil, Mem{} }
 
 // newPersistent returns an inactive persistent request of rank rk following recipe p.
 func (rk *Rank) newPersistent(kind reqKind, p *p2pRecipe) *Request {
@@ -81,7 +81,7 @@ func (c *Comm) sendInit(buf any, dest, tag int, mode sendMode) (*Request, error)
 	if err := c.checkDest(dest, tag); err != nil {
 		return nil, err
 	}
-	if _, prim := ViewOf(buf); !prim && buf != nil {
+	if _, prim := MemOf(buf); !prim && buf != nil {
 		if err := encodable(reflect.TypeOf(buf)); err != nil {
 			return nil, err
 		}
@@ -102,7 +102,7 @@ func (c *Comm) RecvInit(buf any, source, tag int) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.r.newPersistent(kindRecv, &p2pRecipe{c: c, buf: target, view: v, peer: source, tag: tag}), nil
+	return c.r.newPersistent(kindRecv, &p2pRecipe{c: c, buf: target, mem: v, peer: source, tag: tag}), nil
 }
 
 // PersistentOp is an operation that a persistent request runs once per Start: a persistent collective. Between

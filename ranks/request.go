@@ -136,11 +136,11 @@ type starter interface {
 	release()
 }
 
-// view returns the receive buffer.
-func (r *Request) view() View { return View{Type: r.vtyp, Ptr: r.vptr, N: r.vn} }
+// mem returns the receive buffer.
+func (r *Request) mem() Mem { return Mem{Type: r.vtyp, Ptr: r.vptr, N: r.vn} }
 
-// setView sets the receive buffer.
-func (r *Request) setView(v View) { r.vtyp, r.vptr, r.vn = v.Type, v.Ptr, v.N }
+// setMem sets the receive buffer.
+func (r *Request) setMem(v Mem) { r.vtyp, r.vptr, r.vn = v.Type, v.Ptr, v.N }
 
 // setStatus records what was received: a sender's rank and tag, the payload size and its type.
 func (r *Request) setStatus(src, tag int32, bytes int64, typ Type) {
@@ -269,13 +269,15 @@ func (r *Request) completer() device.Completer { return (*devDone)(r) }
 // Complete implements device.Completer.
 func (d *devDone) Complete(err error) {
 	r := (*Request)(d)
-	if err != nil && r.err == nil {
+	switch {
+	case err != nil:
+		// Nothing reliable arrived: even a truncation already noted is now a failure of the transfer.
 		r.err = fmt.Errorf("%w: %w", ErrAborted, err)
+	case r.scratch != nil:
+		// A truncated rendezvous (r.err is ErrTruncate): the whole payload came into scratch; deliver what fits.
+		copy(r.mem().Bytes(), r.scratch)
 	}
-	if r.scratch != nil && r.err == nil {
-		copy(r.view().Bytes(), r.scratch)
-		r.scratch = nil
-	}
+	r.scratch = nil
 	if r.held != nil && r.kind == kindRecv {
 		r.completeObject()
 		return
