@@ -85,6 +85,18 @@ func (w *Waker) Park(abort <-chan struct{}) bool {
 	}
 }
 
+// parkStop is Park that also returns false once stop is closed.
+func (w *Waker) parkStop(abort, stop <-chan struct{}) bool {
+	select {
+	case <-w.ch:
+		return true
+	case <-abort:
+		return false
+	case <-stop:
+		return false
+	}
+}
+
 // Policy says how a rank waits: spin on the flag for Spin, then yield the processor Yields times, then park.
 // With a Driver, the waiter drives it (Enter, Poll between checks, Leave) while it spins and yields.
 type Policy struct {
@@ -226,6 +238,12 @@ func (c *Completion) Wait(p *Policy, abort <-chan struct{}) bool {
 // WaitAny waits until at least one of cs (nil entries are skipped) is done and returns its index, or -1 if abort
 // was closed first.
 func WaitAny(cs []*Completion, p *Policy, abort <-chan struct{}) int {
+	return WaitAnyStop(cs, p, abort, nil)
+}
+
+// WaitAnyStop is WaitAny that also gives up, returning -1, once stop is closed (a nil stop never is): a caller
+// waiting under a context. The caller tells abort from stop by looking at them.
+func WaitAnyStop(cs []*Completion, p *Policy, abort, stop <-chan struct{}) int {
 	found := -1
 	scan := func() bool {
 		for i, c := range cs {
@@ -247,7 +265,7 @@ func WaitAny(cs []*Completion, p *Policy, abort <-chan struct{}) int {
 				return i
 			}
 		}
-		if !w.Park(abort) {
+		if !w.parkStop(abort, stop) {
 			if scan() {
 				return found
 			}

@@ -49,6 +49,8 @@ type World struct {
 
 	hooks Hooks
 
+	orphans orphans // operation requests freed while active (see sweepOrphans)
+
 	sharedMu sync.Mutex
 	shared   map[sharedKey]any
 }
@@ -414,6 +416,7 @@ func (r *Rank) takeUnexpected(ctx uint32, source, tag int32) *msg {
 	m := (*msg)(unsafe.Pointer(it))
 	r.held -= m.held
 	m.held = 0
+	m.taken()
 	return m
 }
 
