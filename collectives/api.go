@@ -64,6 +64,9 @@ func checkCounts(what string, counts, displs []int, n, sz, length int) error {
 
 // Barrier blocks until every member has called it.
 func Barrier(c *ranks.Comm) error {
+	if c.IsInter() {
+		return interBarrier(c)
+	}
 	if _, err := start(c); err != nil {
 		return err
 	}
@@ -91,6 +94,9 @@ func barrier(c *ranks.Comm) error {
 // Bcast copies the root's buf into every member's buf. buf is a primitive (or Loc) slice, or a pointer to any
 // msgpack-encodable value (sent by a binomial tree of encoded messages).
 func Bcast(c *ranks.Comm, buf any, root int) error {
+	if c.IsInter() {
+		return interBcast(c, buf, root)
+	}
 	if _, err := start(c); err != nil {
 		return err
 	}
@@ -184,6 +190,9 @@ func reduceArgs(what string, send, recv any, needRecv bool) (src, dst vec, err e
 // Reduce combines every member's send with op, in rank order, into the root's recv (significant at the root
 // only; InPlace as send at the root takes its contribution from recv).
 func Reduce(c *ranks.Comm, send, recv any, op Op, root int) error {
+	if c.IsInter() {
+		return interReduce(c, send, recv, op, root)
+	}
 	if _, err := start(c); err != nil {
 		return err
 	}
@@ -229,6 +238,9 @@ func reduceVec(c *ranks.Comm, k kernel, op Op, src, dst vec, root int) error {
 
 // Allreduce combines every member's send with op, in rank order, into every member's recv (InPlace: from recv).
 func Allreduce(c *ranks.Comm, send, recv any, op Op) error {
+	if c.IsInter() {
+		return interAllreduce(c, send, recv, op)
+	}
 	st, err := start(c)
 	if err != nil {
 		return err
@@ -284,6 +296,9 @@ func allreduceState(c *ranks.Comm, st *commState, k kernel, op Op, src, dst vec)
 // Gather collects every member's send, in rank order, into the root's recv (significant at the root only).
 // InPlace as send at the root: its block is already in place in recv.
 func Gather(c *ranks.Comm, send, recv any, root int) error {
+	if c.IsInter() {
+		return interGather(c, send, recv, root)
+	}
 	st, err := start(c)
 	if err != nil {
 		return err
@@ -425,6 +440,9 @@ func Gatherv(c *ranks.Comm, send, recv any, counts, displs []int, root int) erro
 // Scatter hands block i of the root's send to rank i's recv (send significant at the root only). InPlace as recv
 // at the root: the root's block stays where it is.
 func Scatter(c *ranks.Comm, send, recv any, root int) error {
+	if c.IsInter() {
+		return interScatter(c, send, recv, root)
+	}
 	st, err := start(c)
 	if err != nil {
 		return err
@@ -564,6 +582,9 @@ func Scatterv(c *ranks.Comm, send any, counts, displs []int, recv any, root int)
 // Allgather collects every member's send, in rank order, into every member's recv. InPlace as send: each rank's
 // block is already in place in recv.
 func Allgather(c *ranks.Comm, send, recv any) error {
+	if c.IsInter() {
+		return interAllgather(c, send, recv)
+	}
 	st, err := start(c)
 	if err != nil {
 		return err
@@ -671,6 +692,9 @@ func Allgatherv(c *ranks.Comm, send, recv any, counts, displs []int) error {
 // Alltoall sends block j of send to rank j, which stores it as block i (this rank) of its recv. InPlace as send:
 // the blocks to send are in recv and are replaced by the ones received.
 func Alltoall(c *ranks.Comm, send, recv any) error {
+	if c.IsInter() {
+		return interAlltoall(c, send, recv)
+	}
 	st, err := start(c)
 	if err != nil {
 		return err

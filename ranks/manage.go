@@ -53,6 +53,9 @@ func (c *Comm) Dup() (*Comm, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
+	if c.IsInter() {
+		return c.dupInter()
+	}
 	k, err := c.agreeColl(c.newTree(0), 1)
 	if err != nil {
 		return nil, err
