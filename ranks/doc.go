@@ -10,5 +10,10 @@
 // Buffers are slices of primitive types, moved as memory, or any other value, msgpack-encoded. Every message
 // carries its element type; a mismatch is ErrType and a short buffer ErrTruncate.
 //
+// Communicators (manage.go, group.go, inter.go): Dup, Split, Create and CreateGroup make intracommunicators,
+// IntercommCreate and Merge intercommunicators, all with contexts agreed among their members with no central
+// allocator (agree.go), safe when several goroutines of a rank create communicators at once. Groups are ordered
+// sets of world ranks.
+//
 // Imports: queues, device, msgpack, the standard library. Nothing above it (collectives, nbc, node, root).
 package ranks
