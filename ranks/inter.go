@@ -121,7 +121,7 @@ func (c *Comm) IntercommCreate(localLeader int, peer *Comm, remoteLeader, tag in
 	for i, w := range remote {
 		rg[i] = int32(w)
 	}
-	k, err := c.r.agree(keyOf(c.id(), uint64(hdr[2]), agreeIntercomm, 0), 2,
+	k, err := c.r.agree(keyOf(c.id(), uint64(hdr[2]), agreeIntercomm, 0), 2, false,
 		interRound(t, leader, x, remoteLeader, tag))
 	if err != nil {
 		return nil, err
@@ -235,7 +235,7 @@ func (c *Comm) leaderRound() (tree, roundFunc) {
 
 func (c *Comm) dupInter() (*Comm, error) {
 	_, round := c.leaderRound()
-	k, err := c.r.agree(keyOf(c.id(), c.id(), agreeInter, 0), 2, round)
+	k, err := c.r.agree(keyOf(c.id(), c.id(), agreeInter, 0), 2, false, round)
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +267,7 @@ func (c *Comm) Merge(high bool) (*Comm, error) {
 		return nil, err
 	}
 	first := hdr[0] < hdr[1] || (hdr[0] == hdr[1] && c.WorldRank(0) < int(c.remote[0]))
-	k, err := c.r.agree(keyOf(c.id(), c.id(), agreeInter, 1), 1, round)
+	k, err := c.r.agree(keyOf(c.id(), c.id(), agreeInter, 1), 1, false, round)
 	if err != nil {
 		return nil, err
 	}
