@@ -51,7 +51,8 @@ var (
 	states     sync.Map // uintptr -> *stateEntry
 )
 
-// layoutHook, when set on a communicator before its first collective (tests), replaces World.NodeOf.
+// layoutHooks holds the rank-to-node functions tests set on communicators before their first collective; one
+// replaces World.NodeOf for its communicator (see layoutHook).
 var layoutHooks sync.Map // weak.Pointer[ranks.Comm] -> func(worldRank int) int
 
 func slotOf(k uintptr) *atomic.Pointer[stateEntry] { return &stateCache[(k>>6^k>>16)%cacheSlots] }

@@ -130,7 +130,7 @@ func needHier(s selCtx) bool     { return s.hier }
 func needComm(s selCtx) bool     { return s.commutative }
 func needHierComm(s selCtx) bool { return s.hier && s.commutative }
 
-// algorithms lists, per collective, its algorithms and when they apply; the first one listed is the last resort.
+// algorithms lists, per collective, its algorithms and when they apply.
 var algorithms = map[string]map[string]applies{
 	"barrier":        {"dissemination": always, "shm": needLocal, "hier": needHier},
 	"bcast":          {"binomial": always, "linear": always, "scatter_allgather": always, "shm": needLocal, "hier": needHier},
@@ -149,6 +149,8 @@ var algorithms = map[string]map[string]applies{
 	"exscan":         {"chain": always, "shm": needLocal},
 }
 
+// lastResort names, per collective, the algorithm taken when no rule's algorithm applies to a call; it applies to
+// every call (TestLastResortAlwaysApplies).
 var lastResort = map[string]string{"barrier": "dissemination", "bcast": "binomial", "reduce": "binomial",
 	"allreduce": "recursive_doubling", "gather": "linear", "gatherv": "linear", "scatter": "linear",
 	"scatterv": "linear", "allgather": "ring", "allgatherv": "ring", "alltoall": "pairwise", "alltoallv": "pairwise",
@@ -224,7 +226,7 @@ func parseNum(s string, size bool) (int, error) {
 	return n * mult, nil
 }
 
-// ParseTable parses rules in the table format; origin names them in errors and in Describe.
+// parseTable parses rules in the table format; origin names them in errors and in Describe.
 func parseTable(text, origin string) ([]rule, error) {
 	var rules []rule
 	sc := bufio.NewScanner(strings.NewReader(text))

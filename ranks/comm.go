@@ -223,15 +223,22 @@ unexpected:
 		m.count = 1
 	}
 	if mode == standard && (!prim || v.Size() <= c.w.eager) {
-		if prim {
-			copy(m.own(v.Size()), v.Bytes())
-		} else {
-			m.data, m.class = enc, -1
+		// Eager if it fits the receiver's bound (see Rank.reserve), else on to rendezvous below.
+		cost := eagerCost(v.Size(), enc)
+		if r == c.r {
+			cost = 0
 		}
-		m.proto = eagerOwned
-		r.pushUnexpected(m)
-		r.mu.Unlock()
-		return nil, nil
+		if r.reserve(cost) {
+			if prim {
+				copy(m.own(v.Size()), v.Bytes())
+			} else {
+				m.data, m.class = enc, -1
+			}
+			m.proto, m.held = eagerOwned, cost
+			r.pushUnexpected(m)
+			r.mu.Unlock()
+			return nil, nil
+		}
 	}
 	var sreq *Request
 	if internal {
@@ -467,17 +474,16 @@ func (c *Comm) irecv(v Mem, target any, source, tag int) *Request {
 	return rr
 }
 
-// postRecv matches rr against the unexpected queue or posts it.
 // remoteSource reports whether a message from source (a rank of c, or AnySource) may come through the device.
 func (c *Comm) remoteSource(source int) bool {
 	return c.w.dev != nil && (source == AnySource || c.w.local(c.peerWorld(source)) == nil)
 }
 
+// postRecv matches rr against the unexpected queue or posts it.
 func (c *Comm) postRecv(rr *Request, source, tag int) {
 	r := c.r
 	r.mu.Lock()
-	if it := r.unexp.Take(c.ctx, int32(source), int32(tag)); it != nil {
-		m := (*msg)(unsafe.Pointer(it))
+	if m := r.takeUnexpected(c.ctx, int32(source), int32(tag)); m != nil {
 		if m.inPlace {
 			// A small local eager message is consumed under the lock, which it then returns to the rank's list
 			// for the next sender to this rank: the copy is a few words, and no pool is touched.
