@@ -91,6 +91,36 @@ func intercommSuite(world *gompj.Comm) error {
 			return fmt.Errorf("large p2p exchange with remote rank %d", lr)
 		}
 	}
+	// Several goroutines of each rank at once, each on its own tag.
+	var wg sync.WaitGroup
+	gerrs := make([]error, 3)
+	for g := range gerrs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range theirs {
+				if err := ic.Send([]int{me, g, j}, j, 20+g); err != nil {
+					gerrs[g] = err
+					return
+				}
+			}
+			in := make([]int, 3)
+			for range theirs {
+				st, err := ic.Recv(in, gompj.AnySource, 20+g)
+				if err == nil && (in[0] != theirs[st.Source] || in[1] != g || in[2] != lr) {
+					err = fmt.Errorf("goroutine %d got %v from remote rank %d", g, in, st.Source)
+				}
+				if err != nil {
+					gerrs[g] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(gerrs...); err != nil {
+		return err
+	}
 	if err := ic.Send([]int{1}, len(theirs), 0); !errors.Is(err, gompj.ErrRank) {
 		return fmt.Errorf("send to remote rank %d of %d: %v", len(theirs), len(theirs), err)
 	}

@@ -67,12 +67,45 @@ func TestConcurrentCommCreation(t *testing.T) {
 	ctxs := make([][]uint32, np) // per rank, every context it was given
 	err := spmd(w, func(c *Comm) error {
 		var wg sync.WaitGroup
-		errs := make([]error, groups+1)
+		errs := make([]error, groups+2)
 		keep := func(nc *Comm) {
 			mu.Lock()
 			ctxs[c.Rank()] = append(ctxs[c.Rank()], nc.ctx)
+			if nc.local != nil {
+				ctxs[c.Rank()] = append(ctxs[c.Rank()], nc.local.ctx)
+			}
 			mu.Unlock()
 		}
+		half, err := c.Split(c.Rank()%2, 0)
+		if err != nil {
+			return err
+		}
+		keep(half)
+		// Intercommunicators between the halves, their Dups and Merges, beside the rest.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; k < rounds; k++ {
+				ic, err := half.IntercommCreate(0, c, 1-c.Rank()%2, 3)
+				var d, m *Comm
+				if err == nil {
+					keep(ic)
+					d, err = ic.Dup()
+				}
+				if err == nil {
+					keep(d)
+					m, err = d.Merge(c.Rank()%2 == 1)
+				}
+				if err == nil {
+					keep(m)
+					err = ringCheck(m, 300)
+				}
+				if err != nil {
+					errs[groups+1] = err
+					return
+				}
+			}
+		}()
 		for j := 0; j < groups; j++ {
 			m := members(j)
 			if !slices.Contains(m, int32(c.Rank())) {
@@ -211,5 +244,34 @@ func TestAgreementWaitsWithoutTheRight(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		w.Abort(errors.New("hung"))
 		t.Fatal("Dup and CreateGroup on rank 0 deadlocked against ranks 1 and 2")
+	}
+}
+
+// IntercommCreate's leader must be in the peer communicator it passes: a peer that is another rank's is ErrComm,
+// reported to the leader's whole group. Both leaders pass one here, so both groups fail and nobody waits.
+func TestIntercommPeerOfAnotherRank(t *testing.T) {
+	w := world(t, 4)
+	err := spmd(w, func(c *Comm) error {
+		half, err := c.Split(c.Rank()%2, 0)
+		if err != nil {
+			return err
+		}
+		peer := c
+		if half.Rank() == 0 {
+			peer = w.Comm((c.Rank() + 2) % 4) // a world communicator, but rank 2's (or 3's)
+		}
+		_, err = half.IntercommCreate(0, peer, 1-c.Rank()%2, 1)
+		if !errors.Is(err, ErrComm) {
+			return fmt.Errorf("rank %d: %v, want ErrComm", c.Rank(), err)
+		}
+		// The job goes on: the same call with the right peer works.
+		ic, err := half.IntercommCreate(0, c, 1-c.Rank()%2, 1)
+		if err != nil {
+			return err
+		}
+		return ic.Free()
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
