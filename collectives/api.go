@@ -24,8 +24,8 @@ func start(c *ranks.Comm) (*commState, error) {
 		return nil, err
 	}
 	if c.IsInter() {
-		return nil, fmt.Errorf("%w: this collective is not defined on intercommunicators (Barrier, Bcast, Reduce, "+
-			"Allreduce, Gather, Scatter, Allgather and Alltoall are)", ranks.ErrComm)
+		return nil, fmt.Errorf("%w: this collective does not take an intercommunicator (gompj has Barrier, Bcast, "+
+			"Reduce, Allreduce, Gather, Scatter, Allgather and Alltoall on intercommunicators)", ranks.ErrComm)
 	}
 	return stateOf(c), nil
 }
