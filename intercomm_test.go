@@ -296,6 +296,38 @@ func intercommCollectives(ic *gompj.Comm, me, color int, groups [2][]int) error 
 			if color != side && !slices.Equal(sr, interVals(me+100, blk)) {
 				return fmt.Errorf("scatter %s: got %v", where, sr)
 			}
+
+			// Gatherv and Scatterv: remote rank k's block has k+1+side elements, with a gap of one after each.
+			counts, displs, total := make([]int, len(other)), make([]int, len(other)), 0
+			for k := range other {
+				counts[k], displs[k] = k+1+side, total
+				total += counts[k] + 1
+			}
+			mine := lr + 1 + side // this rank's block, when in the other group
+			gv := make([]int64, total)
+			for i := range gv {
+				gv[i] = -5
+			}
+			if err := ic.Gatherv(interVals(me, mine), gv, counts, displs, arg); err != nil {
+				return fmt.Errorf("gatherv %s: %w", where, err)
+			}
+			var sv []int64
+			if arg == gompj.Root {
+				sv = make([]int64, total)
+				for k, w := range other {
+					if !slices.Equal(gv[displs[k]:displs[k]+counts[k]], interVals(w, counts[k])) || gv[displs[k]+counts[k]] != -5 {
+						return fmt.Errorf("gatherv %s: block %d = %v", where, k, gv[displs[k]:displs[k]+counts[k]+1])
+					}
+					copy(sv[displs[k]:], interVals(w+200, counts[k]))
+				}
+			}
+			svr := make([]int64, mine)
+			if err := ic.Scatterv(sv, counts, displs, svr, arg); err != nil {
+				return fmt.Errorf("scatterv %s: %w", where, err)
+			}
+			if color != side && !slices.Equal(svr, interVals(me+200, mine)) {
+				return fmt.Errorf("scatterv %s: got %v", where, svr)
+			}
 		}
 	}
 
@@ -331,6 +363,100 @@ func intercommCollectives(ic *gompj.Comm, me, color int, groups [2][]int) error 
 	}
 	if ag[len(ag)-1] != -9 {
 		return fmt.Errorf("allgather wrote past the blocks")
+	}
+
+	// Allgatherv: this rank sends lr+1+color elements; remote rank k's block (k+1+(1-color) elements) lands packed.
+	avc := make([]int, len(theirs))
+	avTotal := 0
+	for k := range theirs {
+		avc[k] = k + 1 + (1 - color)
+		avTotal += avc[k]
+	}
+	av := make([]int64, avTotal)
+	if err := ic.Allgatherv(interVals(me, lr+1+color), av, avc, nil); err != nil {
+		return fmt.Errorf("allgatherv: %w", err)
+	}
+	for k, w := range theirs {
+		off := 0
+		for j := 0; j < k; j++ {
+			off += avc[j]
+		}
+		if !slices.Equal(av[off:off+avc[k]], interVals(w, avc[k])) {
+			return fmt.Errorf("allgatherv: block %d = %v", k, av[off:off+avc[k]])
+		}
+	}
+
+	// Alltoallv: from a rank (g, r) to remote rank k, (r+k+g)%3 + base elements; received with a gap of one.
+	vcode := func(from, to, i int) int64 { return int64(from*100000000 + to*1000000 + 500000 + i) }
+	for _, base := range []int{0, 9000} {
+		cnt := func(g, r, k int) int { return (r+k+g)%3 + base }
+		sc, rc, rd := make([]int, len(theirs)), make([]int, len(theirs)), make([]int, len(theirs))
+		var vsend []int64
+		rtot := 0
+		for k := range theirs {
+			sc[k] = cnt(color, lr, k)
+			for i := 0; i < sc[k]; i++ {
+				vsend = append(vsend, vcode(me, k, i))
+			}
+			rc[k], rd[k] = cnt(1-color, k, lr), rtot
+			rtot += rc[k] + 1
+		}
+		vrecv := make([]int64, rtot)
+		if err := ic.Alltoallv(vsend, sc, nil, vrecv, rc, rd); err != nil {
+			return fmt.Errorf("alltoallv: %w", err)
+		}
+		for k, w := range theirs {
+			for i := 0; i < rc[k]; i++ {
+				if vrecv[rd[k]+i] != vcode(w, lr, i) {
+					return fmt.Errorf("alltoallv base %d: block %d element %d = %d", base, k, i, vrecv[rd[k]+i])
+				}
+			}
+		}
+	}
+
+	// ReduceScatter: vectors of 6 elements; the other group's sum, scattered over this group as evenly as the
+	// size allows. ReduceScatterBlock: blocks of RemoteSize elements (so both groups' vectors have Size·RemoteSize).
+	otherSum := func(i int) int64 {
+		var s int64
+		for _, w := range theirs {
+			s += interVal(w, i)
+		}
+		return s
+	}
+	const rsTotal = 6
+	rsc := make([]int, ic.Size())
+	for i := range rsc {
+		rsc[i] = rsTotal / ic.Size()
+		if i < rsTotal%ic.Size() {
+			rsc[i]++
+		}
+	}
+	rs := make([]int64, rsc[lr]+1)
+	rs[len(rs)-1] = -3
+	if err := ic.ReduceScatter(interVals(me, rsTotal), rs, rsc, gompj.Sum); err != nil {
+		return fmt.Errorf("reduce_scatter: %w", err)
+	}
+	off := 0
+	for i := 0; i < lr; i++ {
+		off += rsc[i]
+	}
+	for i := 0; i < rsc[lr]; i++ {
+		if rs[i] != otherSum(off+i) {
+			return fmt.Errorf("reduce_scatter: element %d = %d, want %d", i, rs[i], otherSum(off+i))
+		}
+	}
+	if rs[len(rs)-1] != -3 {
+		return fmt.Errorf("reduce_scatter wrote past its block")
+	}
+	blkN := ic.RemoteSize()
+	rsb := make([]int64, blkN)
+	if err := ic.ReduceScatterBlock(interVals(me, ic.Size()*blkN), rsb, gompj.Sum); err != nil {
+		return fmt.Errorf("reduce_scatter_block: %w", err)
+	}
+	for i := range rsb {
+		if rsb[i] != otherSum(lr*blkN+i) {
+			return fmt.Errorf("reduce_scatter_block: element %d = %d, want %d", i, rsb[i], otherSum(lr*blkN+i))
+		}
 	}
 
 	// Alltoall: block k of this rank's send goes to remote rank k. The groups' blocks differ in size (group 0 sends
@@ -475,12 +601,19 @@ func intercommErrors(world, local, ic *gompj.Comm, me, color int) error {
 		{"allreduce in place", func() error { return ic.Allreduce(gompj.InPlace, make([]int, 1), gompj.Sum) }, gompj.ErrArg},
 		{"alltoall uneven", func() error { return ic.Alltoall(make([]int, 7), make([]int, 7)) }, gompj.ErrArg},
 		{"scan", func() error { return ic.Scan([]int{1}, make([]int, 1), gompj.Sum) }, gompj.ErrComm},
-		{"gatherv", func() error {
-			return ic.Gatherv([]int{1}, make([]int, 3), []int{1, 1, 1}, nil, gompj.ProcNull)
-		}, gompj.ErrComm},
-		{"reduce_scatter_block", func() error {
-			return ic.ReduceScatterBlock(make([]int, 6), make([]int, 2), gompj.Sum)
-		}, gompj.ErrComm},
+		{"exscan", func() error { return ic.Exscan([]int{1}, make([]int, 1), gompj.Sum) }, gompj.ErrComm},
+		{"gatherv root out of range", func() error {
+			return ic.Gatherv([]int{1}, make([]int, 3), []int{1, 1, 1}, nil, 5)
+		}, gompj.ErrRoot},
+		{"allgatherv counts of the wrong length", func() error {
+			return ic.Allgatherv([]int{1}, make([]int, 9), []int{1, 1, 1, 1}, nil)
+		}, gompj.ErrArg},
+		{"reduce_scatter counts that miss the vector", func() error {
+			return ic.ReduceScatter(make([]int, 7), make([]int, 7), make([]int, ic.Size()), gompj.Sum)
+		}, gompj.ErrArg},
+		{"reduce_scatter_block in place", func() error {
+			return ic.ReduceScatterBlock(gompj.InPlace, make([]int, 6), gompj.Sum)
+		}, gompj.ErrArg},
 		{"split", func() error { _, err := ic.Split(0, 0); return err }, gompj.ErrComm},
 		{"split node", func() error { _, err := ic.SplitNode(); return err }, gompj.ErrComm},
 		{"create", func() error { _, err := ic.Create(ic.Group()); return err }, gompj.ErrComm},

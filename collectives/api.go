@@ -24,8 +24,8 @@ func start(c *ranks.Comm) (*commState, error) {
 		return nil, err
 	}
 	if c.IsInter() {
-		return nil, fmt.Errorf("%w: this collective does not take an intercommunicator (gompj has Barrier, Bcast, "+
-			"Reduce, Allreduce, Gather, Scatter, Allgather and Alltoall on intercommunicators)", ranks.ErrComm)
+		return nil, fmt.Errorf("%w: this collective does not take an intercommunicator (MPI defines every blocking "+
+			"collective there but Scan and Exscan, and gompj has those)", ranks.ErrComm)
 	}
 	return stateOf(c), nil
 }
@@ -379,6 +379,9 @@ func gatherBlocks(c *ranks.Comm, st *commState, send []byte, inPlace bool, recv 
 // Gatherv collects counts[i] elements from rank i into the root's recv at displs[i] (nil displs: packed in rank
 // order). counts, displs and recv are significant at the root only.
 func Gatherv(c *ranks.Comm, send, recv any, counts, displs []int, root int) error {
+	if c.IsInter() {
+		return interGatherv(c, send, recv, counts, displs, root)
+	}
 	st, err := start(c)
 	if err != nil {
 		return err
@@ -524,6 +527,9 @@ func scatterBlocks(c *ranks.Comm, st *commState, send, recv []byte, inPlace bool
 // Scatterv hands counts[i] elements at displs[i] of the root's send to rank i (send, counts and displs
 // significant at the root only; nil displs: packed in rank order). InPlace as recv at the root.
 func Scatterv(c *ranks.Comm, send any, counts, displs []int, recv any, root int) error {
+	if c.IsInter() {
+		return interScatterv(c, send, counts, displs, recv, root)
+	}
 	st, err := start(c)
 	if err != nil {
 		return err
@@ -647,6 +653,9 @@ func Allgather(c *ranks.Comm, send, recv any) error {
 // Allgatherv collects counts[i] elements from rank i into every member's recv at displs[i] (nil displs: packed).
 // InPlace as send: each rank's block is already in place.
 func Allgatherv(c *ranks.Comm, send, recv any, counts, displs []int) error {
+	if c.IsInter() {
+		return interAllgatherv(c, send, recv, counts, displs)
+	}
 	st, err := start(c)
 	if err != nil {
 		return err
@@ -753,6 +762,9 @@ func Alltoall(c *ranks.Comm, send, recv any) error {
 // Alltoallv sends sendCounts[j] elements at sendDispls[j] to rank j, which stores them at its recvDispls[i]
 // (nil displacements: packed in rank order).
 func Alltoallv(c *ranks.Comm, send any, sendCounts, sendDispls []int, recv any, recvCounts, recvDispls []int) error {
+	if c.IsInter() {
+		return interAlltoallv(c, send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
+	}
 	st, err := start(c)
 	if err != nil {
 		return err
@@ -798,6 +810,9 @@ func Alltoallv(c *ranks.Comm, send any, sendCounts, sendDispls []int, recv any, 
 // elements, blocks packed in rank order) in rank i's recv. InPlace as send: the vector is in recv (which then holds
 // sum(counts) elements), and the block is left at its start (MPI_IN_PLACE).
 func ReduceScatter(c *ranks.Comm, send, recv any, counts []int, op Op) error {
+	if c.IsInter() {
+		return interReduceScatter(c, send, recv, counts, op)
+	}
 	st, err := start(c)
 	if err != nil {
 		return err
@@ -888,6 +903,9 @@ func ReduceScatter(c *ranks.Comm, send, recv any, counts []int, op Op) error {
 // ReduceScatterBlock is ReduceScatter with every block len(recv) elements long. InPlace as send: recv holds the
 // whole vector (size × the block), and the block is left at its start.
 func ReduceScatterBlock(c *ranks.Comm, send, recv any, op Op) error {
+	if c.IsInter() {
+		return interReduceScatterBlock(c, send, recv, op)
+	}
 	st, err := start(c)
 	if err != nil {
 		return err

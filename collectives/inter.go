@@ -13,10 +13,12 @@ import (
 // from an intracommunicator collective over each group's local communicator (ranks.Comm.Local, so the local
 // phases take the table's algorithms, shared memory included) and messages between the groups on the
 // intercommunicator's collective context, where point-to-point ranks name the remote group. Usually the local
-// rank 0s (the leaders) carry one message each way; Alltoall exchanges directly between the groups' ranks.
+// rank 0s (the leaders) carry one message each way (Barrier, Bcast, Reduce, Allreduce, Gather, Scatter, Allgather,
+// ReduceScatter(Block)); Alltoall(v) exchanges pairwise between the groups' ranks, and the other v-variants send
+// each block straight to where it goes. Scan and Exscan are not defined on intercommunicators (ErrComm).
 //
-// Rooted collectives (Bcast, Reduce, Gather, Scatter) take root = ranks.Root at the root, ProcNull at the other
-// ranks of its group, and the root's rank in the remote group at the ranks of the other group. Blocks may differ
+// Rooted collectives (Bcast, Reduce, Gather(v), Scatter(v)) take root = ranks.Root at the root, ProcNull at the
+// other ranks of its group, and the root's rank in the remote group at the ranks of the other group. Blocks may differ
 // in size between the groups (the sizes one group sends are those the other receives), so where a group cannot
 // know the size it receives (Allgather), its leader tells it. InPlace is not defined on intercommunicators.
 //
@@ -436,21 +438,28 @@ func interAlltoall(c *ranks.Comm, send, recv any) error {
 		return errArg("alltoall: send and receive buffers of %d and %d elements for %d remote ranks", sv.n, rv.n, n)
 	}
 	sb, rb := len(sv.b)/n, len(rv.b)/n
-	// Pairwise over max(local, remote) steps: at step i, rank r sends to remote rank r+i and receives from remote
-	// rank r-i (mod the larger size), which at that step send to and receive from r; partners beyond the remote
-	// group are ProcNull. Every step runs even after an error, so no partner is left waiting.
-	me, steps := c.Rank(), max(c.Size(), n)
+	return pairwiseInter(p, c.Rank(), c.Size(), n,
+		func(k int) []byte { return sv.b[k*sb : (k+1)*sb] },
+		func(k int) []byte { return rv.b[k*rb : (k+1)*rb] })
+}
+
+// pairwiseInter exchanges block sblock(k) for rblock(k) with every remote rank k (n of them; this group has size
+// ranks, me among them), pairwise over max(size, n) steps: at step i, rank me sends to remote rank me+i and
+// receives from remote rank me-i (mod the larger size), which at that step send to and receive from me; partners
+// beyond the remote group are ProcNull. Every step runs even after an error, so no partner is left waiting.
+func pairwiseInter(p p2p, me, size, n int, sblock, rblock func(k int) []byte) error {
+	steps := max(size, n)
 	var first error
 	for i := 0; i < steps; i++ {
 		dst, src := (me+i)%steps, (me-i+steps)%steps
 		var s, r []byte
 		if dst < n {
-			s = sv.b[dst*sb : (dst+1)*sb]
+			s = sblock(dst)
 		} else {
 			dst = ranks.ProcNull
 		}
 		if src < n {
-			r = rv.b[src*rb : (src+1)*rb]
+			r = rblock(src)
 		} else {
 			src = ranks.ProcNull
 		}
@@ -459,4 +468,234 @@ func interAlltoall(c *ranks.Comm, send, recv any) error {
 		}
 	}
 	return first
+}
+
+// The v-variants exchange directly between the groups' ranks, one message per block: their counts are known
+// only where the blocks are received or sent, so no local phase could pack them.
+
+func interGatherv(c *ranks.Comm, send, recv any, counts, displs []int, root int) error {
+	st, p, err := interStart(c)
+	if err != nil {
+		return err
+	}
+	role, err := interRole(c, root, "gatherv")
+	if err != nil || role == roleIdle {
+		return err
+	}
+	if err := noInPlace("gatherv", send); err != nil {
+		return err
+	}
+	if role == roleRemote {
+		sv, err := viewOf(send, "gatherv send")
+		if err != nil {
+			return err
+		}
+		return p.send(sv.b, root, tagGather)
+	}
+	rv, err := viewOf(recv, "gatherv receive")
+	if err != nil {
+		return err
+	}
+	n := c.RemoteSize()
+	if err := checkCounts("gatherv", counts, displs, n, rv.sz, len(rv.b)); err != nil {
+		return err
+	}
+	reqs := st.reqList()
+	for i := 0; i < n; i++ {
+		if reqs, err = st.irecv(p.c, reqs, blockOf(rv.b, counts, displs, max(rv.sz, 1), i, 0), i, p.wire(tagGather)); err != nil {
+			return firstErr(err, st.waitReqs(reqs))
+		}
+	}
+	return st.waitReqs(reqs)
+}
+
+func interScatterv(c *ranks.Comm, send any, counts, displs []int, recv any, root int) error {
+	st, p, err := interStart(c)
+	if err != nil {
+		return err
+	}
+	role, err := interRole(c, root, "scatterv")
+	if err != nil || role == roleIdle {
+		return err
+	}
+	if err := noInPlace("scatterv", recv); err != nil {
+		return err
+	}
+	if role == roleRemote {
+		rv, err := viewOf(recv, "scatterv receive")
+		if err != nil {
+			return err
+		}
+		return p.recv(rv.b, root, tagScatter)
+	}
+	sv, err := viewOf(send, "scatterv send")
+	if err != nil {
+		return err
+	}
+	n := c.RemoteSize()
+	if err := checkCounts("scatterv", counts, displs, n, sv.sz, len(sv.b)); err != nil {
+		return err
+	}
+	reqs := st.reqList()
+	for i := 0; i < n; i++ {
+		r, err := p.c.Isend(blockOf(sv.b, counts, displs, max(sv.sz, 1), i, 0), i, p.wire(tagScatter))
+		if err != nil {
+			return firstErr(err, st.waitReqs(reqs))
+		}
+		reqs = append(reqs, r)
+	}
+	return st.waitReqs(reqs)
+}
+
+func interAllgatherv(c *ranks.Comm, send, recv any, counts, displs []int) error {
+	st, p, err := interStart(c)
+	if err != nil {
+		return err
+	}
+	if err := noInPlace("allgatherv", send); err != nil {
+		return err
+	}
+	sv, err := viewOf(send, "allgatherv send")
+	if err != nil {
+		return err
+	}
+	rv, err := viewOf(recv, "allgatherv receive")
+	if err != nil {
+		return err
+	}
+	if err := sameKind(sv, rv); err != nil {
+		return err
+	}
+	n := c.RemoteSize()
+	if err := checkCounts("allgatherv", counts, displs, n, rv.sz, len(rv.b)); err != nil {
+		return err
+	}
+	// Every receive is posted before any send starts, so rendezvous sends find them.
+	reqs := st.reqList()
+	for i := 0; i < n; i++ {
+		if reqs, err = st.irecv(p.c, reqs, blockOf(rv.b, counts, displs, max(rv.sz, 1), i, 0), i, p.wire(tagAllgather)); err != nil {
+			return firstErr(err, st.waitReqs(reqs))
+		}
+	}
+	for j := 0; j < n; j++ {
+		r, err := p.c.Isend(sv.b, j, p.wire(tagAllgather))
+		if err != nil {
+			return firstErr(err, st.waitReqs(reqs))
+		}
+		reqs = append(reqs, r)
+	}
+	return st.waitReqs(reqs)
+}
+
+func interAlltoallv(c *ranks.Comm, send any, sendCounts, sendDispls []int, recv any, recvCounts, recvDispls []int) error {
+	_, p, err := interStart(c)
+	if err != nil {
+		return err
+	}
+	if err := noInPlace("alltoallv", send); err != nil {
+		return err
+	}
+	sv, err := viewOf(send, "alltoallv send")
+	if err != nil {
+		return err
+	}
+	rv, err := viewOf(recv, "alltoallv receive")
+	if err != nil {
+		return err
+	}
+	if err := sameKind(sv, rv); err != nil {
+		return err
+	}
+	n := c.RemoteSize()
+	if err := checkCounts("alltoallv send", sendCounts, sendDispls, n, sv.sz, len(sv.b)); err != nil {
+		return err
+	}
+	if err := checkCounts("alltoallv receive", recvCounts, recvDispls, n, rv.sz, len(rv.b)); err != nil {
+		return err
+	}
+	sz := max(sv.sz, 1)
+	return pairwiseInter(p, c.Rank(), c.Size(), n,
+		func(k int) []byte { return blockOf(sv.b, sendCounts, sendDispls, sz, k, 0) },
+		func(k int) []byte { return blockOf(rv.b, recvCounts, recvDispls, sz, k, 0) })
+}
+
+func interReduceScatterBlock(c *ranks.Comm, send, recv any, op Op) error {
+	st, err := stateForCounts(c)
+	if err != nil {
+		return err
+	}
+	rv, err := viewOf(recv, "reduce_scatter_block receive")
+	if err != nil {
+		return err
+	}
+	counts := st.scratchInts(intsCall, c.Size())
+	for i := range counts {
+		counts[i] = rv.n
+	}
+	return interReduceScatter(c, send, recv, counts, op)
+}
+
+// stateForCounts is c's state, for the callers that need its scratch before the operation starts.
+func stateForCounts(c *ranks.Comm) (*commState, error) {
+	if err := c.Check(); err != nil {
+		return nil, err
+	}
+	return stateOf(c), nil
+}
+
+// interReduceScatter: each group reduces its vectors (sum(counts) elements, counts being its own group's) at its
+// leader; the leaders swap the results, and each scatters the other group's reduction over its group by counts.
+func interReduceScatter(c *ranks.Comm, send, recv any, counts []int, op Op) error {
+	st, p, err := interStart(c)
+	if err != nil {
+		return err
+	}
+	if err := noInPlace("reduce_scatter", send, recv); err != nil {
+		return err
+	}
+	sv, err := viewOf(send, "reduce_scatter send")
+	if err != nil {
+		return err
+	}
+	rv, err := viewOf(recv, "reduce_scatter receive")
+	if err != nil {
+		return err
+	}
+	if err := sameKind(sv, rv); err != nil {
+		return err
+	}
+	if len(counts) != c.Size() {
+		return errArg("reduce_scatter: %d counts for %d ranks", len(counts), c.Size())
+	}
+	total := 0
+	for i, x := range counts {
+		if x < 0 {
+			return errArg("reduce_scatter: count %d for rank %d", x, i)
+		}
+		total += x
+	}
+	if total != sv.n {
+		return errArg("reduce_scatter: counts add up to %d, the send buffer holds %d elements", total, sv.n)
+	}
+	if counts[c.Rank()] > rv.n {
+		return errTrunc("reduce_scatter: %d elements into a buffer of %d", counts[c.Rank()], rv.n)
+	}
+	k, err := kernelFor(op, sv.k)
+	if err != nil {
+		return err
+	}
+	lc := c.Local()
+	var acc, full []byte
+	if lc.Rank() == 0 {
+		acc, full = st.scratch(scrCall, len(sv.b)), st.scratch(scrAcc, len(sv.b))
+	}
+	if err := reduceVec(lc, k, op, sv, vec{k: sv.k, b: acc, n: sv.n, sz: sv.sz}, 0); err != nil {
+		return err
+	}
+	var xerr error
+	if lc.Rank() == 0 {
+		xerr = p.sendrecv(acc, 0, full, 0, tagReduceScatter)
+	}
+	sz := max(sv.sz, 1)
+	return firstErr(xerr, newP2P(lc, stateOf(lc)).linearScatterv(full, counts, nil, sz, rv.b[:counts[c.Rank()]*sz], 0, 0))
 }

@@ -57,6 +57,16 @@ func interAllocCases() []allocCase {
 					a := arg(c)
 					return func() error { return Scatter(c, send, recv, a) }
 				})
+				add("gatherv/"+v, func(c *ranks.Comm) func() error {
+					var send, recv any = make([]float64, n+c.Rank()), make([]float64, 2*n+2)
+					counts, displs, a := []int{n, n + 1}, []int{n + 1, 0}, arg(c)
+					return func() error { return Gatherv(c, send, recv, counts, displs, a) }
+				})
+				add("scatterv/"+v, func(c *ranks.Comm) func() error {
+					var send, recv any = make([]float64, 2*n+2), make([]float64, n+c.Rank())
+					counts, displs, a := []int{n, n + 1}, []int{n + 1, 0}, arg(c)
+					return func() error { return Scatterv(c, send, counts, displs, recv, a) }
+				})
 			}
 		}
 		add(fmt.Sprintf("allreduce/n=%d", n), func(c *ranks.Comm) func() error {
@@ -70,6 +80,27 @@ func interAllocCases() []allocCase {
 		add(fmt.Sprintf("alltoall/n=%d", n), func(c *ranks.Comm) func() error {
 			var send, recv any = make([]float64, 2*n), make([]float64, 2*n)
 			return func() error { return Alltoall(c, send, recv) }
+		})
+		add(fmt.Sprintf("allgatherv/n=%d", n), func(c *ranks.Comm) func() error {
+			var send, recv any = make([]float64, n+c.Rank()), make([]float64, 2*n+1)
+			counts := []int{n, n + 1}
+			return func() error { return Allgatherv(c, send, recv, counts, nil) }
+		})
+		add(fmt.Sprintf("alltoallv/n=%d", n), func(c *ranks.Comm) func() error {
+			// to remote rank k: n+k elements; from remote rank k: n+me elements, with a gap of one
+			me := c.Rank()
+			var send, recv any = make([]float64, 2*n+1), make([]float64, 2*(n+me+1))
+			sc, rc, rd := []int{n, n + 1}, []int{n + me, n + me}, []int{0, n + me + 1}
+			return func() error { return Alltoallv(c, send, sc, nil, recv, rc, rd) }
+		})
+		add(fmt.Sprintf("reduce_scatter/n=%d", n), func(c *ranks.Comm) func() error {
+			var send, recv any = make([]float64, 2*n+1), make([]float64, n+1)
+			counts := []int{n, n + 1}
+			return func() error { return ReduceScatter(c, send, recv, counts, Sum) }
+		})
+		add(fmt.Sprintf("reduce_scatter_block/n=%d", n), func(c *ranks.Comm) func() error {
+			var send, recv any = make([]float64, 2*n), make([]float64, n)
+			return func() error { return ReduceScatterBlock(c, send, recv, Sum) }
 		})
 	}
 	return cases
