@@ -104,7 +104,8 @@ var Variables = [][2]string{
 		"GATHER: linear, binomial, shm, hier; GATHERV: linear, shm; SCATTER: linear, binomial, shm, hier; " +
 		"SCATTERV: linear, shm; ALLGATHER: ring, recursive_doubling, bruck, shm, hier; ALLGATHERV: ring, shm; " +
 		"ALLTOALL: pairwise, bruck, shm, hier; ALLTOALLV: pairwise, shm; " +
-		"REDUCE_SCATTER: reduce_scatterv, ring, shm; SCAN, EXSCAN: chain, shm"},
+		"REDUCE_SCATTER: reduce_scatterv, ring, shm; SCAN, EXSCAN: chain, shm; " +
+		"NEIGHBOR_ALLGATHER, NEIGHBOR_ALLGATHERV, NEIGHBOR_ALLTOALL, NEIGHBOR_ALLTOALLV: p2p, hybrid"},
 }
 
 // Defaults.

@@ -176,8 +176,6 @@ func (rk *Rank) waitInternal(req *Request) error {
 // startSend starts a send of *buf. It returns nil when the send is already complete, or a request to wait on
 // (pooled if internal). buf is a pointer to the caller's parameter, which must not escape (see buffer.go).
 func (c *Comm) startSend(buf *any, dest, tag int, mode sendMode, internal bool) (*Request, error) {
-	env := queues.Envelope{Ctx: c.ctx, Src: int32(c.rank), Tag: int32(tag)}
-	wdest := c.WorldRank(dest)
 	v, prim := MemOf(*buf)
 	var enc []byte
 	if !prim {
@@ -187,6 +185,14 @@ func (c *Comm) startSend(buf *any, dest, tag int, mode sendMode, internal bool) 
 		}
 		v = Mem{Type: TypeObject, Ptr: unsafe.Pointer(unsafe.SliceData(enc)), N: len(enc)}
 	}
+	return c.startMem(v, enc, dest, tag, mode, internal)
+}
+
+// startMem is startSend of a buffer seen as memory: v is a primitive buffer, or enc's bytes (v.Type TypeObject).
+func (c *Comm) startMem(v Mem, enc []byte, dest, tag int, mode sendMode, internal bool) (*Request, error) {
+	prim := v.Type != TypeObject
+	env := queues.Envelope{Ctx: c.ctx, Src: int32(c.rank), Tag: int32(tag)}
+	wdest := c.WorldRank(dest)
 	r := c.w.local(wdest)
 	if r == nil {
 		return c.sendRemote(env, wdest, v, enc != nil, mode, internal)
