@@ -20,7 +20,7 @@ import (
 // layout is local (every member on this node), multi (members on several nodes) or *; ranks and bytes are
 // inclusive ranges lo-hi, lo-* or * (bytes accept K, M, G suffixes, powers of 1024). bytes is the message size for
 // bcast, reduce, allreduce, reduce_scatter and scan, the size of one rank's block for gather, scatter, allgather
-// and alltoall, and 0 for the v variants. For each call, the first rule that matches and whose algorithm applies
+// and alltoall, and 0 for the v variants and the neighbourhood collectives. For each call, the first rule that matches and whose algorithm applies
 // (shm needs a local communicator, hier a multi-node one with several members on some node, ring and
 // rabenseifner a commutative op) is taken; if none does, the collective's last-resort algorithm is.
 //
@@ -75,6 +75,10 @@ scan           local  *     *        shm
 scan           *      *     *        chain
 exscan         local  *     *        shm
 exscan         *      *     *        chain
+neighbor_allgather  *  *    *        hybrid
+neighbor_allgatherv *  *    *        hybrid
+neighbor_alltoall   *  *    *        hybrid
+neighbor_alltoallv  *  *    *        hybrid
 `
 
 // Collective ids index per-communicator caches.
@@ -94,11 +98,16 @@ const (
 	collReduceScatter
 	collScan
 	collExscan
+	collNeighborAllgather
+	collNeighborAllgatherv
+	collNeighborAlltoall
+	collNeighborAlltoallv
 	numColls
 )
 
 var collNames = [numColls]string{"barrier", "bcast", "reduce", "allreduce", "gather", "gatherv", "scatter",
-	"scatterv", "allgather", "allgatherv", "alltoall", "alltoallv", "reduce_scatter", "scan", "exscan"}
+	"scatterv", "allgather", "allgatherv", "alltoall", "alltoallv", "reduce_scatter", "scan", "exscan",
+	"neighbor_allgather", "neighbor_allgatherv", "neighbor_alltoall", "neighbor_alltoallv"}
 
 func collID(name string) int {
 	for i, n := range collNames {
@@ -147,6 +156,11 @@ var algorithms = map[string]map[string]applies{
 	"reduce_scatter": {"reduce_scatterv": always, "ring": needComm, "shm": needLocal},
 	"scan":           {"chain": always, "shm": needLocal},
 	"exscan":         {"chain": always, "shm": needLocal},
+	// neighbourhood collectives: hybrid = shared memory with the neighbours on this node, messages to the others
+	"neighbor_allgather":  {"p2p": always, "hybrid": always},
+	"neighbor_allgatherv": {"p2p": always, "hybrid": always},
+	"neighbor_alltoall":   {"p2p": always, "hybrid": always},
+	"neighbor_alltoallv":  {"p2p": always, "hybrid": always},
 }
 
 // lastResort names, per collective, the algorithm taken when no rule's algorithm applies to a call; it applies to
@@ -154,7 +168,8 @@ var algorithms = map[string]map[string]applies{
 var lastResort = map[string]string{"barrier": "dissemination", "bcast": "binomial", "reduce": "binomial",
 	"allreduce": "recursive_doubling", "gather": "linear", "gatherv": "linear", "scatter": "linear",
 	"scatterv": "linear", "allgather": "ring", "allgatherv": "ring", "alltoall": "pairwise", "alltoallv": "pairwise",
-	"reduce_scatter": "reduce_scatterv", "scan": "chain", "exscan": "chain"}
+	"reduce_scatter": "reduce_scatterv", "scan": "chain", "exscan": "chain", "neighbor_allgather": "p2p",
+	"neighbor_allgatherv": "p2p", "neighbor_alltoall": "p2p", "neighbor_alltoallv": "p2p"}
 
 type rule struct {
 	coll, layout     string
@@ -429,14 +444,14 @@ func Describe() string {
 		}
 		return s(lo) + "-" + s(hi)
 	}
-	fmt.Fprintf(&b, "  %-15s %-6s %-7s %-10s %-19s %s\n", "collective", "layout", "ranks", "bytes", "algorithm", "from")
+	fmt.Fprintf(&b, "  %-19s %-6s %-7s %-10s %-19s %s\n", "collective", "layout", "ranks", "bytes", "algorithm", "from")
 	for _, r := range rules {
-		fmt.Fprintf(&b, "  %-15s %-6s %-7s %-10s %-19s %s\n", r.coll, r.layout, fmtRange(r.npLo, r.npHi, false),
+		fmt.Fprintf(&b, "  %-19s %-6s %-7s %-10s %-19s %s\n", r.coll, r.layout, fmtRange(r.npLo, r.npHi, false),
 			fmtRange(r.bytesLo, r.bytesHi, true), r.algo, r.origin)
 	}
 	b.WriteString("Algorithms:\n")
 	for _, c := range Collectives() {
-		fmt.Fprintf(&b, "  %-15s %s (last resort: %s)\n", c, strings.Join(Algorithms(c), ", "), lastResort[c])
+		fmt.Fprintf(&b, "  %-19s %s (last resort: %s)\n", c, strings.Join(Algorithms(c), ", "), lastResort[c])
 	}
 	b.WriteString("Override: GOMPJ_COLL_<COLLECTIVE>=<algorithm>, or GOMPJ_COLL_TABLE=<file of rules>\n")
 	b.WriteString("  rule: <collective> <local|multi|*> <ranks lo-hi|*> <bytes lo-hi|*> <algorithm>\n")
