@@ -105,12 +105,13 @@ func Bcast(c *ranks.Comm, buf any, root int) error {
 
 func bcastObject(c *ranks.Comm, buf any, root int) error {
 	n, rank := c.Size(), c.Rank()
-	cc := c.Coll()
+	p := newP2P(c, stateOf(c))
+	cc := p.c
 	vr := (rank - root + n) % n
 	mask := 1
 	for ; mask < n; mask <<= 1 {
 		if vr&mask != 0 {
-			if _, err := cc.Recv(buf, (rank-mask+n)%n, tagBcast); err != nil {
+			if _, err := cc.Recv(buf, (rank-mask+n)%n, p.tag(tagBcast)); err != nil {
 				return err
 			}
 			break
@@ -118,7 +119,7 @@ func bcastObject(c *ranks.Comm, buf any, root int) error {
 	}
 	for mask >>= 1; mask > 0; mask >>= 1 {
 		if vr+mask < n {
-			if err := cc.Send(buf, (rank+mask)%n, tagBcast); err != nil {
+			if err := cc.Send(buf, (rank+mask)%n, p.tag(tagBcast)); err != nil {
 				return err
 			}
 		}

@@ -46,9 +46,10 @@ func setElem(what string, s reflect.Value, i int, x any) error {
 }
 
 func gatherObjects(c *ranks.Comm, send, recv any, root int) error {
-	cc := c.Coll()
+	p := newP2P(c, stateOf(c))
+	cc, tag := p.c, p.tag(tagGather)
 	if c.Rank() != root {
-		return cc.Send(send, root, tagGather)
+		return cc.Send(send, root, tag)
 	}
 	s, err := sliceTarget("gather", recv, c.Size())
 	if err != nil {
@@ -61,7 +62,7 @@ func gatherObjects(c *ranks.Comm, send, recv any, root int) error {
 			}
 			continue
 		}
-		if _, err := cc.Recv(s.Index(i).Addr().Interface(), i, tagGather); err != nil {
+		if _, err := cc.Recv(s.Index(i).Addr().Interface(), i, tag); err != nil {
 			return err
 		}
 	}
@@ -81,13 +82,14 @@ func allgatherObjects(c *ranks.Comm, send, recv any) error {
 }
 
 func scatterObjects(c *ranks.Comm, send, recv any, root int) error {
-	cc := c.Coll()
+	p := newP2P(c, stateOf(c))
+	cc, tag := p.c, p.tag(tagScatter)
 	rv := reflect.ValueOf(recv)
 	if !rv.IsValid() || rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return fmt.Errorf("%w: scatter of objects needs a pointer to receive into, got %T", ranks.ErrBuffer, recv)
 	}
 	if c.Rank() != root {
-		_, err := cc.Recv(recv, root, tagScatter)
+		_, err := cc.Recv(recv, root, tag)
 		return err
 	}
 	s := reflect.ValueOf(send)
@@ -102,7 +104,7 @@ func scatterObjects(c *ranks.Comm, send, recv any, root int) error {
 			rv.Elem().Set(s.Index(i))
 			continue
 		}
-		if err := cc.Send(s.Index(i).Interface(), i, tagScatter); err != nil {
+		if err := cc.Send(s.Index(i).Interface(), i, tag); err != nil {
 			return err
 		}
 	}
