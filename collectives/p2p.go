@@ -57,7 +57,9 @@ func (p p2p) sendrecv(s []byte, dst int, r []byte, src, base int) error {
 }
 
 // isend starts a send of b to dst with base tag base.
-func (p p2p) isend(b []byte, dst, base int) (*ranks.Request, error) { return p.c.Isend(b, dst, p.tag(base)) }
+func (p p2p) isend(b []byte, dst, base int) (*ranks.Request, error) {
+	return p.c.Isend(b, dst, p.tag(base))
+}
 
 // irecv starts a receive of bytes into b from src on c and appends its request to reqs, which the caller waits for
 // with st.waitReqs. It uses IrecvBytes: Irecv's interface argument escapes, so boxing b for it would allocate.

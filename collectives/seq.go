@@ -30,9 +30,9 @@ import (
 type OpID uint32
 
 const (
-	tagBits = 4                            // base tags are below 1<<tagBits
-	opSpace = 1 << (31 - tagBits - 1)      // ids of ordinary operations: [0, opSpace)
-	pSpace  = opSpace - 1                  // ids of persistent operations: [opSpace, opSpace+pSpace)
+	tagBits = 4                             // base tags are below 1<<tagBits
+	opSpace = 1 << (31 - tagBits - 1)       // ids of ordinary operations: [0, opSpace)
+	pSpace  = opSpace - 1                   // ids of persistent operations: [opSpace, opSpace+pSpace)
 	maxTag  = (opSpace+pSpace)<<tagBits - 1 // the highest tag an operation uses
 )
 
