@@ -23,6 +23,12 @@ func isObject(buf any) bool {
 	return err != nil
 }
 
+// SliceTarget checks that recv points to a slice and sizes it for n elements (for package nbc too).
+func SliceTarget(what string, recv any, n int) (reflect.Value, error) { return sliceTarget(what, recv, n) }
+
+// SetElem sets element i of slice s to x, or fails with ErrType (for package nbc too).
+func SetElem(what string, s reflect.Value, i int, x any) error { return setElem(what, s, i, x) }
+
 // sliceTarget checks that recv points to a slice and sizes it for n elements.
 func sliceTarget(what string, recv any, n int) (reflect.Value, error) {
 	v := reflect.ValueOf(recv)

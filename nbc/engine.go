@@ -100,7 +100,9 @@ func (s *Schedule) add(st Step) {
 }
 
 // Send adds a send of buf to peer; the round waits for it.
-func (s *Schedule) Send(buf []byte, peer, tag int) { s.add(Step{Kind: StepSend, Buf: buf, Peer: peer, Tag: tag}) }
+func (s *Schedule) Send(buf []byte, peer, tag int) {
+	s.add(Step{Kind: StepSend, Buf: buf, Peer: peer, Tag: tag})
+}
 
 // SendDetached adds a send that only the operation's end waits for: buf must not change until then.
 func (s *Schedule) SendDetached(buf []byte, peer, tag int) {
@@ -108,7 +110,9 @@ func (s *Schedule) SendDetached(buf []byte, peer, tag int) {
 }
 
 // Recv adds a receive into buf from peer.
-func (s *Schedule) Recv(buf []byte, peer, tag int) { s.add(Step{Kind: StepRecv, Buf: buf, Peer: peer, Tag: tag}) }
+func (s *Schedule) Recv(buf []byte, peer, tag int) {
+	s.add(Step{Kind: StepRecv, Buf: buf, Peer: peer, Tag: tag})
+}
 
 // SendObj adds a send of the value obj (encoded when the step is posted).
 func (s *Schedule) SendObj(obj any, peer, tag int) {
