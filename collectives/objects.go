@@ -24,7 +24,9 @@ func isObject(buf any) bool {
 }
 
 // SliceTarget checks that recv points to a slice and sizes it for n elements (for package nbc too).
-func SliceTarget(what string, recv any, n int) (reflect.Value, error) { return sliceTarget(what, recv, n) }
+func SliceTarget(what string, recv any, n int) (reflect.Value, error) {
+	return sliceTarget(what, recv, n)
+}
 
 // SetElem sets element i of slice s to x, or fails with ErrType (for package nbc too).
 func SetElem(what string, s reflect.Value, i int, x any) error { return setElem(what, s, i, x) }
