@@ -42,6 +42,8 @@ var (
 	ErrOp       = ranks.ErrOp
 	ErrRoot     = ranks.ErrRoot
 	ErrInternal = ranks.ErrInternal
+	ErrTopology = ranks.ErrTopology // a call needs a topology the communicator does not have, or inconsistent graph
+	ErrDims     = ranks.ErrDims     // invalid grid dimensions
 )
 
 // RankError says which rank failed a job, and why (its error, or its panic and stack).

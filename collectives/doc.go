@@ -27,7 +27,7 @@
 //     algorithms run). The node-aware alltoall sends one message per pair of nodes instead of one per pair of
 //     ranks: each leader packs its members' blocks for another node straight out of their send buffers.
 //
-// Buffers are primitive slices (ranks.ViewOf) or slices of Loc pairs (MaxLoc/MinLoc). Bcast, Gather, Allgather
+// Buffers are primitive slices (ranks.MemOf) or slices of Loc pairs (MaxLoc/MinLoc). Bcast, Gather, Allgather
 // and Scatter also move other values, msgpack-encoded (objects.go): a pointer for Bcast, a value sent and a pointer
 // to a slice received for Gather and Allgather, a slice sent and a pointer received for Scatter. Reductions dispatch once per call on the element type and the op to
 // a generic kernel: no interface call per element.
@@ -43,5 +43,6 @@
 // a process-wide cache keyed by the Comm (weak pointers; state.go): it is per rank, since every rank has its own
 // Comm values, and it dies with the Comm.
 //
-// Imports: ranks, queues, the standard library. Not node, not the root package.
+// Imports: ranks, queues, internal/env (its GOMPJ_COLL_* variables), the standard library. Not node, not the root
+// package.
 package collectives

@@ -2,7 +2,6 @@ package collectives
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/gompj/gompj/node"
@@ -316,43 +315,5 @@ func TestHierarchicalMovement(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
-	}
-}
-
-// `gompj help env` lists the table's variables, with every collective and algorithm GOMPJ_COLL_<NAME> accepts.
-func TestVariablesListTheTable(t *testing.T) {
-	var table, names string
-	for _, v := range node.Variables {
-		switch v[0] {
-		case "GOMPJ_COLL_TABLE":
-			table = v[1]
-		case "GOMPJ_COLL_<NAME>":
-			names = v[1]
-		}
-	}
-	if table == "" || names == "" {
-		t.Fatalf("node.Variables lacks GOMPJ_COLL_TABLE or GOMPJ_COLL_<NAME>")
-	}
-	listed := map[string]string{} // NAME -> its algorithms
-	if i := strings.LastIndex(names, ". "); i >= 0 {
-		for _, e := range strings.Split(names[i+2:], "; ") {
-			ns, algos, _ := strings.Cut(e, ": ")
-			for _, n := range strings.Split(ns, ", ") {
-				listed[n] = ", " + algos + ","
-			}
-		}
-	}
-	for _, c := range Collectives() {
-		name := strings.ToUpper(c)
-		algos, ok := listed[name]
-		if !ok {
-			t.Errorf("GOMPJ_COLL_<NAME> does not list %s", name)
-			continue
-		}
-		for _, a := range Algorithms(c) {
-			if !strings.Contains(algos, " "+a+",") {
-				t.Errorf("GOMPJ_COLL_%s: algorithm %s not listed in %q", name, a, algos)
-			}
-		}
 	}
 }

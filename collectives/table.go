@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gompj/gompj/internal/env"
 	"github.com/gompj/gompj/ranks"
 )
 
@@ -292,7 +293,7 @@ func loadTable() ([]rule, error) {
 func buildTable(getenv func(string) string, readFile func(string) ([]byte, error)) ([]rule, error) {
 	var rules []rule
 	for _, c := range Collectives() {
-		name := "GOMPJ_COLL_" + strings.ToUpper(c)
+		name := env.CollAlgorithm.Member(strings.ToUpper(c))
 		if v := strings.TrimSpace(getenv(name)); v != "" {
 			r, err := parseTable(fmt.Sprintf("%s * * * %s", c, v), name)
 			if err != nil {
@@ -301,10 +302,10 @@ func buildTable(getenv func(string) string, readFile func(string) ([]byte, error
 			rules = append(rules, r...)
 		}
 	}
-	if path := getenv("GOMPJ_COLL_TABLE"); path != "" {
+	if path := strings.TrimSpace(getenv(env.CollTable.Name)); path != "" {
 		b, err := readFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("%w: GOMPJ_COLL_TABLE: %v", ranks.ErrArg, err)
+			return nil, fmt.Errorf("%w: %s: %v", ranks.ErrArg, env.CollTable.Name, err)
 		}
 		r, err := parseTable(string(b), path)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gompj/gompj/device"
+	"github.com/gompj/gompj/internal/env"
 	"github.com/gompj/gompj/netdev"
 	"github.com/gompj/gompj/netdev/auth"
 	"github.com/gompj/gompj/node/bootstrap"
@@ -163,7 +164,9 @@ func runMulti(cfg Config, body Body) error {
 	if cfg.Coordinator == "" {
 		return fmt.Errorf("gompj: %s of %d: no coordinator address (GOMPJ_COORDINATOR)", me, cfg.Nodes)
 	}
-	if cfg.Secret == nil && os.Getenv("GOMPJ_SECRET_STDIN") == "1" {
+	if stdin, err := env.SecretStdin.On(os.LookupEnv); err != nil {
+		return err
+	} else if stdin && cfg.Secret == nil {
 		line, err := bufio.NewReader(os.Stdin).ReadString('\n')
 		if err != nil && line == "" {
 			return fmt.Errorf("gompj: %s: reading the job secret from standard input: %w", me, err)

@@ -62,64 +62,64 @@ func init() {
 	}
 }
 
-// View is a primitive buffer seen as memory: element type, first element and element count.
-type View struct {
+// Mem is a primitive buffer seen as memory: element type, first element and element count.
+type Mem struct {
 	Type Type
 	Ptr  unsafe.Pointer
 	N    int
 }
 
-// Bytes is the view's memory.
-func (v View) Bytes() []byte {
+// Bytes is the buffer's memory.
+func (v Mem) Bytes() []byte {
 	if v.N == 0 {
 		return nil
 	}
 	return unsafe.Slice((*byte)(v.Ptr), v.N*typeSizes[v.Type])
 }
 
-// Len is the view's size in bytes.
-func (v View) Len() int { return v.N * typeSizes[v.Type] }
+// Size is the buffer's size in bytes.
+func (v Mem) Size() int { return v.N * typeSizes[v.Type] }
 
-func sliceView[T any](t Type, s []T) View {
-	return View{Type: t, Ptr: unsafe.Pointer(unsafe.SliceData(s)), N: len(s)}
+func sliceMem[T any](t Type, s []T) Mem {
+	return Mem{Type: t, Ptr: unsafe.Pointer(unsafe.SliceData(s)), N: len(s)}
 }
 
-// ViewOf returns the memory view of a primitive slice, or ok=false for any other value (an object). It keeps no
+// MemOf returns the memory of a primitive slice, or ok=false for any other value (an object). It keeps no
 // reference to buf itself, only to the slice's elements, so passing a slice costs no allocation.
-func ViewOf(buf any) (v View, ok bool) {
+func MemOf(buf any) (v Mem, ok bool) {
 	switch b := buf.(type) {
 	case []byte:
-		return sliceView(TypeByte, b), true
+		return sliceMem(TypeByte, b), true
 	case []float64:
-		return sliceView(TypeFloat64, b), true
+		return sliceMem(TypeFloat64, b), true
 	case []int:
-		return sliceView(TypeInt, b), true
+		return sliceMem(TypeInt, b), true
 	case []int32:
-		return sliceView(TypeInt32, b), true
+		return sliceMem(TypeInt32, b), true
 	case []int64:
-		return sliceView(TypeInt64, b), true
+		return sliceMem(TypeInt64, b), true
 	case []float32:
-		return sliceView(TypeFloat32, b), true
+		return sliceMem(TypeFloat32, b), true
 	case []complex128:
-		return sliceView(TypeComplex128, b), true
+		return sliceMem(TypeComplex128, b), true
 	case []int8:
-		return sliceView(TypeInt8, b), true
+		return sliceMem(TypeInt8, b), true
 	case []int16:
-		return sliceView(TypeInt16, b), true
+		return sliceMem(TypeInt16, b), true
 	case []uint16:
-		return sliceView(TypeUint16, b), true
+		return sliceMem(TypeUint16, b), true
 	case []uint32:
-		return sliceView(TypeUint32, b), true
+		return sliceMem(TypeUint32, b), true
 	case []uint64:
-		return sliceView(TypeUint64, b), true
+		return sliceMem(TypeUint64, b), true
 	case []uint:
-		return sliceView(TypeUint, b), true
+		return sliceMem(TypeUint, b), true
 	case []complex64:
-		return sliceView(TypeComplex64, b), true
+		return sliceMem(TypeComplex64, b), true
 	case []bool:
-		return sliceView(TypeBool, b), true
+		return sliceMem(TypeBool, b), true
 	}
-	return View{}, false
+	return Mem{}, false
 }
 
 // Objects and escape analysis.
@@ -234,8 +234,28 @@ func decodeInto(target any, data []byte) error {
 	}
 	fresh := reflect.New(pt.Elem())
 	if err := msgpack.Unmarshal(data, fresh.Interface()); err != nil {
+		if pt.Elem().Kind() == reflect.Array {
+			if terr := decodeArrayPrefix(target, data); terr != nil {
+				return terr
+			}
+		}
 		return fmt.Errorf("%w: decoding into %s: %v", ErrType, pt, err)
 	}
 	reflect.ValueOf(target).Elem().Set(fresh.Elem())
 	return nil
+}
+
+// decodeArrayPrefix handles an array message longer than the array it is received into, as a receive into a
+// short slice is handled: the elements that fit are delivered and the error is ErrTruncate. It returns nil if
+// data is not such a message (the caller then reports its own decoding error).
+func decodeArrayPrefix(target any, data []byte) error {
+	at := reflect.TypeOf(target).Elem()
+	s := reflect.New(reflect.SliceOf(at.Elem()))
+	if msgpack.Unmarshal(data, s.Interface()) != nil || s.Elem().Len() <= at.Len() {
+		return nil
+	}
+	fresh := reflect.New(at).Elem()
+	reflect.Copy(fresh, s.Elem())
+	reflect.ValueOf(target).Elem().Set(fresh)
+	return fmt.Errorf("%w: an array of %d elements received into %s", ErrTruncate, s.Elem().Len(), at)
 }

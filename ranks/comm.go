@@ -26,9 +26,10 @@ type Comm struct {
 	w     *World
 	rank  int
 	size  int
-	group []int32 // comm rank -> world rank; nil means the identity (the world communicator)
-	ctx   uint32  // point-to-point context; collectives use ctx+1
-	coll  *Comm   // the same group on the collective context
+	group []int32   // comm rank -> world rank; nil means the identity (the world communicator)
+	ctx   uint32    // point-to-point context; collectives use ctx+1
+	coll  *Comm     // the same group on the collective context
+	topo  *topology // the virtual topology, if any (topo.go); read-only, shared by Dup
 	freed atomic.Bool
 }
 
@@ -177,14 +178,14 @@ func (rk *Rank) waitInternal(req *Request) error {
 func (c *Comm) startSend(buf *any, dest, tag int, mode sendMode, internal bool) (*Request, error) {
 	env := queues.Envelope{Ctx: c.ctx, Src: int32(c.rank), Tag: int32(tag)}
 	wdest := c.WorldRank(dest)
-	v, prim := ViewOf(*buf)
+	v, prim := MemOf(*buf)
 	var enc []byte
 	if !prim {
 		var err error
 		if enc, err = encodeObject(buf); err != nil {
 			return nil, err
 		}
-		v = View{Type: TypeObject, Ptr: unsafe.Pointer(unsafe.SliceData(enc)), N: len(enc)}
+		v = Mem{Type: TypeObject, Ptr: unsafe.Pointer(unsafe.SliceData(enc)), N: len(enc)}
 	}
 	r := c.w.local(wdest)
 	if r == nil {
@@ -216,9 +217,9 @@ unexpected:
 	if !prim {
 		m.count = 1
 	}
-	if mode == standard && (!prim || v.Len() <= c.w.eager) {
+	if mode == standard && (!prim || v.Size() <= c.w.eager) {
 		if prim {
-			copy(m.own(v.Len()), v.Bytes())
+			copy(m.own(v.Size()), v.Bytes())
 		} else {
 			m.data, m.class = enc, -1
 		}
@@ -243,8 +244,8 @@ unexpected:
 }
 
 // fill completes a posted primitive receive with data (one copy), checking type and size.
-func (rr *Request) fill(env queues.Envelope, v View, data []byte) {
-	rv := rr.view()
+func (rr *Request) fill(env queues.Envelope, v Mem, data []byte) {
+	rv := rr.mem()
 	rr.setStatus(env.Src, env.Tag, int64(len(data)), v.Type)
 	if rv.Type != v.Type {
 		rr.err = fmt.Errorf("%w: message of %s from rank %d (tag %d) received into %s", ErrType, v.Type,
@@ -293,7 +294,7 @@ func (w *World) consume(rr *Request, m *msg) {
 	if m.typ == TypeObject {
 		rr.takeObject(m) // m now belongs to rr (or was released on a type error)
 	} else {
-		rr.fill(env, View{Type: m.typ, N: m.count}, m.payload())
+		rr.fill(env, Mem{Type: m.typ, N: m.count}, m.payload())
 		m.release()
 	}
 	if sreq != nil {
@@ -307,7 +308,7 @@ func (w *World) clearToSend(rr *Request, m *msg) {
 	h := m.rts
 	env := m.item.Env
 	rr.setStatus(env.Src, env.Tag, int64(h.Length), m.typ)
-	rv := rr.view()
+	rv := rr.mem()
 	var dst []byte
 	switch {
 	case m.typ != rv.Type:
@@ -320,10 +321,10 @@ func (w *World) clearToSend(rr *Request, m *msg) {
 		hm.own(int(h.Length))
 		rr.held = hm
 		dst = hm.data
-	case int(h.Length) > rv.Len():
+	case int(h.Length) > rv.Size():
 		rr.err = fmt.Errorf("%w: %d elements from rank %d (tag %d) into a buffer of %d", ErrTruncate, m.count,
 			env.Src, env.Tag, rv.N)
-		rr.bytes = int64(rv.Len())
+		rr.bytes = int64(rv.Size())
 		rr.scratch = make([]byte, h.Length)
 		dst = rr.scratch
 	default:
@@ -336,13 +337,13 @@ func (w *World) clearToSend(rr *Request, m *msg) {
 	}
 }
 
-func (c *Comm) sendRemote(env queues.Envelope, wdest int, v View, object bool, mode sendMode, internal bool) (*Request, error) {
+func (c *Comm) sendRemote(env queues.Envelope, wdest int, v Mem, object bool, mode sendMode, internal bool) (*Request, error) {
 	dev := c.w.dev
 	h := device.Header{Kind: device.KindEager, Type: uint8(v.Type), Context: env.Ctx, Source: int32(c.r.id),
-		Dest: int32(wdest), SrcRank: env.Src, Tag: env.Tag, Length: uint64(v.Len())}
+		Dest: int32(wdest), SrcRank: env.Src, Tag: env.Tag, Length: uint64(v.Size())}
 	// EagerLimit 0 means "no credit toward that node": rendezvous, even for an empty message.
 	lim := dev.EagerLimit(wdest)
-	eager := lim > 0 && v.Len() <= lim
+	eager := lim > 0 && v.Size() <= lim
 	if mode == standard && eager {
 		if err := dev.SendEager(&h, v.Bytes(), nil); err != nil {
 			return nil, c.w.deviceError(err)
@@ -389,17 +390,17 @@ func (c *Comm) Recv(buf any, source, tag int) (Status, error) {
 	if source == ProcNull {
 		return Status{Source: ProcNull, Tag: AnyTag}, nil
 	}
-	v, prim := ViewOf(buf)
+	v, prim := MemOf(buf)
 	var target any
 	if !prim {
 		target = hide(&buf) // written through only, synchronously, by decodeInto below
 		if err := checkTarget(target); err != nil {
 			return Status{}, err
 		}
-		v = View{Type: TypeObject}
+		v = Mem{Type: TypeObject}
 	}
 	rr := c.r.getReq(kindRecv)
-	rr.setView(v)
+	rr.setMem(v)
 	c.postRecv(rr, source, tag)
 	if !rr.done.Wait(c.w.waitPolicy(rr.remote), c.w.abortCh) {
 		return Status{}, c.w.abortError() // rr may still be matched later: never recycle it
@@ -424,13 +425,13 @@ func (c *Comm) Irecv(buf any, source, tag int) (*Request, error) {
 	if err := c.checkSource(source, tag); err != nil {
 		return nil, err
 	}
-	v, prim := ViewOf(buf)
+	v, prim := MemOf(buf)
 	var target any
 	if !prim {
 		if err := checkTarget(buf); err != nil {
 			return nil, err
 		}
-		v, target = View{Type: TypeObject}, buf
+		v, target = Mem{Type: TypeObject}, buf
 	}
 	return c.irecv(v, target, source, tag), nil
 }
@@ -444,11 +445,11 @@ func (c *Comm) IrecvBytes(b []byte, source, tag int) (*Request, error) {
 	if err := c.checkSource(source, tag); err != nil {
 		return nil, err
 	}
-	return c.irecv(sliceView(TypeByte, b), nil, source, tag), nil
+	return c.irecv(sliceMem(TypeByte, b), nil, source, tag), nil
 }
 
 // irecv posts a checked receive into v (an object receive decodes into target when it completes).
-func (c *Comm) irecv(v View, target any, source, tag int) *Request {
+func (c *Comm) irecv(v Mem, target any, source, tag int) *Request {
 	if source == ProcNull {
 		r := c.r.completed(kindRecv)
 		r.setStatus(ProcNull, AnyTag, 0, 0)
@@ -456,7 +457,7 @@ func (c *Comm) irecv(v View, target any, source, tag int) *Request {
 	}
 	rr := c.r.newReq(kindRecv)
 	rr.target = target
-	rr.setView(v)
+	rr.setMem(v)
 	c.postRecv(rr, source, tag)
 	return rr
 }
@@ -475,7 +476,7 @@ func (c *Comm) postRecv(rr *Request, source, tag int) {
 		if m.inPlace {
 			// A small local eager message is consumed under the lock, which it then returns to the rank's list
 			// for the next sender to this rank: the copy is a few words, and no pool is touched.
-			rr.fill(m.item.Env, View{Type: m.typ, N: m.count}, m.data)
+			rr.fill(m.item.Env, Mem{Type: m.typ, N: m.count}, m.data)
 			r.keepMsg(m)
 			r.mu.Unlock()
 			rr.done.Complete()

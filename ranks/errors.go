@@ -20,6 +20,8 @@ var (
 	ErrOp       = errors.New("gompj: invalid reduction operation")
 	ErrRoot     = errors.New("gompj: invalid root")
 	ErrInternal = errors.New("gompj: internal error")
+	ErrTopology = errors.New("gompj: invalid topology")
+	ErrDims     = errors.New("gompj: invalid dimensions")
 )
 
 // AbortError is the cause carried by ErrAborted when a rank called Comm.Abort.

@@ -76,7 +76,8 @@ func newCtx(k int64) (uint32, error) {
 	return uint32(2 * k), nil
 }
 
-// Dup returns a new communicator with the same group and a context of its own. Collective over c.
+// Dup returns a new communicator with the same group, the same topology and a context of its own. Collective
+// over c.
 //
 // Context agreement: every rank proposes the lowest context number it has not used; the group takes the largest
 // proposal. A rank can never have two communicators with one context, and disjoint groups may share numbers
@@ -98,7 +99,7 @@ func (c *Comm) Dup() (*Comm, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Comm{r: c.r, w: c.w, rank: c.rank, size: c.size, group: c.group, ctx: ctx}, nil
+	return &Comm{r: c.r, w: c.w, rank: c.rank, size: c.size, group: c.group, ctx: ctx, topo: c.topo}, nil
 }
 
 // Split partitions c by color; within a color, ranks are ordered by key, then by their rank in c. A rank passing
@@ -110,7 +111,17 @@ func (c *Comm) Split(color, key int) (*Comm, error) {
 	if color < 0 && color != Undefined {
 		return nil, fmt.Errorf("%w: split color %d (colors are >= 0, or Undefined)", ErrArg, color)
 	}
-	all, err := c.allgatherInts([]int64{int64(color), int64(key), c.r.proposedCtx()})
+	return c.split(color, key, nil, nil)
+}
+
+// split is Split with extra values gathered beside each member's color, key and context proposal (every member
+// passes as many): verify, if set, sees every member's extras (member i's at all[i*stride:], stride len(extra))
+// and may refuse the call, which the topology constructors use to check that the members passed the same
+// arguments. Every member sees the same table, so all of them fail alike, and nobody is left waiting.
+func (c *Comm) split(color, key int, extra []int64, verify func(all []int64, stride int) error) (*Comm, error) {
+	const fixed = 3
+	stride := fixed + len(extra)
+	all, err := c.allgatherInts(append([]int64{int64(color), int64(key), c.r.proposedCtx()}, extra...))
 	if err != nil {
 		return nil, err
 	}
@@ -118,12 +129,21 @@ func (c *Comm) Split(color, key int) (*Comm, error) {
 	type member struct{ key, rank int }
 	var mine []member
 	for i := 0; i < c.size; i++ {
-		k = max(k, all[3*i+2])
-		if int(all[3*i]) == color {
-			mine = append(mine, member{int(all[3*i+1]), i})
+		k = max(k, all[stride*i+2])
+		if int(all[stride*i]) == color {
+			mine = append(mine, member{int(all[stride*i+1]), i})
 		}
 	}
 	c.r.takeCtx(k)
+	if verify != nil && len(extra) > 0 {
+		ext := make([]int64, 0, len(extra)*c.size)
+		for i := 0; i < c.size; i++ {
+			ext = append(ext, all[stride*i+fixed:stride*(i+1)]...)
+		}
+		if err := verify(ext, len(extra)); err != nil {
+			return nil, err
+		}
+	}
 	if color == Undefined {
 		return nil, nil
 	}

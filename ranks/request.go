@@ -89,11 +89,11 @@ type Request struct {
 	_        [16]byte // to 256 bytes, a size class whose objects are 64-byte aligned (TestRequestLayout)
 }
 
-// view returns the receive buffer.
-func (r *Request) view() View { return View{Type: r.vtyp, Ptr: r.vptr, N: r.vn} }
+// mem returns the receive buffer.
+func (r *Request) mem() Mem { return Mem{Type: r.vtyp, Ptr: r.vptr, N: r.vn} }
 
-// setView sets the receive buffer.
-func (r *Request) setView(v View) { r.vtyp, r.vptr, r.vn = v.Type, v.Ptr, v.N }
+// setMem sets the receive buffer.
+func (r *Request) setMem(v Mem) { r.vtyp, r.vptr, r.vn = v.Type, v.Ptr, v.N }
 
 // setStatus records what was received: a sender's rank and tag, the payload size and its type.
 func (r *Request) setStatus(src, tag int32, bytes int64, typ Type) {
@@ -211,13 +211,15 @@ func (rk *Rank) putReq(r *Request) {
 
 // Complete implements device.Completer: a device finished this request's transfer.
 func (r *Request) Complete(err error) {
-	if err != nil && r.err == nil {
+	switch {
+	case err != nil:
+		// Nothing reliable arrived: even a truncation already noted is now a failure of the transfer.
 		r.err = fmt.Errorf("%w: %w", ErrAborted, err)
+	case r.scratch != nil:
+		// A truncated rendezvous (r.err is ErrTruncate): the whole payload came into scratch; deliver what fits.
+		copy(r.mem().Bytes(), r.scratch)
 	}
-	if r.scratch != nil && r.err == nil {
-		copy(r.view().Bytes(), r.scratch)
-		r.scratch = nil
-	}
+	r.scratch = nil
 	r.done.Complete()
 }
 

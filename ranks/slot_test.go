@@ -142,7 +142,7 @@ func TestSlotStaleClaim(t *testing.T) {
 	r := c.r
 	recv := func(src, tag int) *Request {
 		rr := r.getReq(kindRecv)
-		rr.setView(View{Type: TypeInt64})
+		rr.setMem(Mem{Type: TypeInt64})
 		c.postRecv(rr, src, tag)
 		return rr
 	}
@@ -155,7 +155,7 @@ func TestSlotStaleClaim(t *testing.T) {
 	if got := r.claimSlot(queues.Envelope{Src: 0, Tag: 7}); got != rr {
 		t.Fatal("the matching claim failed")
 	}
-	rr.fill(queues.Envelope{Src: 0, Tag: 7}, View{Type: TypeInt64}, nil)
+	rr.fill(queues.Envelope{Src: 0, Tag: 7}, Mem{Type: TypeInt64}, nil)
 	rr.done.Complete()
 	r.putReq(rr)
 	again := recv(0, 9)

@@ -6,8 +6,10 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/gompj/gompj/bench"
+	"github.com/gompj/gompj/internal/env"
 	"github.com/gompj/gompj/node"
 )
 
@@ -37,9 +39,14 @@ func infoCmd(args []string) int {
 		fmt.Fprintf(os.Stderr, "gompj info: %v\n", err)
 		return 1
 	}
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	for _, s := range settings {
-		fmt.Fprintf(w, "  %-24s %-40s %s\n", s.Variable, s.Value, s.Source)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", s.Variable, s.Value, s.Source)
 	}
+	for _, name := range env.Unknown(os.Environ()) {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", name, "not a gompj variable (misspelt?): ignored", "env")
+	}
+	tw.Flush()
 	fmt.Fprintf(w, "\nbenchmarks: %s\n", strings.Join(bench.Names(), ", "))
 	if collectiveTable != nil {
 		fmt.Fprintf(w, "\ncollective algorithms:\n%s\n", collectiveTable())
