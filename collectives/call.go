@@ -39,9 +39,9 @@ type Call struct {
 func (a *Call) Bytes() int {
 	switch a.Coll {
 	case "bcast":
-		return len(a.rv.b)
+		return len(a.Recv)
 	case "reduce", "allreduce", "scan", "exscan", "reduce_scatter":
-		return len(a.sv.b)
+		return len(a.Send)
 	case "gather", "scatter", "allgather", "alltoall":
 		return a.Blk
 	}

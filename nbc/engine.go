@@ -60,6 +60,7 @@ type Step struct {
 	K        Kernel
 	Fn       func() error
 	Cond     func() bool
+	List     *watchlist // a wait step: the list through which whoever makes Cond true wakes its operation
 	Sub      Sub
 }
 
@@ -124,8 +125,10 @@ func (s *Schedule) RecvObj(obj any, peer, tag int) {
 	s.add(Step{Kind: StepRecvObj, Obj: obj, Peer: peer, Tag: tag})
 }
 
-// Wait adds a wait for cond (a shared-memory condition someone else makes true).
-func (s *Schedule) Wait(cond func() bool) { s.add(Step{Kind: StepWait, Cond: cond}) }
+// Wait adds a wait for cond, a shared-memory condition that someone else makes true and then notifies list.
+func (s *Schedule) Wait(cond func() bool, list *watchlist) {
+	s.add(Step{Kind: StepWait, Cond: cond, List: list})
+}
 
 // Run adds a sub-operation.
 func (s *Schedule) Run(sub Sub) { s.add(Step{Kind: StepSub, Sub: sub}) }

@@ -596,7 +596,9 @@ func randomCase(rng *rand.Rand) modelCase {
 	return mc
 }
 
-// TestModel runs random sets of outstanding operations on the fake network and checks every result.
+// TestModel runs random sets of outstanding operations on the fake network and checks every result. Some
+// operations use the shared-memory algorithm: their members share a ring of one to three slots, so that later
+// operations queue for slots held by earlier ones.
 func TestModel(t *testing.T) {
 	trials := 3000
 	if testing.Short() {
@@ -606,15 +608,23 @@ func TestModel(t *testing.T) {
 		seed := int64(trial)
 		rng := rand.New(rand.NewSource(seed))
 		n := 1 + rng.Intn(9)
-		nops := 1 + rng.Intn(3)
+		nops := 1 + rng.Intn(4)
 		var cases []modelCase
 		var checks []func() error
 		ops := make([][]fakeOp, n)
 		f := newFakeNet(seed)
+		ring := make([]*slot, 1+rng.Intn(3))
+		for i := range ring {
+			ring[i] = newSlot(n)
+		}
+		shmOps := 0 // shared-memory operations so far: every member counts them alike
 		for j := 0; j < nops; j++ {
 			mc := randomCase(rng)
 			mc.n = n
 			mc.root %= n
+			if n > 1 && rng.Intn(2) == 0 {
+				mc.algo = "shm"
+			}
 			calls, check := mc.setup(rng)
 			cases = append(cases, mc)
 			checks = append(checks, check)
@@ -625,10 +635,19 @@ func TestModel(t *testing.T) {
 				}
 				s := &Schedule{}
 				sp := &spec{algo: mc.algo, rank: r, n: n, id: collectives.OpID(j + 1), a: c}
-				if err := buildP2P(s, sp); err != nil {
+				var err error
+				if mc.algo == "shm" {
+					err = buildShmSlot(s, sp, ring[shmOps%len(ring)], uint64(shmOps/len(ring)+1), nil, false)
+				} else {
+					err = buildP2P(s, sp)
+				}
+				if err != nil {
 					t.Fatalf("seed %d: %v: build: %v", seed, mc, err)
 				}
 				ops[r] = append(ops[r], fakeOp{m: NewMachine(s), t: &fakeTransport{net: f, rank: r, steps: map[int]*fakeStep{}}})
+			}
+			if mc.algo == "shm" {
+				shmOps++
 			}
 		}
 		errs := runFake(t, f, ops)

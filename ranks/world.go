@@ -20,6 +20,13 @@ type Options struct {
 	NetSpin    time.Duration // how long a wait that may complete through the device spins (0: Policy.Spin)
 	Device     device.Device // the node's network device; nil for a one-node job
 	NodeOf     func(rank int) int
+	Executor   Executor // the node's worker pool; nil: nothing runs in the background
+}
+
+// Executor runs tasks in the background: the node's worker pool, on which nonblocking collectives progress. Submit
+// never blocks and never fails; tasks must not block either.
+type Executor interface {
+	Submit(task func())
 }
 
 // World is one node process's share of a job.
@@ -41,6 +48,7 @@ type World struct {
 	abortErr  error
 
 	hooks Hooks
+	exec  Executor
 
 	sharedMu sync.Mutex
 	shared   map[sharedKey]any
@@ -97,7 +105,7 @@ func NewWorld(o Options) (*World, error) {
 		return nil, fmt.Errorf("%w: ranks outside this node but no network device", ErrArg)
 	}
 	w := &World{size: o.Size, lo: o.Lo, hi: o.Hi, dev: o.Device, nodeOf: o.NodeOf, eager: o.EagerLimit,
-		policy: o.Policy, abortCh: make(chan struct{})}
+		policy: o.Policy, abortCh: make(chan struct{}), exec: o.Executor}
 	w.netPolicy = w.policy
 	if p, ok := o.Device.(device.Poller); ok {
 		w.netPolicy = w.policy.Driven(p)
@@ -139,6 +147,9 @@ func (w *World) NodeOf(rank int) int { return w.nodeOf(rank) }
 
 // Device returns the node's network device (nil in a one-node job).
 func (w *World) Device() device.Device { return w.dev }
+
+// Executor returns the node's worker pool, or nil when there is none (GOMPJ_ASYNC_PROGRESS=0).
+func (w *World) Executor() Executor { return w.exec }
 
 // Policy returns how ranks wait.
 func (w *World) Policy() *queues.Policy { return &w.policy }
