@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/cmplx"
 	"reflect"
+	"strconv"
 	"testing"
 
 	"github.com/gompj/gompj"
@@ -229,7 +230,10 @@ func TestModesWildcards(t *testing.T) {
 	})
 }
 
+// Non-overtaking across eager and rendezvous messages of one stream, with a bound on unexpected messages so small
+// (tinyShare) that local eager sends turn rendezvous too, mid-stream.
 func TestModesNonOvertaking(t *testing.T) {
+	t.Setenv("GOMPJ_UNEXPECTED_SHARE", strconv.Itoa(tinyShare))
 	harness.Run(t, 4, func(c *gompj.Comm) error {
 		const k = 120
 		me, np := c.Rank(), c.Size()

@@ -142,7 +142,7 @@ func needHier(s selCtx) bool     { return s.hier }
 func needComm(s selCtx) bool     { return s.commutative }
 func needHierComm(s selCtx) bool { return s.hier && s.commutative }
 
-// algorithms lists, per collective, its algorithms and when they apply; the first one listed is the last resort.
+// algorithms lists, per collective, its algorithms and when they apply.
 var algorithms = map[string]map[string]applies{
 	"barrier":        {"dissemination": always, "shm": needLocal, "hier": needHier},
 	"bcast":          {"binomial": always, "linear": always, "scatter_allgather": always, "shm": needLocal, "hier": needHier},
@@ -161,6 +161,8 @@ var algorithms = map[string]map[string]applies{
 	"exscan":         {"chain": always, "shm": needLocal},
 }
 
+// lastResort names, per collective, the algorithm taken when no rule's algorithm applies to a call; it applies to
+// every call (TestLastResortAlwaysApplies).
 var lastResort = map[string]string{"barrier": "dissemination", "bcast": "binomial", "reduce": "binomial",
 	"allreduce": "recursive_doubling", "gather": "linear", "gatherv": "linear", "scatter": "linear",
 	"scatterv": "linear", "allgather": "ring", "allgatherv": "ring", "alltoall": "pairwise", "alltoallv": "pairwise",
@@ -273,7 +275,7 @@ func parseNum(s string, size bool) (int, error) {
 	return n * mult, nil
 }
 
-// ParseTable parses rules in the table format; origin names them in errors and in Describe.
+// parseTable parses rules in the table format; origin names them in errors and in Describe.
 func parseTable(text, origin string) ([]rule, error) {
 	var rules []rule
 	sc := bufio.NewScanner(strings.NewReader(text))
@@ -409,8 +411,11 @@ func (st *commState) sel(commutative bool, bytes int) selCtx {
 
 // Force makes every later call of collective coll on c (on this rank) use algorithm algo, when it applies to the
 // call (otherwise the table decides); "" removes the forcing. Every member must force alike. For benchmarks and
-// tests.
+// tests. On an intercommunicator it forces the algorithms of the local phases (inter.go).
 func Force(c *ranks.Comm, coll, algo string) error {
+	if c.IsInter() {
+		c = c.Local()
+	}
 	algos, ok := algorithms[coll]
 	if !ok {
 		return fmt.Errorf("%w: unknown collective %q", ranks.ErrArg, coll)

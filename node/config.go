@@ -63,9 +63,13 @@ type Config struct {
 	// Timeout bounds the bootstrap: every node registered with the coordinator, the mesh connected, the start
 	// barrier (GOMPJ_TIMEOUT, a Go duration; default 30s). The finalize barrier waits as long as the slowest node.
 	Timeout time.Duration
-	// UnexpectedLimit bounds the unexpected eager bytes a node holds from the network, split over its peers
-	// (GOMPJ_UNEXPECTED_LIMIT; default 64 MiB).
+	// UnexpectedLimit bounds the unexpected eager data a node holds (GOMPJ_UNEXPECTED_LIMIT; default 64 MiB): from
+	// the network, split over the peer nodes; from the node's own ranks, split over its ranks as a share per
+	// receiving rank of at least 256 KiB (ranks.UnexpectedShare). Past the bound, eager sends turn rendezvous.
 	UnexpectedLimit int64
+	// UnexpectedShare, if positive, replaces that share per receiving rank, with no lower bound
+	// (GOMPJ_UNEXPECTED_SHARE; for tests, which set a few KiB so that every stream of messages crosses it).
+	UnexpectedShare int64
 
 	// sources records where fields came from ("env", "slurm"), by variable name, for `gompj info`.
 	sources map[string]string
@@ -104,7 +108,7 @@ func (c *Config) Source(name string) string {
 // how many ranks share the host's cores (see policy).
 func (c Config) withDefaults() (Config, error) {
 	if c.Ranks < 0 || c.EagerLimit < 0 || c.Yields < 0 || c.Nodes < 0 || c.NodeID < 0 || c.RanksPerNode < 0 ||
-		c.NetEagerLimit < 0 || c.Stripes < 0 || c.Timeout < 0 || c.UnexpectedLimit < 0 {
+		c.NetEagerLimit < 0 || c.Stripes < 0 || c.Timeout < 0 || c.UnexpectedLimit < 0 || c.UnexpectedShare < 0 {
 		return c, fmt.Errorf("gompj: negative value in the configuration")
 	}
 	env.Defaults(&c)

@@ -226,7 +226,8 @@ func runMulti(cfg Config, body Body) error {
 	// on one box (gompj run -nodes, or two Slurm tasks per host) share its cores.
 	pol := policy(cfg, hostRanks(cl.Table(), cfg.NodeID, layout))
 	w, err := ranks.NewWorld(ranks.Options{Size: cfg.Ranks, Lo: lo, Hi: hi, EagerLimit: cfg.EagerLimit,
-		Policy: pol, NetSpin: netSpin(cfg, pol), Device: dev, NodeOf: layout.NodeOf})
+		Policy: pol, NetSpin: netSpin(cfg, pol), Device: dev, NodeOf: layout.NodeOf,
+		UnexpectedLimit: cfg.UnexpectedLimit, UnexpectedShare: cfg.UnexpectedShare})
 	if err != nil {
 		dev.Close()
 		cl.Leave()

@@ -9,20 +9,15 @@ import (
 	"text/tabwriter"
 
 	"github.com/gompj/gompj/bench"
+	"github.com/gompj/gompj/collectives"
 	"github.com/gompj/gompj/internal/env"
 	"github.com/gompj/gompj/node"
 )
 
-// collectiveTable, when set, returns the collective algorithm table printed by `gompj info`. A file
-// info_coll.go sets it once package collectives exports Describe():
-//
-//	func init() { collectiveTable = collectives.Describe }
-var collectiveTable func() string
-
 func init() {
 	register(&command{name: "info", summary: "version, devices and the effective configuration",
 		usage: func(w io.Writer) {
-			fmt.Fprintln(w, "usage: gompj info\n\nPrints gompj's version, the devices built in, every configuration setting with its value and\nsource (default, env, slurm), and the collective algorithms if the build has them.")
+			fmt.Fprintln(w, "usage: gompj info\n\nPrints gompj's version, the devices built in, every configuration setting with its value and\nsource (default, env, slurm), and the collective algorithm table in force.")
 		}, run: infoCmd})
 }
 
@@ -48,8 +43,6 @@ func infoCmd(args []string) int {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nbenchmarks: %s\n", strings.Join(bench.Names(), ", "))
-	if collectiveTable != nil {
-		fmt.Fprintf(w, "\ncollective algorithms:\n%s\n", collectiveTable())
-	}
+	fmt.Fprintf(w, "\ncollective algorithms:\n%s\n", collectives.Describe())
 	return 0
 }

@@ -89,7 +89,7 @@ func TestFillAndDefaults(t *testing.T) {
 		c.Stripes != 4 || c.Listen != "" || c.UnexpectedLimit != 1000 {
 		t.Fatalf("Fill: %+v", c)
 	}
-	if !slices.Equal(used, []string{"GOMPJ_NP", "GOMPJ_PIN", "GOMPJ_SPIN", "GOMPJ_SECRET", "GOMPJ_UNEXPECTED_LIMIT", "GOMPJ_NET_SPIN"}) {
+	if !slices.Equal(used, []string{"GOMPJ_NP", "GOMPJ_PIN", "GOMPJ_SPIN", "GOMPJ_UNEXPECTED_LIMIT", "GOMPJ_SECRET", "GOMPJ_NET_SPIN"}) {
 		t.Fatalf("sources: %v", used)
 	}
 	Defaults(&c)

@@ -19,6 +19,14 @@ var (
 	Yields = def(Var{Name: "GOMPJ_YIELDS", Field: "Yields", Kind: Int, Group: OneBox,
 		Default: "50, or 10 when ranks > cores",
 		Meaning: "how often a waiting rank yields before it parks"})
+	UnexpectedLimit = def(Var{Name: "GOMPJ_UNEXPECTED_LIMIT", Field: "UnexpectedLimit", Kind: Int, Value: "67108864",
+		Job: true, Group: OneBox,
+		Meaning: "unexpected eager bytes a node holds before senders switch to rendezvous: from the network, " +
+			"split over the peer nodes; from its own ranks, split over them, at least 262144 per receiving rank"})
+	UnexpectedShare = def(Var{Name: "GOMPJ_UNEXPECTED_SHARE", Field: "UnexpectedShare", Kind: Int, Group: OneBox,
+		Default: "GOMPJ_UNEXPECTED_LIMIT divided among the node's ranks, at least 262144",
+		Meaning: "unexpected eager bytes each rank holds from ranks of its own node, exactly, with no lower bound " +
+			"(tests set a few KiB)"})
 )
 
 // Multi-node jobs.
@@ -45,9 +53,6 @@ var (
 		Meaning: "this node's network listen address, host or host:port"})
 	NetEagerLimit = def(Var{Name: "GOMPJ_NET_EAGER_LIMIT", Field: "NetEagerLimit", Kind: Int, Value: "131072",
 		Job: true, Group: MultiNode, Meaning: "network protocol switch in bytes: larger messages go rendezvous"})
-	UnexpectedLimit = def(Var{Name: "GOMPJ_UNEXPECTED_LIMIT", Field: "UnexpectedLimit", Kind: Int, Value: "67108864",
-		Job: true, Group: MultiNode,
-		Meaning: "unexpected eager bytes a node holds from the network before senders switch to rendezvous"})
 	Stripes = def(Var{Name: "GOMPJ_STRIPES", Field: "Stripes", Kind: Int, Value: "1", Job: true, Group: MultiNode,
 		Meaning: "TCP connections per pair of nodes"})
 	Lazy = def(Var{Name: "GOMPJ_LAZY", Field: "Lazy", Kind: Bool, Value: "0", Group: MultiNode,

@@ -81,7 +81,6 @@ type Job struct {
 	done    []chan struct{}
 	results []Result
 	co      *bootstrap.Coordinator
-	coErr   error
 	started time.Time
 	wg      sync.WaitGroup
 }
