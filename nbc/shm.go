@@ -2,10 +2,6 @@ package nbc
 
 import (
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/gompj/gompj/collectives"
@@ -49,23 +45,8 @@ const (
 	ringKey   = "github.com/gompj/gompj/nbc.ring"
 )
 
-// Slots returns the number of slots per communicator: GOMPJ_NBC_SLOTS, default 16.
-func Slots() int {
-	slotsOnce.Do(func() {
-		slotsN = 16
-		if v := strings.TrimSpace(os.Getenv("GOMPJ_NBC_SLOTS")); v != "" {
-			if n, err := strconv.Atoi(v); err == nil && n > 0 {
-				slotsN = n
-			}
-		}
-	})
-	return slotsN
-}
-
-var (
-	slotsOnce sync.Once
-	slotsN    int
-)
+// defaultSlots is the ring's size when the World does not say (GOMPJ_NBC_SLOTS's default).
+const defaultSlots = 16
 
 // ring is the slots one communicator's members share; ops[i] is member i's count of operations started on it
 // (only member i touches it).
@@ -106,7 +87,11 @@ func newSlot(n int) *slot { return &slot{mem: make([]member, n)} }
 func slotFor(c *ranks.Comm) (*slot, uint64) {
 	n, rank := c.Size(), c.Rank()
 	rg := c.World().Shared(c, ringKey, func() any {
-		r := &ring{slots: make([]*slot, Slots()), ops: make([]paddedCount, n)}
+		k := c.World().NbcSlots()
+		if k <= 0 {
+			k = defaultSlots
+		}
+		r := &ring{slots: make([]*slot, k), ops: make([]paddedCount, n)}
 		for i := range r.slots {
 			r.slots[i] = newSlot(n)
 		}

@@ -28,6 +28,7 @@ type Options struct {
 	// KiB, so that every stream crosses the bound).
 	UnexpectedShare int64
 	Executor        Executor // the node's worker pool; nil: nothing runs in the background
+	NbcSlots        int      // shared-memory slots per communicator of nonblocking collectives (0: their default)
 }
 
 // Executor runs tasks in the background: the node's worker pool, on which nonblocking collectives progress. Submit
@@ -54,8 +55,9 @@ type World struct {
 	aborted   atomic.Bool
 	abortErr  error
 
-	hooks Hooks
-	exec  Executor
+	hooks    Hooks
+	exec     Executor
+	nbcSlots int
 
 	sharedMu sync.Mutex
 	shared   map[sharedKey]any
@@ -129,7 +131,8 @@ func NewWorld(o Options) (*World, error) {
 		return nil, fmt.Errorf("%w: ranks outside this node but no network device", ErrArg)
 	}
 	w := &World{size: o.Size, lo: o.Lo, hi: o.Hi, dev: o.Device, nodeOf: o.NodeOf, eager: o.EagerLimit,
-		policy: o.Policy, abortCh: make(chan struct{}), exec: o.Executor}
+		policy: o.Policy, abortCh: make(chan struct{}), exec: o.Executor,
+		nbcSlots: o.NbcSlots}
 	w.netPolicy = w.policy
 	if p, ok := o.Device.(device.Poller); ok {
 		w.netPolicy = w.policy.Driven(p)
@@ -178,6 +181,9 @@ func (w *World) Device() device.Device { return w.dev }
 
 // Executor returns the node's worker pool, or nil when there is none (GOMPJ_ASYNC_PROGRESS=0).
 func (w *World) Executor() Executor { return w.exec }
+
+// NbcSlots returns the shared-memory slots per communicator that nonblocking collectives use (0: their default).
+func (w *World) NbcSlots() int { return w.nbcSlots }
 
 // Policy returns how ranks wait.
 func (w *World) Policy() *queues.Policy { return &w.policy }
