@@ -28,8 +28,15 @@ func Run(cfg Config, body Body) error {
 	if cfg.Nodes > 1 {
 		return runMulti(cfg, body)
 	}
-	w, err := ranks.NewWorld(ranks.Options{Size: cfg.Ranks, Lo: 0, Hi: cfg.Ranks, EagerLimit: cfg.EagerLimit,
-		Policy: policy(cfg, cfg.Ranks), UnexpectedLimit: cfg.UnexpectedLimit, UnexpectedShare: cfg.UnexpectedShare})
+	var w *ranks.World
+	pool, exec, err := executor(cfg, func(err error) { w.Abort(err) })
+	if err != nil {
+		return err
+	}
+	defer pool.close()
+	w, err = ranks.NewWorld(ranks.Options{Size: cfg.Ranks, Lo: 0, Hi: cfg.Ranks, EagerLimit: cfg.EagerLimit,
+		Policy: policy(cfg, cfg.Ranks), UnexpectedLimit: cfg.UnexpectedLimit, UnexpectedShare: cfg.UnexpectedShare,
+		Executor: exec, NbcSlots: cfg.NbcSlots})
 	if err != nil {
 		return err
 	}
