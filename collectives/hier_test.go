@@ -317,3 +317,23 @@ func TestHierarchicalMovement(t *testing.T) {
 		})
 	}
 }
+
+// Every collective has a last resort, and it applies to every call whatever the communicator and the op, so that
+// choose always finds an algorithm.
+func TestLastResortAlwaysApplies(t *testing.T) {
+	if len(algorithms) != numColls || len(lastResort) != numColls {
+		t.Fatalf("%d collectives with algorithms, %d with a last resort, %d ids", len(algorithms), len(lastResort), numColls)
+	}
+	for _, coll := range collNames {
+		ok, found := algorithms[coll][lastResort[coll]]
+		if !found {
+			t.Errorf("%s: last resort %q is not one of its algorithms", coll, lastResort[coll])
+			continue
+		}
+		for _, s := range []selCtx{{}, {local: true}, {hier: true}, {commutative: true}, {local: true, commutative: true}} {
+			if !ok(s) {
+				t.Errorf("%s: last resort %s does not apply to %+v", coll, lastResort[coll], s)
+			}
+		}
+	}
+}

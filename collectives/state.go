@@ -28,6 +28,9 @@ type commState struct {
 	last   [numColls]lastChoice             // the previous choice, reused for the same size
 
 	hier *hierComms // node-aware sub-communicators, made on first use
+	nbr  *nbrPlan   // neighbourhood collectives' plan, made on first use (neighbor.go)
+
+	seq opCounters // operation ids (seq.go)
 
 	// Scratch memory owned by this rank, reused from call to call (see scratch).
 	bufs [numScratch][]byte
@@ -51,7 +54,8 @@ var (
 	states     sync.Map // uintptr -> *stateEntry
 )
 
-// layoutHook, when set on a communicator before its first collective (tests), replaces World.NodeOf.
+// layoutHooks holds the rank-to-node functions tests set on communicators before their first collective; one
+// replaces World.NodeOf for its communicator (see layoutHook).
 var layoutHooks sync.Map // weak.Pointer[ranks.Comm] -> func(worldRank int) int
 
 func slotOf(k uintptr) *atomic.Pointer[stateEntry] { return &stateCache[(k>>6^k>>16)%cacheSlots] }
@@ -92,6 +96,9 @@ func newState(c *ranks.Comm) *commState {
 		nodeOf = h.(func(int) int)
 	}
 	s := &commState{size: c.Size(), rank: c.Rank()}
+	if c.IsInter() {
+		return s // scratch only: the local phases run on c.Local(), which has a state of its own (inter.go)
+	}
 	s.node = nodeOf(c.WorldRank(c.Rank()))
 	lo, hi := w.Local()
 	seen := map[int]bool{}

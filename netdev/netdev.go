@@ -1,3 +1,5 @@
+//go:build linux
+
 package netdev
 
 import (
@@ -128,7 +130,6 @@ type Device struct {
 	connTimer *time.Timer
 	tasks     []func()
 	spare     []func()
-	wakeBuf   [8]byte
 
 	goMu     sync.Mutex // guards goClosed, wg.Add and hsConns
 	goClosed bool

@@ -93,7 +93,6 @@ type Job struct {
 	done    []chan struct{}
 	results []Result
 	co      *bootstrap.Coordinator
-	coErr   error
 	started time.Time
 	wg      sync.WaitGroup
 }
