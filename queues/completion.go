@@ -15,6 +15,11 @@ const (
 
 // Completion is a one-shot flag set by whoever finishes an operation and waited on by the rank that started it.
 // Reset makes it reusable (pooled requests).
+//
+// One Waker at a time is armed on a completion: a parked waiter's, or a hook (NewHook) that runs a function on the
+// goroutine that completes it (OnComplete). A nonblocking collective arms its hook on its child requests, which
+// nobody else waits on, so that a child's completion drives the collective on at once. The completion stays two
+// words, so a Request's first cache line keeps it.
 type Completion struct {
 	state atomic.Uint32
 	waker atomic.Pointer[Waker]
@@ -55,14 +60,28 @@ func (c *Completion) arm(w *Waker) bool {
 	}
 }
 
+// OnComplete arms hook h (made by NewHook) on c: h's function runs once, on the goroutine that completes c. It
+// returns false, and arms nothing, if c is already done: the caller sees the completion itself. Whatever was armed
+// on c before is replaced, so c must have no waiter of its own.
+func (c *Completion) OnComplete(h *Waker) bool { return c.arm(h) }
+
 // Waker parks a goroutine until some completion it armed fires. Tokens are idempotent, so spurious wake-ups are
-// possible and every waiter re-checks its condition.
+// possible and every waiter re-checks its condition. A hook is a Waker that runs a function instead.
 type Waker struct {
 	ch chan struct{}
+	fn func()
 }
 
-// Wake wakes the goroutine parked on w, if any.
+// NewHook returns a Waker that runs fn whenever it is woken, on the waking goroutine. fn must be quick and must
+// not block: it runs inside whatever completed the operation (a sender, the network's progress loop).
+func NewHook(fn func()) *Waker { return &Waker{fn: fn} }
+
+// Wake wakes the goroutine parked on w, if any, or runs w's hook function.
 func (w *Waker) Wake() {
+	if w.fn != nil {
+		w.fn()
+		return
+	}
 	select {
 	case w.ch <- struct{}{}:
 	default:

@@ -18,5 +18,10 @@
 // matching sender touches stays the first and only one (TestRequestLayout). Persistent collectives are built with
 // NewPersistentRequest and share Start, Startall and Free with persistent point-to-point requests.
 //
+// Communicators (manage.go, group.go, inter.go): Dup, Split, Create and CreateGroup make intracommunicators,
+// IntercommCreate and Merge intercommunicators, all with contexts agreed among their members with no central
+// allocator (agree.go), safe when several goroutines of a rank create communicators at once. Groups are ordered
+// sets of world ranks.
+//
 // Imports: queues, device, msgpack, the standard library. Nothing above it (collectives, nbc, node, root).
 package ranks
