@@ -109,9 +109,10 @@ type Rank struct {
 	ctxMu     sync.Mutex // guards nextCtx, ctxHolder and agreeing (agree.go)
 	nextCtx   uint32
 	world     *Comm
-	ctxHolder *agreement   // the context agreement holding this rank's right to allocate, if any
-	agreeing  []*agreement // the context agreements in flight on this rank
-	_         [24]byte     // to a multiple of 64 bytes (TestRankLayout)
+	ctxHolder *agreement                 // the context agreement holding this rank's right to allocate, if any
+	agreeing  []*agreement               // the context agreements in flight on this rank
+	bsend     atomic.Pointer[bsendState] // the buffer attached for buffered sends (bsend.go), made on first use
+	_         [16]byte                   // to a multiple of 64 bytes (TestRankLayout)
 }
 
 // MinUnexpectedShare is the least unexpected eager data a rank may hold from its own node, whatever
