@@ -112,7 +112,8 @@ type Rank struct {
 	ctxHolder *agreement                 // the context agreement holding this rank's right to allocate, if any
 	agreeing  []*agreement               // the context agreements in flight on this rank
 	bsend     atomic.Pointer[bsendState] // the buffer attached for buffered sends (bsend.go), made on first use
-	_         [16]byte                   // to a multiple of 64 bytes (TestRankLayout)
+	ops       *rankOps                   // the rank's active operation requests (ops.go)
+	_         [8]byte                    // to a multiple of 64 bytes (TestRankLayout)
 }
 
 // MinUnexpectedShare is the least unexpected eager data a rank may hold from its own node, whatever
@@ -152,7 +153,7 @@ func NewWorld(o Options) (*World, error) {
 		share = UnexpectedShare(o.UnexpectedLimit, len(w.ranks))
 	}
 	for i := range w.ranks {
-		r := &Rank{w: w, id: o.Lo + i, nextCtx: 1, share: share}
+		r := &Rank{w: w, id: o.Lo + i, nextCtx: 1, share: share, ops: &rankOps{}}
 		r.world = &Comm{r: r, w: w, rank: r.id, size: o.Size, ctx: 0}
 		w.ranks[i] = r
 	}
