@@ -1,3 +1,5 @@
+//go:build linux
+
 package shm
 
 // kill makes the endpoint vanish as a killed process would: its connections close without a goodbye and it does
