@@ -14,7 +14,7 @@ import (
 
 func fuzzLimits() *limits {
 	return &limits{ranks: 4, nodeOf: func(r int) int { return r / 2 }, self: 0, peer: 1,
-		maxEager: 1024, maxData: 4096, maxMessage: 1 << 20, maxControl: 512}
+		maxEager: 1024, maxData: 4096, maxMessage: 1 << 20}
 }
 
 // seedFrames are valid and near-valid frames for the seed corpora.
@@ -26,7 +26,6 @@ func seedFrames() [][]byte {
 		{Kind: device.KindCTS, Source: 0, Dest: 2, Length: 50, Seq: 1},
 		{Kind: device.KindData, Source: 2, Dest: 0, Length: 100, Seq: 7},
 		{Kind: device.KindAck, Source: 1, Dest: 3, Seq: 3},
-		{Kind: device.KindControl, Source: -1, Dest: -1, Length: 4},
 		{Kind: kindCredit, Source: -1, Dest: -1},
 		{Kind: kindBye, Source: -1, Dest: -1},
 		{Kind: device.KindEager, Source: 0, Dest: 2, Length: 3},         // wrong direction
@@ -72,9 +71,12 @@ func FuzzDecodeHeader(f *testing.F) {
 // DATA for seq 7 (100 bytes), an ACK for seq 3.
 func offlineConn(t testing.TB) (*Device, *conn, *sink) {
 	s := newSink()
-	d, err := newDevice(Config{Node: 0, Addrs: []string{"a", "b"}, Ranks: 4, NodeOf: func(r int) int { return r / 2 },
-		Secret: testSecret, Sink: s, EagerLimit: 1024, ChunkSize: 4096, MaxMessage: 1 << 20, MaxControl: 512})
+	d, err := newDevice(Config{Node: 0, Nodes: 2, Ranks: 4, NodeOf: func(r int) int { return r / 2 },
+		Secret: testSecret, EagerLimit: 1024, ChunkSize: 4096, MaxMessage: 1 << 20})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.bind(s, [][]byte{nil, []byte("127.0.0.1:1")}); err != nil {
 		t.Fatal(err)
 	}
 	p := d.peers[1]
