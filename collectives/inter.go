@@ -100,7 +100,10 @@ func interBcast(c *ranks.Comm, buf any, root int) error {
 	if err != nil || role == roleIdle {
 		return err
 	}
-	if buf == nil || isInPlace(buf) {
+	if err := noInPlace("bcast", buf); err != nil {
+		return err
+	}
+	if buf == nil {
 		return fmt.Errorf("%w: bcast: nil buffer", ranks.ErrBuffer)
 	}
 	v, verr := viewOf(buf, "bcast")
