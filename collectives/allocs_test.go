@@ -451,6 +451,40 @@ func allocCases(np int, multi bool) []allocCase {
 				return func() error { return f(c, send, recv, userSum) }
 			})
 		}
+		if multi {
+			continue // the neighbourhood plan sees the real layout, not the faked one
+		}
+		// Neighbourhood collectives on a periodic 2x2 grid (each neighbour twice, once per direction), with each
+		// algorithm forced on the grid's communicator.
+		for _, coll := range []string{"neighbor_allgather", "neighbor_allgatherv", "neighbor_alltoall", "neighbor_alltoallv"} {
+			for _, algo := range Algorithms(coll) {
+				cases = append(cases, allocCase{name: fmt.Sprintf("%s/%s/n=%d", coll, algo, n), mk: func(c *ranks.Comm) func() error {
+					g, err := c.CartCreate([]int{2, 2}, []bool{true, true}, false)
+					if err != nil {
+						return func() error { return err }
+					}
+					if err := Force(g, coll, algo); err != nil {
+						return func() error { return err }
+					}
+					const deg = 4
+					counts, displs := make([]int, deg), make([]int, deg)
+					for j := range counts {
+						counts[j], displs[j] = n, j*(n+1)
+					}
+					var send, recv any = fill(make([]float64, n*deg), c.Rank()), make([]float64, (n+1)*deg)
+					var one any = fill(make([]float64, n), c.Rank())
+					switch coll {
+					case "neighbor_allgather":
+						return func() error { return NeighborAllgather(g, one, recv) }
+					case "neighbor_allgatherv":
+						return func() error { return NeighborAllgatherv(g, one, recv, counts, displs) }
+					case "neighbor_alltoall":
+						return func() error { return NeighborAlltoall(g, send, recv) }
+					}
+					return func() error { return NeighborAlltoallv(g, send, counts, nil, recv, counts, displs) }
+				}})
+			}
+		}
 	}
 	return cases
 }

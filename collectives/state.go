@@ -28,6 +28,9 @@ type commState struct {
 	last   [numColls]lastChoice             // the previous choice, reused for the same size
 
 	hier *hierComms // node-aware sub-communicators, made on first use
+	nbr  *nbrPlan   // neighbourhood collectives' plan, made on first use (neighbor.go)
+
+	seq opCounters // operation ids (seq.go)
 
 	// Scratch memory owned by this rank, reused from call to call (see scratch).
 	bufs [numScratch][]byte

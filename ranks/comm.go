@@ -121,7 +121,7 @@ func (c *Comm) send(buf any, dest, tag int, mode sendMode) error {
 	if err := c.checkDest(dest, tag); err != nil || dest == ProcNull {
 		return err
 	}
-	req, err := c.startSend(&buf, dest, tag, mode, true)
+	req, err := c.startSend(&buf, dest, tag, mode, true, nil)
 	if err != nil || req == nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func (c *Comm) isend(buf any, dest, tag int, mode sendMode) (*Request, error) {
 	if dest == ProcNull {
 		return c.r.completed(kindSend), nil
 	}
-	req, err := c.startSend(&buf, dest, tag, mode, false)
+	req, err := c.startSend(&buf, dest, tag, mode, false, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -178,23 +178,44 @@ func (rk *Rank) waitInternal(req *Request) error {
 	return err
 }
 
-// startSend starts a send of *buf. It returns nil when the send is already complete, or a request to wait on
-// (pooled if internal). buf is a pointer to the caller's parameter, which must not escape (see buffer.go).
-func (c *Comm) startSend(buf *any, dest, tag int, mode sendMode, internal bool) (*Request, error) {
-	env := queues.Envelope{Ctx: c.ctx, Src: int32(c.rank), Tag: int32(tag)}
-	wdest := c.peerWorld(dest)
+// startSend starts a send of *buf. It returns nil when the send is already complete, or a request to wait on:
+// pr if given (a persistent request's run), else a pooled one if internal, else a new one. buf is a pointer to the
+// caller's parameter, which must not escape (see buffer.go). A nil buf is a message of no elements.
+func (c *Comm) startSend(buf *any, dest, tag int, mode sendMode, internal bool, pr *Request) (*Request, error) {
 	v, prim := MemOf(*buf)
 	var enc []byte
-	if !prim {
+	switch {
+	case *buf == nil:
+		v = Mem{Type: TypeNone}
+	case !prim:
 		var err error
 		if enc, err = encodeObject(buf); err != nil {
 			return nil, err
 		}
 		v = Mem{Type: TypeObject, Ptr: unsafe.Pointer(unsafe.SliceData(enc)), N: len(enc)}
 	}
+	return c.startSendMem(v, enc, dest, tag, mode, internal, pr)
+}
+
+// sendReq returns the request a send waits on: pr if given, else a pooled one if internal, else a new one.
+func (rk *Rank) sendReq(internal bool, pr *Request) *Request {
+	switch {
+	case pr != nil:
+		return pr
+	case internal:
+		return rk.getReq(kindSend)
+	}
+	return rk.newReq(kindSend)
+}
+
+// startSendMem is startSend of memory: primitive, or enc's encoded object (v then describes enc).
+func (c *Comm) startSendMem(v Mem, enc []byte, dest, tag int, mode sendMode, internal bool, pr *Request) (*Request, error) {
+	prim := enc == nil
+	env := queues.Envelope{Ctx: c.ctx, Src: int32(c.rank), Tag: int32(tag)}
+	wdest := c.peerWorld(dest)
 	r := c.w.local(wdest)
 	if r == nil {
-		return c.sendRemote(env, wdest, v, enc != nil, mode, internal)
+		return c.sendRemote(env, wdest, v, enc != nil, mode, internal, pr)
 	}
 
 	rr := r.claimSlot(env)
@@ -212,6 +233,8 @@ func (c *Comm) startSend(buf *any, dest, tag int, mode sendMode, internal bool) 
 			m := getMsg()
 			m.item.Env, m.typ, m.count, m.proto, m.data, m.class = env, TypeObject, 1, eagerOwned, enc, -1
 			rr.takeObject(m)
+			rr.completeObject()
+			return nil, nil
 		}
 		rr.done.Complete()
 		return nil, nil
@@ -240,12 +263,8 @@ unexpected:
 			return nil, nil
 		}
 	}
-	var sreq *Request
-	if internal {
-		sreq = c.r.getReq(kindSend)
-	} else {
-		sreq = c.r.newReq(kindSend)
-	}
+	sreq := c.r.sendReq(internal, pr)
+	sreq.rk, sreq.held = r, m // until a receive takes m, Cancel may withdraw it (see msg.taken)
 	m.proto, m.data, m.class, m.sreq = rendezvousLocal, v.Bytes(), -1, sreq
 	if !prim {
 		m.proto, m.data = eagerOwned, enc // an encoded object is ours; a synchronous send still waits for the match
@@ -259,6 +278,14 @@ unexpected:
 func (rr *Request) fill(env queues.Envelope, v Mem, data []byte) {
 	rv := rr.mem()
 	rr.setStatus(env.Src, env.Tag, int64(len(data)), v.Type)
+	if len(data) == 0 {
+		return // a message of no elements fits any buffer, nil included
+	}
+	if rv.Type == TypeNone {
+		rr.err = fmt.Errorf("%w: %d elements from rank %d (tag %d) into nil", ErrTruncate, v.N, env.Src, env.Tag)
+		rr.bytes = 0
+		return
+	}
 	if rv.Type != v.Type {
 		rr.err = fmt.Errorf("%w: message of %s from rank %d (tag %d) received into %s", ErrType, v.Type,
 			env.Src, env.Tag, rv.Type)
@@ -278,6 +305,12 @@ func (rr *Request) fill(env queues.Envelope, v Mem, data []byte) {
 func (rr *Request) takeObject(m *msg) {
 	env := m.item.Env
 	rr.setStatus(env.Src, env.Tag, int64(len(m.payload())), TypeObject)
+	if rr.vtyp == TypeNone {
+		rr.err = fmt.Errorf("%w: object message from rank %d (tag %d) into nil", ErrTruncate, env.Src, env.Tag)
+		rr.bytes = 0
+		m.release()
+		return
+	}
 	if rr.vtyp != TypeObject {
 		rr.err = fmt.Errorf("%w: object message from rank %d (tag %d) received into %s", ErrType, env.Src,
 			env.Tag, rr.vtyp)
@@ -312,6 +345,10 @@ func (w *World) consume(rr *Request, m *msg) {
 	if sreq != nil {
 		sreq.done.Complete()
 	}
+	if rr.held != nil {
+		rr.completeObject()
+		return
+	}
 	rr.done.Complete()
 }
 
@@ -323,6 +360,12 @@ func (w *World) clearToSend(rr *Request, m *msg) {
 	rv := rr.mem()
 	var dst []byte
 	switch {
+	case h.Length == 0: // a message of no elements fits any buffer, nil included
+	case rv.Type == TypeNone:
+		rr.err = fmt.Errorf("%w: %d elements from rank %d (tag %d) into nil", ErrTruncate, m.count, env.Src,
+			env.Tag)
+		rr.bytes = 0
+		dst = make([]byte, h.Length) // the payload must still be drained
 	case m.typ != rv.Type:
 		rr.err = fmt.Errorf("%w: message of %s from rank %d (tag %d) received into %s", ErrType, m.typ,
 			env.Src, env.Tag, rv.Type)
@@ -344,12 +387,12 @@ func (w *World) clearToSend(rr *Request, m *msg) {
 	}
 	*m = msg{class: -1}
 	msgPool.Put(m)
-	if err := w.dev.ClearToSend(&h, dst, rr); err != nil {
-		rr.Complete(err)
+	if err := w.dev.ClearToSend(&h, dst, rr.completer()); err != nil {
+		rr.completer().Complete(err)
 	}
 }
 
-func (c *Comm) sendRemote(env queues.Envelope, wdest int, v Mem, object bool, mode sendMode, internal bool) (*Request, error) {
+func (c *Comm) sendRemote(env queues.Envelope, wdest int, v Mem, object bool, mode sendMode, internal bool, pr *Request) (*Request, error) {
 	dev := c.w.dev
 	h := device.Header{Kind: device.KindEager, Type: uint8(v.Type), Context: env.Ctx, Source: int32(c.r.id),
 		Dest: int32(wdest), SrcRank: env.Src, Tag: env.Tag, Length: uint64(v.Size())}
@@ -362,20 +405,15 @@ func (c *Comm) sendRemote(env queues.Envelope, wdest int, v Mem, object bool, mo
 		}
 		return nil, nil
 	}
-	var sreq *Request
-	if internal {
-		sreq = c.r.getReq(kindSend)
-	} else {
-		sreq = c.r.newReq(kindSend)
-	}
+	sreq := c.r.sendReq(internal, pr)
 	sreq.remote = true
 	var err error
 	if eager {
 		h.Flags |= device.FlagSync
-		err = dev.SendEager(&h, v.Bytes(), sreq)
+		err = dev.SendEager(&h, v.Bytes(), sreq.completer())
 	} else {
 		h.Kind = device.KindRTS
-		err = dev.SendRendezvous(&h, v.Bytes(), sreq)
+		err = dev.SendRendezvous(&h, v.Bytes(), sreq.completer())
 	}
 	if err != nil {
 		return nil, c.w.deviceError(err)
@@ -404,7 +442,10 @@ func (c *Comm) Recv(buf any, source, tag int) (Status, error) {
 	}
 	v, prim := MemOf(buf)
 	var target any
-	if !prim {
+	switch {
+	case buf == nil:
+		v = Mem{Type: TypeNone} // receives a message of no elements; any other is ErrTruncate
+	case !prim:
 		target = hide(&buf) // written through only, synchronously, by decodeInto below
 		if err := checkTarget(target); err != nil {
 			return Status{}, err
@@ -437,15 +478,26 @@ func (c *Comm) Irecv(buf any, source, tag int) (*Request, error) {
 	if err := c.checkSource(source, tag); err != nil {
 		return nil, err
 	}
-	v, prim := MemOf(buf)
-	var target any
-	if !prim {
-		if err := checkTarget(buf); err != nil {
-			return nil, err
-		}
-		v, target = Mem{Type: TypeObject}, buf
+	v, target, err := recvBuffer(buf)
+	if err != nil {
+		return nil, err
 	}
 	return c.irecv(v, target, source, tag), nil
+}
+
+// recvBuffer returns the view a receive into buf fills and, for an object receive, the pointer it decodes into.
+// nil takes only a message of no elements; any other is ErrTruncate.
+func recvBuffer(buf any) (Mem, any, error) {
+	if buf == nil {
+		return Mem{Type: TypeNone}, nil, nil
+	}
+	if v, ok := MemOf(buf); ok {
+		return v, nil, nil
+	}
+	if err := checkTarget(buf); err != nil {
+		return Mem{}, nil, err
+	}
+	return Mem{Type: TypeObject}, buf, nil
 }
 
 // IrecvBytes is Irecv into a byte slice, given as itself rather than boxed in an interface: Irecv's argument
@@ -498,6 +550,7 @@ func (c *Comm) postRecv(rr *Request, source, tag int) {
 		return
 	}
 	rr.remote = c.remoteSource(source)
+	rr.rk = r
 	r.post(rr, queues.Envelope{Ctx: c.ctx, Src: int32(source), Tag: int32(tag)})
 	r.mu.Unlock()
 }
@@ -517,7 +570,7 @@ func (c *Comm) Sendrecv(sendBuf any, dest, sendTag int, recvBuf any, source, rec
 	var sreq *Request
 	if dest != ProcNull {
 		var err error
-		if sreq, err = c.startSend(&sendBuf, dest, sendTag, standard, true); err != nil {
+		if sreq, err = c.startSend(&sendBuf, dest, sendTag, standard, true, nil); err != nil {
 			return Status{}, err
 		}
 	}
@@ -553,7 +606,11 @@ func (c *Comm) peek(source, tag int) (Status, bool) {
 	if it == nil {
 		return Status{}, false
 	}
-	m := (*msg)(unsafe.Pointer(it))
+	return (*msg)(unsafe.Pointer(it)).status(), true
+}
+
+// status is what a probe of m reports.
+func (m *msg) status() Status {
 	n := len(m.data)
 	switch m.proto {
 	case eagerRemote:
@@ -561,7 +618,7 @@ func (c *Comm) peek(source, tag int) (Status, bool) {
 	case rendezvousRemote:
 		n = int(m.rts.Length)
 	}
-	return Status{Source: int(it.Env.Src), Tag: int(it.Env.Tag), count: m.count, bytes: n, typ: m.typ}, true
+	return Status{Source: int(m.item.Env.Src), Tag: int(m.item.Env.Tag), count: m.count, bytes: n, typ: m.typ}
 }
 
 // Probe waits until a message from source with tag could be received and returns its status.

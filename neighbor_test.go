@@ -1,0 +1,440 @@
+package gompj_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	. "github.com/gompj/gompj"
+	"github.com/gompj/gompj/internal/harness"
+)
+
+// Neighbourhood collectives against a sequential reference, in the three modes of internal/harness. Every rank
+// can compute every other rank's send buffer, counts and neighbour lists, so each checks its own receive buffer
+// against what the definition says it must hold: block j from source j is the block that source addressed to it
+// (paired by the edge's direction on a grid, by occurrence order on graphs), ProcNull blocks, gaps and the tail
+// keep their sentinel.
+
+// nbrTopo describes a topology for the reference.
+type nbrTopo struct {
+	name   string
+	make   func(c *Comm) (*Comm, error)
+	dests  func(r int) []int // destinations of rank r
+	srcs   func(r int) []int // sources of rank r
+	labelD func(k int) int   // an edge's label at its sender (destination index k)
+	labelS func(j int) int   // and at its receiver (source index j)
+}
+
+func cartNeighbors(dims []int, periods []bool, r int) []int {
+	var out []int
+	for d := range dims {
+		for _, delta := range []int{-1, 1} {
+			co := refCoords(dims, r)
+			co[d] += delta
+			n, _ := refRank(dims, periods, co)
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func nbrTopologies(np int) []nbrTopo {
+	var ts []nbrTopo
+	for _, g := range grids(np) {
+		dims, periods := g.dims, g.periods
+		ts = append(ts, nbrTopo{
+			name:   fmt.Sprintf("cart%v%v", dims, periods),
+			make:   func(c *Comm) (*Comm, error) { return c.CartCreate(dims, periods, false) },
+			dests:  func(r int) []int { return cartNeighbors(dims, periods, r) },
+			srcs:   func(r int) []int { return cartNeighbors(dims, periods, r) },
+			labelD: func(k int) int { return k },
+			labelS: func(j int) int { return j ^ 1 }, // from the -1 neighbour comes what it sent up
+		})
+	}
+	index, edges := randomGraph(np, 5)
+	adj := func(r int) []int {
+		lo := 0
+		if r > 0 {
+			lo = index[r-1]
+		}
+		return edges[lo:index[r]]
+	}
+	zero := func(int) int { return 0 }
+	ts = append(ts, nbrTopo{name: "graph", make: func(c *Comm) (*Comm, error) { return c.GraphCreate(index, edges, false) },
+		dests: adj, srcs: adj, labelD: zero, labelS: zero})
+	for _, seed := range []int64{7, 8} {
+		ts = append(ts, nbrTopo{name: fmt.Sprint("distgraph", seed),
+			make: func(c *Comm) (*Comm, error) {
+				s, d := distGraph(np, seed, c.Rank())
+				return c.DistGraphCreateAdjacent(s, d, false)
+			},
+			dests:  func(r int) []int { _, d := distGraph(np, seed, r); return d },
+			srcs:   func(r int) []int { s, _ := distGraph(np, seed, r); return s },
+			labelD: zero, labelS: zero})
+	}
+	return ts
+}
+
+// paired returns, for source entry j of rank r, the destination index at the source that sends it its block.
+func (t nbrTopo) paired(r, j int) int {
+	srcs := t.srcs(r)
+	s, lab := srcs[j], t.labelS(j)
+	q := 0
+	for i := 0; i < j; i++ {
+		if srcs[i] == s && t.labelS(i) == lab {
+			q++
+		}
+	}
+	for k, d := range t.dests(s) {
+		if d == r && t.labelD(k) == lab {
+			if q == 0 {
+				return k
+			}
+			q--
+		}
+	}
+	panic(fmt.Sprintf("%s: no edge from %d to %d", t.name, s, r))
+}
+
+func mix(a ...int) int {
+	h := 17
+	for _, x := range a {
+		h = h*1000003 ^ x
+		h ^= h >> 13
+	}
+	if h < 0 {
+		h = -h
+	}
+	return h
+}
+
+// nbrLayout is a rank's side of one call: its send buffer's blocks and its receive buffer's, in elements.
+type nbrLayout struct {
+	sendLen          int
+	sCounts, sDispls []int
+	rCounts, rDispls []int
+	recvLen          int
+}
+
+// layoutOf computes rank r's layout for call (coll, m, call): fixed blocks of m (allgather, alltoall) or counts
+// from the edge (v variants: below m+1, with gaps).
+func layoutOf(t nbrTopo, coll string, r, m, call int) nbrLayout {
+	dsts, srcs := t.dests(r), t.srcs(r)
+	var l nbrLayout
+	edgeCount := func(s, k int) int { return mix(s, k, call) % (m + 1) }
+	lenOf := func(s int) int { return mix(s, call) % (m + 1) }
+	switch coll {
+	case "allgather":
+		l.sendLen = m
+	case "allgatherv":
+		l.sendLen = lenOf(r)
+	case "alltoall":
+		l.sendLen = m * len(dsts)
+		for k := range dsts {
+			l.sCounts = append(l.sCounts, m)
+			l.sDispls = append(l.sDispls, k*m)
+		}
+	case "alltoallv":
+		at := 0
+		for k := range dsts {
+			at += k % 2 // a gap
+			l.sCounts = append(l.sCounts, edgeCount(r, k))
+			l.sDispls = append(l.sDispls, at)
+			at += edgeCount(r, k)
+		}
+		l.sendLen = at + 1
+	}
+	at := 0
+	for j, s := range srcs {
+		n := m
+		switch coll {
+		case "allgatherv":
+			n = lenOf(s) // ProcNull's block: any size, it stays untouched
+		case "alltoallv":
+			if s != ProcNull {
+				n = edgeCount(s, t.paired(r, j))
+			}
+		}
+		if coll == "allgatherv" || coll == "alltoallv" {
+			at += j % 3 // gaps the call must not touch
+		}
+		l.rCounts = append(l.rCounts, n)
+		l.rDispls = append(l.rDispls, at)
+		at += n
+	}
+	l.recvLen = at + 2 // and a tail
+	if coll == "alltoall" && len(dsts) == 0 {
+		l.recvLen = at // without destinations the block size comes from the receive buffer: no tail
+	}
+	return l
+}
+
+const sentinel = -7
+
+// nbrCheck runs one neighbourhood collective on g (a comm with topology t) and checks rank's result. conv makes
+// the element type from an int.
+func nbrCheck[T comparable](g *Comm, t nbrTopo, coll string, m, call int, conv func(int) T) error {
+	r := g.Rank()
+	l := layoutOf(t, coll, r, m, call)
+	val := func(s, i int) T { return conv(mix(s, call, i) % 1000) }
+	send := make([]T, l.sendLen)
+	for i := range send {
+		send[i] = val(r, i)
+	}
+	recv := make([]T, l.recvLen)
+	for i := range recv {
+		recv[i] = conv(sentinel)
+	}
+	var err error
+	switch coll {
+	case "allgather":
+		err = g.NeighborAllgather(send, recv)
+	case "allgatherv":
+		err = g.NeighborAllgatherv(send, recv, l.rCounts, l.rDispls)
+	case "alltoall":
+		err = g.NeighborAlltoall(send, recv)
+	case "alltoallv":
+		err = g.NeighborAlltoallv(send, l.sCounts, l.sDispls, recv, l.rCounts, l.rDispls)
+	}
+	if err != nil {
+		return err
+	}
+	want := make([]T, l.recvLen)
+	for i := range want {
+		want[i] = conv(sentinel)
+	}
+	for j, s := range t.srcs(r) {
+		if s == ProcNull {
+			continue
+		}
+		off := 0 // where the source's block starts in its send buffer
+		if coll == "alltoall" || coll == "alltoallv" {
+			k := t.paired(r, j)
+			off = layoutOf(t, coll, s, m, call).sDispls[k]
+		}
+		for i := range l.rCounts[j] {
+			want[l.rDispls[j]+i] = val(s, off+i)
+		}
+	}
+	if !slices.Equal(recv, want) {
+		for i := range recv {
+			if recv[i] != want[i] {
+				return fmt.Errorf("rank %d: element %d is %v, want %v (layout %+v)", r, i, recv[i], want[i], l)
+			}
+		}
+	}
+	return nil
+}
+
+var nbrColls = []string{"allgather", "allgatherv", "alltoall", "alltoallv"}
+
+func neighborSuite(c *Comm) error {
+	call := 0 // the same on every rank of a topology: a function of the loop indices only
+	for ti, t := range nbrTopologies(c.Size()) {
+		call = ti * 1000
+		g, err := t.make(c)
+		if err != nil {
+			return fmt.Errorf("%s: %w", t.name, err)
+		}
+		if g == nil {
+			continue
+		}
+		for _, algo := range []string{"hybrid", "p2p"} {
+			for _, coll := range nbrColls {
+				if err := g.ForceAlgorithm("neighbor_"+coll, algo); err != nil {
+					return err
+				}
+			}
+			sizes := []int{0, 1, 7}
+			if ti%4 == 0 && !raceEnabled {
+				sizes = append(sizes, (128<<10)/8+3) // above every protocol switch
+			}
+			for _, m := range sizes {
+				for _, coll := range nbrColls {
+					call++
+					if err := nbrCheck(g, t, coll, m, call, func(i int) float64 { return float64(i) / 4 }); err != nil {
+						return fmt.Errorf("%s %s %s m=%d: %w", t.name, algo, coll, m, err)
+					}
+				}
+			}
+		}
+		g.Free()
+	}
+	return nil
+}
+
+func TestModesNeighbor(t *testing.T) {
+	nps := []int{5, 9}
+	if testing.Short() || raceEnabled {
+		nps = nps[:1]
+	}
+	for _, np := range nps {
+		t.Run(fmt.Sprint("np=", np), func(t *testing.T) { harness.Run(t, np, neighborSuite) })
+	}
+}
+
+// TestModesNeighborTypes: every element type through both paths, on a periodic grid.
+func TestModesNeighborTypes(t *testing.T) {
+	harness.Run(t, 4, func(c *Comm) error {
+		topo := nbrTopologies(4)[4] // a periodic 2x2 grid: each neighbour twice, once per direction
+		g, err := topo.make(c)
+		if err != nil {
+			return err
+		}
+		call := 0
+		for _, algo := range []string{"hybrid", "p2p"} {
+			for _, coll := range nbrColls {
+				if err := g.ForceAlgorithm("neighbor_"+coll, algo); err != nil {
+					return err
+				}
+				sizes := []int{3, 9000}
+				if raceEnabled {
+					sizes = sizes[:1]
+				}
+				for _, m := range sizes {
+					call++
+					errs := []error{
+						nbrCheck(g, topo, coll, m, call, func(i int) byte { return byte(i) }),
+						nbrCheck(g, topo, coll, m, call, func(i int) int8 { return int8(i) }),
+						nbrCheck(g, topo, coll, m, call, func(i int) int16 { return int16(i) }),
+						nbrCheck(g, topo, coll, m, call, func(i int) int32 { return int32(i) }),
+						nbrCheck(g, topo, coll, m, call, func(i int) int64 { return int64(i) }),
+						nbrCheck(g, topo, coll, m, call, func(i int) uint16 { return uint16(i) }),
+						nbrCheck(g, topo, coll, m, call, func(i int) uint32 { return uint32(i) }),
+						nbrCheck(g, topo, coll, m, call, func(i int) uint64 { return uint64(i) }),
+						nbrCheck(g, topo, coll, m, call, func(i int) int { return i }),
+						nbrCheck(g, topo, coll, m, call, func(i int) uint { return uint(i) }),
+						nbrCheck(g, topo, coll, m, call, func(i int) float32 { return float32(i) }),
+						nbrCheck(g, topo, coll, m, call, func(i int) complex64 { return complex(float32(i), 1) }),
+						nbrCheck(g, topo, coll, m, call, func(i int) complex128 { return complex(1, float64(i)) }),
+						nbrCheck(g, topo, coll, m, call, func(i int) bool { return i%3 == 0 }),
+						nbrCheck(g, topo, coll, m, call, func(i int) Loc[float64] { return Loc[float64]{Value: float64(i), Index: i} }),
+					}
+					if err := errors.Join(errs...); err != nil {
+						return fmt.Errorf("%s %s m=%d: %w", algo, coll, m, err)
+					}
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// TestModesNeighborErrors: bad arguments and mismatched element types fail with their class, and the
+// communicator works afterwards.
+func TestModesNeighborErrors(t *testing.T) {
+	harness.Run(t, 4, func(c *Comm) error {
+		me := c.Rank()
+		expect := func(what string, err, class error) error {
+			if !errors.Is(err, class) {
+				return fmt.Errorf("rank %d: %s: %v, want %v", me, what, err, class)
+			}
+			return nil
+		}
+		if err := expect("no topology", c.NeighborAllgather([]int{1}, make([]int, 4)), ErrTopology); err != nil {
+			return err
+		}
+		g, err := c.CartCreate([]int{4}, []bool{true}, false)
+		if err != nil {
+			return err
+		}
+		for _, ch := range []struct {
+			what  string
+			err   error
+			class error
+		}{
+			{"receive buffer too small", g.NeighborAllgather([]int{1, 2}, make([]int, 3)), ErrTruncate},
+			{"send of another type", g.NeighborAllgather([]int{1}, make([]float64, 2)), ErrType},
+			{"send not a multiple of the degree", g.NeighborAlltoall([]int{1, 2, 3}, make([]int, 4)), ErrArg},
+			{"too few counts", g.NeighborAllgatherv([]int{1}, make([]int, 4), []int{1}, nil), ErrArg},
+			{"a negative count", g.NeighborAlltoallv([]int{1}, []int{1, -1}, nil, make([]int, 4), []int{1, 1}, nil), ErrArg},
+			{"a block past the buffer", g.NeighborAlltoallv([]int{1, 2}, []int{1, 1}, []int{0, 2}, make([]int, 4), []int{1, 1}, nil), ErrTruncate},
+			{"an object", g.NeighborAllgather(struct{ A int }{1}, make([]int, 2)), ErrBuffer},
+			{"nil", g.NeighborAlltoall(nil, nil), ErrBuffer},
+		} {
+			if err := expect(ch.what, ch.err, ch.class); err != nil {
+				return err
+			}
+		}
+		// Element types that differ between neighbours: even ranks send int32, odd ranks float32, so every
+		// rank's neighbours (on a ring of 4) are of the other kind: ErrType, on both paths.
+		for _, algo := range []string{"hybrid", "p2p"} {
+			g.ForceAlgorithm("neighbor_alltoall", algo)
+			var err error
+			if me%2 == 0 {
+				err = g.NeighborAlltoall([]int32{1, 2}, make([]int32, 2))
+			} else {
+				err = g.NeighborAlltoall([]float32{1, 2}, make([]float32, 2))
+			}
+			if err := expect(algo+": a neighbour of another element type", err, ErrType); err != nil {
+				return err
+			}
+			// A receive block smaller than what arrives.
+			n := 1
+			if me%2 == 0 {
+				n = 2
+			}
+			err = g.NeighborAlltoallv(make([]int, 2*n), []int{n, n}, nil, make([]int, 2*n), []int{n, n}, nil)
+			if me%2 == 1 {
+				if err := expect(algo+": a block larger than the receiver's", err, ErrTruncate); err != nil {
+					return err
+				}
+			} else if err != nil {
+				return err
+			}
+		}
+		// A graph whose edges are not mutual cannot carry neighbourhood collectives.
+		index, edges := []int{1, 1, 1, 1}, []int{1}
+		ng, err := c.GraphCreate(index, edges, false)
+		if err != nil {
+			return err
+		}
+		if err := expect("an asymmetric graph", ng.NeighborAllgather([]int{1}, make([]int, 1)), ErrTopology); err != nil {
+			return err
+		}
+		// The grid still works.
+		out := make([]int, 2)
+		if err := g.NeighborAllgather([]int{me}, out); err != nil {
+			return err
+		}
+		if out[0] != (me+3)%4 || out[1] != (me+1)%4 {
+			return fmt.Errorf("rank %d after the errors: %v", me, out)
+		}
+		return nil
+	})
+}
+
+// TestNeighborConcurrent: several goroutines of each rank run neighbourhood collectives at once, each on its own
+// communicator (THREAD_MULTIPLE), on one node and across node processes.
+func TestModesNeighborConcurrent(t *testing.T) {
+	harness.Run(t, 4, func(c *Comm) error {
+		topo := nbrTopologies(4)[4]
+		comms := make([]*Comm, 4)
+		for i := range comms {
+			g, err := topo.make(c)
+			if err != nil {
+				return err
+			}
+			comms[i] = g
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, len(comms))
+		for i, g := range comms {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for call := range 50 {
+					coll := nbrColls[call%len(nbrColls)]
+					if err := nbrCheck(g, topo, coll, 1+call%5, call*10+i, func(i int) int { return i }); err != nil {
+						errs[i] = err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	})
+}
