@@ -158,7 +158,9 @@ func (r *Request) status() Status {
 		canceled: r.canceled}
 	switch {
 	case r.styp == TypeObject:
-		st.count = 1
+		if r.bytes > 0 { // 0: an object truncated into nil, of which nothing was delivered
+			st.count = 1
+		}
 	case r.styp.Size() > 0:
 		st.count = int(r.bytes) / r.styp.Size()
 	}
