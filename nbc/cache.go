@@ -22,10 +22,12 @@ const (
 	cacheBytes = 64 << 10 // calls moving more are not kept
 )
 
-// commCache is a rank's reusable operations on one communicator (collectives.NbcState).
+// commCache is a rank's nbc state on one communicator (collectives.NbcState): its reusable operations, and the
+// communicator's shared-memory ring once found.
 type commCache struct {
 	ops  [cacheLen]*op
 	next int
+	ring *ring
 }
 
 func cacheOf(c *ranks.Comm) *commCache {
