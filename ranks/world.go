@@ -65,6 +65,7 @@ type World struct {
 
 	sharedMu sync.Mutex
 	shared   map[sharedKey]any
+	freed    map[sharedKey]int // per communicator (key ""), how many of its members here have freed it
 }
 
 // sharedKey names a communicator on this node: disjoint groups from one Split share a context, but never their
@@ -249,16 +250,33 @@ func (w *World) Shared(c *Comm, key string, mk func() any) any {
 	return v
 }
 
-// dropShared forgets a freed communicator's shared objects, and no other group's.
+// dropShared forgets a freed communicator's shared objects, and no other group's, once every member of the
+// communicator on this node has freed it. Members make their first calls at their own pace (a neighbourhood
+// collective waits for neighbours only, so a member may finish with the communicator before another has started),
+// and a member that looked an object up after an early drop would make a fresh one that the others never see.
 func (w *World) dropShared(c *Comm) {
 	ctx, leader := c.ctx&^1, c.WorldRank(0)
+	here := 0
+	for i := 0; i < c.size; i++ {
+		if w.local(c.WorldRank(i)) != nil {
+			here++
+		}
+	}
 	w.sharedMu.Lock()
+	defer w.sharedMu.Unlock()
+	fk := sharedKey{ctx: ctx, leader: leader}
+	if w.freed == nil {
+		w.freed = make(map[sharedKey]int)
+	}
+	if w.freed[fk]++; w.freed[fk] < here {
+		return
+	}
+	delete(w.freed, fk)
 	for k := range w.shared {
 		if k.ctx == ctx && k.leader == leader {
 			delete(w.shared, k)
 		}
 	}
-	w.sharedMu.Unlock()
 }
 
 // msg is an unexpected message: it arrived before its receive was posted.
