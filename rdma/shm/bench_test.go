@@ -14,10 +14,9 @@ import (
 
 // pingSink counts deliveries and clears every RTS into its buffer.
 type pingSink struct {
-	d     *rdma.Device
-	buf   []byte
-	got   atomic.Int64
-	ready atomic.Int64
+	d   *rdma.Device
+	buf []byte
+	got atomic.Int64
 }
 
 func (s *pingSink) DeliverEager(in *device.Inbound) { in.Done(); s.got.Add(1) }
