@@ -4,6 +4,7 @@ package netdev
 
 import (
 	"bytes"
+	"flag"
 	"os"
 	"path/filepath"
 	"testing"
@@ -118,31 +119,36 @@ func FuzzStream(f *testing.F) {
 	})
 }
 
-// TestWriteCorpus regenerates the committed seed corpora (GOMPJ_WRITE_CORPUS=1 go test -run WriteCorpus).
-func TestWriteCorpus(t *testing.T) {
-	if os.Getenv("GOMPJ_WRITE_CORPUS") == "" {
-		t.Skip("set GOMPJ_WRITE_CORPUS=1 to rewrite the seed corpora")
-	}
-	write := func(dir, name string, vals ...string) {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		body := "go test fuzz v1\n"
-		for _, v := range vals {
-			body += v + "\n"
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+//go:generate go test -run ^TestSeedCorpus$ -update-corpus .
+
+var updateCorpus = flag.Bool("update-corpus", false, "rewrite the committed seed corpora from seedFrames (go generate)")
+
+// TestSeedCorpus: the committed seed corpora of FuzzDecodeHeader and FuzzStream, and the frame fixtures in
+// ../testdata/netdev/frames, are what seedFrames makes. When the frame format or the seeds change, `go generate
+// ./netdev` rewrites them (this test with -update-corpus), and this test fails until someone does.
+func TestSeedCorpus(t *testing.T) {
+	files := map[string][]byte{}
 	for i, b := range seedFrames() {
-		write("testdata/fuzz/FuzzDecodeHeader", "seed"+string(rune('a'+i)), "[]byte("+quote(b[:HeaderSize])+")")
-		write("testdata/fuzz/FuzzStream", "seed"+string(rune('a'+i)), "[]byte("+quote(b)+")", "uint16(13)")
-		if err := os.MkdirAll("../testdata/netdev/frames", 0o755); err != nil {
-			t.Fatal(err)
+		name := "seed" + string(rune('a'+i))
+		files[filepath.Join("testdata", "fuzz", "FuzzDecodeHeader", name)] =
+			[]byte("go test fuzz v1\n[]byte(" + quote(b[:HeaderSize]) + ")\n")
+		files[filepath.Join("testdata", "fuzz", "FuzzStream", name)] =
+			[]byte("go test fuzz v1\n[]byte(" + quote(b) + ")\nuint16(13)\n")
+		files[filepath.Join("..", "testdata", "netdev", "frames", "frame-"+string(rune('a'+i))+".bin")] = b
+	}
+	for path, want := range files {
+		if *updateCorpus {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
 		}
-		if err := os.WriteFile(filepath.Join("../testdata/netdev/frames", "frame-"+string(rune('a'+i))+".bin"), b, 0o644); err != nil {
-			t.Fatal(err)
+		got, err := os.ReadFile(path)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s is not what seedFrames makes (%v): run go generate ./netdev", path, err)
 		}
 	}
 }

@@ -111,9 +111,11 @@ type Rank struct {
 	ctxMu     sync.Mutex // guards nextCtx, ctxHolder and agreeing (agree.go)
 	nextCtx   uint32
 	world     *Comm
-	ctxHolder *agreement   // the context agreement holding this rank's right to allocate, if any
-	agreeing  []*agreement // the context agreements in flight on this rank
-	_         [24]byte     // to a multiple of 64 bytes (TestRankLayout)
+	ctxHolder *agreement                 // the context agreement holding this rank's right to allocate, if any
+	agreeing  []*agreement               // the context agreements in flight on this rank
+	bsend     atomic.Pointer[bsendState] // the buffer attached for buffered sends (bsend.go), made on first use
+	ops       *rankOps                   // the rank's active operation requests (ops.go)
+	_         [8]byte                    // to a multiple of 64 bytes (TestRankLayout)
 }
 
 // MinUnexpectedShare is the least unexpected eager data a rank may hold from its own node, whatever
@@ -153,7 +155,7 @@ func NewWorld(o Options) (*World, error) {
 		share = UnexpectedShare(o.UnexpectedLimit, len(w.ranks))
 	}
 	for i := range w.ranks {
-		r := &Rank{w: w, id: o.Lo + i, nextCtx: 1, share: share}
+		r := &Rank{w: w, id: o.Lo + i, nextCtx: 1, share: share, ops: &rankOps{}}
 		r.world = &Comm{r: r, w: w, rank: r.id, size: o.Size, ctx: 0}
 		w.ranks[i] = r
 	}

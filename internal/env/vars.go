@@ -123,6 +123,4 @@ var (
 		Meaning: "internal/harness: the node process's id, for messages"})
 	NetdevChild = def(Var{Name: "GOMPJ_NETDEV_CHILD", Kind: String, Role: Test, Group: Tests,
 		Meaning: "netdev's fault tests: the address a child process connects to"})
-	WriteCorpus = def(Var{Name: "GOMPJ_WRITE_CORPUS", Kind: Bool, Role: Test, Group: Tests,
-		Meaning: "netdev's fuzz tests: rewrite the seed corpus"})
 )
