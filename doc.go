@@ -22,7 +22,8 @@
 //
 // Buffers are slices of the primitive types (byte, int8..int64, uint16..uint64, int, uint, float32, float64,
 // complex64, complex128, bool), sent as their memory; any other value is msgpack-encoded by the sender and decoded
-// into the pointer the receiver passes. Receiving into another type is ErrType, into a shorter slice ErrTruncate.
+// into the pointer the receiver passes. Receiving into another type is ErrType, into a shorter slice (or an array
+// into a shorter array) ErrTruncate, with what fits delivered.
 //
 // The root package is a thin facade: ranks/ holds communicators and point-to-point messaging, collectives/ the
 // collective algorithms, node/ the process runtime.

@@ -152,9 +152,6 @@ func (c *Comm) Free() error { return c.c.Free() }
 // Abort ends the whole job with code: every rank's blocked call returns ErrAborted. It does not return.
 func (c *Comm) Abort(code int) { c.c.Abort(code) }
 
-// Internal returns the rank-layer communicator (for gompj's own packages: collectives, nbc, benchmarks).
-func (c *Comm) Internal() *ranks.Comm { return c.c }
-
 // Waitall waits for every request; nil requests are skipped.
 func Waitall(reqs ...*Request) error { return ranks.Waitall(reqs...) }
 

@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,21 @@ func run(t *testing.T, np int, body func(c *gompj.Comm) error) {
 	t.Helper()
 	if err := gompj.RunWith(gompj.Config{Ranks: np}, body); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// tinyShare is a bound on each rank's unexpected messages from its own node so small (2 KiB, a handful of
+// messages) that streams of small messages cross it all the time, turning eager sends into rendezvous.
+const tinyShare = 2 << 10
+
+// runShares runs body twice on np ranks of one node: under the default bound on unexpected messages, and under
+// tinyShare.
+func runShares(t *testing.T, np int, body func(c *gompj.Comm) error) {
+	t.Helper()
+	for _, share := range []int64{0, tinyShare} {
+		if err := gompj.RunWith(gompj.Config{Ranks: np, UnexpectedShare: share}, body); err != nil {
+			t.Fatalf("unexpected share %d: %v", share, err)
+		}
 	}
 }
 
@@ -183,13 +199,22 @@ func TestBadInput(t *testing.T) {
 				return fmt.Errorf("%s: got %v, want %v", k.name, err, k.want)
 			}
 		}
-		// Type mismatch and truncation: the receive fails, the message is consumed, the next one is fine.
+		// Type mismatch and truncation: the receive fails, the message is consumed, the next one is fine. A
+		// truncated receive gets the part that fits. The data is patterned and non-zero, so a receive that
+		// delivered nothing cannot pass.
+		pattern := func(n int) []int32 {
+			s := make([]int32, n)
+			for i := range s {
+				s[i] = int32(i*7919 + 1)
+			}
+			return s
+		}
 		if c.Rank() == 0 {
 			for _, n := range []int{10, 1 << 17} { // eager and rendezvous
-				if err := c.Send(make([]int32, n), 1, 1); err != nil {
+				if err := c.Send(pattern(n), 1, 1); err != nil {
 					return err
 				}
-				if err := c.Send(make([]int32, n), 1, 2); err != nil {
+				if err := c.Send(pattern(n), 1, 2); err != nil {
 					return err
 				}
 				if err := c.Send([]int32{42}, 1, 3); err != nil {
@@ -208,6 +233,9 @@ func TestBadInput(t *testing.T) {
 				st, err := c.Recv(short, 0, 2)
 				if !errors.Is(err, gompj.ErrTruncate) || st.Count() != n-1 || st.Source != 0 {
 					return fmt.Errorf("truncation: %v, status %+v", err, st)
+				}
+				if !slices.Equal(short, pattern(n)[:n-1]) {
+					return fmt.Errorf("truncation of %d elements: the %d that fit were not delivered", n, n-1)
 				}
 				ok := make([]int32, 1)
 				if _, err := c.Recv(ok, 0, 3); err != nil || ok[0] != 42 {
@@ -237,10 +265,11 @@ func TestBadInput(t *testing.T) {
 }
 
 // Messages between one pair on one communicator never overtake each other, whatever their sizes and protocols,
-// and wildcard receives see them in order too.
+// and wildcard receives see them in order too, also when a bound on the receiver's queue turns some eager sends
+// into rendezvous.
 func TestNonOvertaking(t *testing.T) {
 	sizes := []int{0, 5, 70000, 3, 1 << 18, 1, 65536, 65537}
-	run(t, 3, func(c *gompj.Comm) error {
+	runShares(t, 3, func(c *gompj.Comm) error {
 		switch c.Rank() {
 		case 0, 1:
 			for i, n := range sizes {
@@ -457,7 +486,7 @@ func TestCommunicatorIsolation(t *testing.T) {
 // Several goroutines of one rank may use a communicator at once (MPI_THREAD_MULTIPLE).
 func TestConcurrentGoroutinesPerRank(t *testing.T) {
 	const workers, msgs = 4, 200
-	run(t, 2, func(c *gompj.Comm) error {
+	runShares(t, 2, func(c *gompj.Comm) error {
 		var wg sync.WaitGroup
 		errs := make(chan error, workers)
 		for g := 0; g < workers; g++ {
@@ -497,7 +526,7 @@ func TestConcurrentGoroutinesPerRank(t *testing.T) {
 // A random mix of sends and receives across many ranks, checked message by message.
 func TestRandomTraffic(t *testing.T) {
 	const np = 6
-	run(t, np, func(c *gompj.Comm) error {
+	runShares(t, np, func(c *gompj.Comm) error {
 		rng := rand.New(rand.NewSource(int64(c.Rank())))
 		var reqs []*gompj.Request
 		for i := 0; i < 50; i++ {
@@ -558,8 +587,7 @@ func TestFailingRankAbortsTheJob(t *testing.T) {
 func TestPanickingRank(t *testing.T) {
 	err := gompj.RunWith(gompj.Config{Ranks: 3}, func(c *gompj.Comm) error {
 		if c.Rank() == 1 {
-			var m map[string]int
-			m["x"] = 1 // panics
+			panic("rank 1 fails on purpose")
 		}
 		_, err := c.Probe(gompj.AnySource, 99)
 		return err

@@ -13,6 +13,9 @@ fi
 echo "== go vet"
 go vet ./...
 
+echo "== staticcheck (pinned)"
+go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+
 echo "== race detector over the concurrent packages"
 go test -race -short -count=1 -timeout 10m . ./queues/... ./ranks/... ./node/... ./netdev/... ./collectives/...
 

@@ -23,6 +23,10 @@ func start(c *ranks.Comm) (*commState, error) {
 	if err := c.Check(); err != nil {
 		return nil, err
 	}
+	if c.IsInter() {
+		return nil, fmt.Errorf("%w: this collective is not defined on intercommunicators (Barrier, Bcast, Reduce, "+
+			"Allreduce, Gather, Scatter, Allgather and Alltoall are)", ranks.ErrComm)
+	}
 	return stateOf(c), nil
 }
 
@@ -461,37 +465,42 @@ func Scatter(c *ranks.Comm, send, recv any, root int) error {
 			}
 		}
 	}
-	if n == 1 {
-		copy(rv.b, sv.b)
+	return scatterBlocks(c, st, sv.b, rv.b, inPlace, blk, max(max(sv.sz, rv.sz), 1), root)
+}
+
+// scatterBlocks runs the chosen scatter algorithm on blocks of blk bytes (elements of sz bytes): block i of the
+// root's send goes to rank i's recv (nil at the root in place).
+func scatterBlocks(c *ranks.Comm, st *commState, send, recv []byte, inPlace bool, blk, sz, root int) error {
+	if st.size == 1 {
+		copy(recv, send)
 		return nil
 	}
 	algo, err := st.choose("scatter", st.sel(true, blk))
 	if err != nil {
 		return err
 	}
-	sz := max(max(sv.sz, rv.sz), 1)
 	p := newP2P(c, st)
 	switch algo {
 	case "shm":
-		return st.shmOp(c).Scatterv(sv.b, nil, nil, sz, blk, rv.b, inPlace, root)
+		return st.shmOp(c).Scatterv(send, nil, nil, sz, blk, recv, inPlace, root)
 	case "hier":
 		var r []byte
 		if !inPlace {
-			r = rv.b[:blk]
+			r = recv[:blk]
 		}
-		return hierScatter(c, st, sv.b, r, blk, root)
+		return hierScatter(c, st, send, r, blk, root)
 	case "binomial":
 		var r []byte
 		if !inPlace {
-			r = rv.b[:blk]
+			r = recv[:blk]
 		}
-		return p.binomialScatter(sv.b, r, blk, root)
+		return p.binomialScatter(send, r, blk, root)
 	}
 	var r []byte
 	if !inPlace {
-		r = rv.b
+		r = recv
 	}
-	return p.linearScatterv(sv.b, nil, nil, sz, r, blk, root)
+	return p.linearScatterv(send, nil, nil, sz, r, blk, root)
 }
 
 // Scatterv hands counts[i] elements at displs[i] of the root's send to rank i (send, counts and displs

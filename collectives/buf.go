@@ -69,8 +69,6 @@ type vec struct {
 	sz int    // bytes per element
 }
 
-func (v vec) elems(i, j int) []byte { return v.b[i*v.sz : j*v.sz] }
-
 func locVec[T LocValue](k kind, s []Loc[T]) vec {
 	sz := k.size()
 	v := vec{k: k, n: len(s), sz: sz}

@@ -43,5 +43,6 @@
 // a process-wide cache keyed by the Comm (weak pointers; state.go): it is per rank, since every rank has its own
 // Comm values, and it dies with the Comm.
 //
-// Imports: ranks, queues, the standard library. Not node, not the root package.
+// Imports: ranks, queues, internal/env (its GOMPJ_COLL_* variables), the standard library. Not node, not the root
+// package.
 package collectives

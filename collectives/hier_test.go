@@ -2,7 +2,6 @@ package collectives
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/gompj/gompj/node"
@@ -319,39 +318,21 @@ func TestHierarchicalMovement(t *testing.T) {
 	}
 }
 
-// `gompj help env` lists the table's variables, with every collective and algorithm GOMPJ_COLL_<NAME> accepts.
-func TestVariablesListTheTable(t *testing.T) {
-	var table, names string
-	for _, v := range node.Variables {
-		switch v[0] {
-		case "GOMPJ_COLL_TABLE":
-			table = v[1]
-		case "GOMPJ_COLL_<NAME>":
-			names = v[1]
-		}
+// Every collective has a last resort, and it applies to every call whatever the communicator and the op, so that
+// choose always finds an algorithm.
+func TestLastResortAlwaysApplies(t *testing.T) {
+	if len(algorithms) != numColls || len(lastResort) != numColls {
+		t.Fatalf("%d collectives with algorithms, %d with a last resort, %d ids", len(algorithms), len(lastResort), numColls)
 	}
-	if table == "" || names == "" {
-		t.Fatalf("node.Variables lacks GOMPJ_COLL_TABLE or GOMPJ_COLL_<NAME>")
-	}
-	listed := map[string]string{} // NAME -> its algorithms
-	if i := strings.LastIndex(names, ". "); i >= 0 {
-		for _, e := range strings.Split(names[i+2:], "; ") {
-			ns, algos, _ := strings.Cut(e, ": ")
-			for _, n := range strings.Split(ns, ", ") {
-				listed[n] = ", " + algos + ","
-			}
-		}
-	}
-	for _, c := range Collectives() {
-		name := strings.ToUpper(c)
-		algos, ok := listed[name]
-		if !ok {
-			t.Errorf("GOMPJ_COLL_<NAME> does not list %s", name)
+	for _, coll := range collNames {
+		ok, found := algorithms[coll][lastResort[coll]]
+		if !found {
+			t.Errorf("%s: last resort %q is not one of its algorithms", coll, lastResort[coll])
 			continue
 		}
-		for _, a := range Algorithms(c) {
-			if !strings.Contains(algos, " "+a+",") {
-				t.Errorf("GOMPJ_COLL_%s: algorithm %s not listed in %q", name, a, algos)
+		for _, s := range []selCtx{{}, {local: true}, {hier: true}, {commutative: true}, {local: true, commutative: true}} {
+			if !ok(s) {
+				t.Errorf("%s: last resort %s does not apply to %+v", coll, lastResort[coll], s)
 			}
 		}
 	}

@@ -38,9 +38,6 @@ const (
 	opUser
 )
 
-var opNames = [...]string{"invalid", "sum", "prod", "min", "max", "land", "lor", "lxor", "band", "bor", "bxor",
-	"maxloc", "minloc", "user"}
-
 // Op is a reduction operation. The zero Op is invalid (ErrOp).
 type Op struct{ d *opDef }
 

@@ -21,7 +21,9 @@ const (
 	tagHier
 )
 
-var _ = ranks.MaxTag - ranks.ReservedTags // the tags above must stay below this
+// The tags above (tagHier the largest) stay below the ones communicator management reserves at the top of the
+// collective context: this constant does not compile otherwise (a negative constant does not convert to uint).
+const _ = uint(ranks.MaxTag - ranks.ReservedTags - tagHier)
 
 type p2p struct {
 	c          *ranks.Comm // on the collective context

@@ -52,7 +52,8 @@ var (
 	states     sync.Map // uintptr -> *stateEntry
 )
 
-// layoutHook, when set on a communicator before its first collective (tests), replaces World.NodeOf.
+// layoutHooks holds the rank-to-node functions tests set on communicators before their first collective; one
+// replaces World.NodeOf for its communicator (see layoutHook).
 var layoutHooks sync.Map // weak.Pointer[ranks.Comm] -> func(worldRank int) int
 
 func slotOf(k uintptr) *atomic.Pointer[stateEntry] { return &stateCache[(k>>6^k>>16)%cacheSlots] }
@@ -93,6 +94,9 @@ func newState(c *ranks.Comm) *commState {
 		nodeOf = h.(func(int) int)
 	}
 	s := &commState{size: c.Size(), rank: c.Rank()}
+	if c.IsInter() {
+		return s // scratch only: the local phases run on c.Local(), which has a state of its own (inter.go)
+	}
 	s.node = nodeOf(c.WorldRank(c.Rank()))
 	lo, hi := w.Local()
 	seen := map[int]bool{}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gompj/gompj/internal/env"
 	"github.com/gompj/gompj/ranks"
 )
 
@@ -138,7 +139,7 @@ func needHier(s selCtx) bool     { return s.hier }
 func needComm(s selCtx) bool     { return s.commutative }
 func needHierComm(s selCtx) bool { return s.hier && s.commutative }
 
-// algorithms lists, per collective, its algorithms and when they apply; the first one listed is the last resort.
+// algorithms lists, per collective, its algorithms and when they apply.
 var algorithms = map[string]map[string]applies{
 	"barrier":        {"dissemination": always, "shm": needLocal, "hier": needHier},
 	"bcast":          {"binomial": always, "linear": always, "scatter_allgather": always, "shm": needLocal, "hier": needHier},
@@ -162,6 +163,8 @@ var algorithms = map[string]map[string]applies{
 	"neighbor_alltoallv":  {"p2p": always, "hybrid": always},
 }
 
+// lastResort names, per collective, the algorithm taken when no rule's algorithm applies to a call; it applies to
+// every call (TestLastResortAlwaysApplies).
 var lastResort = map[string]string{"barrier": "dissemination", "bcast": "binomial", "reduce": "binomial",
 	"allreduce": "recursive_doubling", "gather": "linear", "gatherv": "linear", "scatter": "linear",
 	"scatterv": "linear", "allgather": "ring", "allgatherv": "ring", "alltoall": "pairwise", "alltoallv": "pairwise",
@@ -238,7 +241,7 @@ func parseNum(s string, size bool) (int, error) {
 	return n * mult, nil
 }
 
-// ParseTable parses rules in the table format; origin names them in errors and in Describe.
+// parseTable parses rules in the table format; origin names them in errors and in Describe.
 func parseTable(text, origin string) ([]rule, error) {
 	var rules []rule
 	sc := bufio.NewScanner(strings.NewReader(text))
@@ -307,7 +310,7 @@ func loadTable() ([]rule, error) {
 func buildTable(getenv func(string) string, readFile func(string) ([]byte, error)) ([]rule, error) {
 	var rules []rule
 	for _, c := range Collectives() {
-		name := "GOMPJ_COLL_" + strings.ToUpper(c)
+		name := env.CollAlgorithm.Member(strings.ToUpper(c))
 		if v := strings.TrimSpace(getenv(name)); v != "" {
 			r, err := parseTable(fmt.Sprintf("%s * * * %s", c, v), name)
 			if err != nil {
@@ -316,10 +319,10 @@ func buildTable(getenv func(string) string, readFile func(string) ([]byte, error
 			rules = append(rules, r...)
 		}
 	}
-	if path := getenv("GOMPJ_COLL_TABLE"); path != "" {
+	if path := strings.TrimSpace(getenv(env.CollTable.Name)); path != "" {
 		b, err := readFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("%w: GOMPJ_COLL_TABLE: %v", ranks.ErrArg, err)
+			return nil, fmt.Errorf("%w: %s: %v", ranks.ErrArg, env.CollTable.Name, err)
 		}
 		r, err := parseTable(string(b), path)
 		if err != nil {
@@ -374,8 +377,11 @@ func (st *commState) sel(commutative bool, bytes int) selCtx {
 
 // Force makes every later call of collective coll on c (on this rank) use algorithm algo, when it applies to the
 // call (otherwise the table decides); "" removes the forcing. Every member must force alike. For benchmarks and
-// tests.
+// tests. On an intercommunicator it forces the algorithms of the local phases (inter.go).
 func Force(c *ranks.Comm, coll, algo string) error {
+	if c.IsInter() {
+		c = c.Local()
+	}
 	algos, ok := algorithms[coll]
 	if !ok {
 		return fmt.Errorf("%w: unknown collective %q", ranks.ErrArg, coll)

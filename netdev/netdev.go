@@ -128,7 +128,6 @@ type Device struct {
 	connTimer *time.Timer
 	tasks     []func()
 	spare     []func()
-	wakeBuf   [8]byte
 
 	goMu     sync.Mutex // guards goClosed, wg.Add and hsConns
 	goClosed bool

@@ -94,13 +94,14 @@ func TestSyncAck(t *testing.T) {
 	}
 }
 
-// clearOnRTS makes node's sink answer every RTS at once with a fresh buffer; results land in the returned channel.
+// rdvResult is one rendezvous message received by clearOnRTS's sink.
 type rdvResult struct {
 	h   device.Header
 	buf []byte
 	err error
 }
 
+// clearOnRTS makes node's sink answer every RTS at once with a fresh buffer; results land in the returned channel.
 func clearOnRTS(t testing.TB, c *cluster, node int) chan rdvResult {
 	out := make(chan rdvResult, 1024)
 	d := c.devs[node]

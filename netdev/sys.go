@@ -1,7 +1,6 @@
 package netdev
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"unsafe"
@@ -83,10 +82,6 @@ func detach(nc net.Conn) (int, error) {
 		return -1, err
 	}
 	return fd, nil
-}
-
-func isAgain(err error) bool {
-	return errors.Is(err, unix.EAGAIN)
 }
 
 // pollNow is epoll_wait with a zero timeout. It never blocks, so it skips the scheduler's system-call bookkeeping,

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gompj/gompj/device"
+	"github.com/gompj/gompj/internal/env"
 	"github.com/gompj/gompj/netdev"
 	"github.com/gompj/gompj/netdev/auth"
 	"github.com/gompj/gompj/node/bootstrap"
@@ -163,7 +164,9 @@ func runMulti(cfg Config, body Body) error {
 	if cfg.Coordinator == "" {
 		return fmt.Errorf("gompj: %s of %d: no coordinator address (GOMPJ_COORDINATOR)", me, cfg.Nodes)
 	}
-	if cfg.Secret == nil && os.Getenv("GOMPJ_SECRET_STDIN") == "1" {
+	if stdin, err := env.SecretStdin.On(os.LookupEnv); err != nil {
+		return err
+	} else if stdin && cfg.Secret == nil {
 		line, err := bufio.NewReader(os.Stdin).ReadString('\n')
 		if err != nil && line == "" {
 			return fmt.Errorf("gompj: %s: reading the job secret from standard input: %w", me, err)
@@ -223,7 +226,8 @@ func runMulti(cfg Config, body Body) error {
 	// on one box (gompj run -nodes, or two Slurm tasks per host) share its cores.
 	pol := policy(cfg, hostRanks(cl.Table(), cfg.NodeID, layout))
 	w, err := ranks.NewWorld(ranks.Options{Size: cfg.Ranks, Lo: lo, Hi: hi, EagerLimit: cfg.EagerLimit,
-		Policy: pol, NetSpin: netSpin(cfg, pol), Device: dev, NodeOf: layout.NodeOf})
+		Policy: pol, NetSpin: netSpin(cfg, pol), Device: dev, NodeOf: layout.NodeOf,
+		UnexpectedLimit: cfg.UnexpectedLimit, UnexpectedShare: cfg.UnexpectedShare})
 	if err != nil {
 		dev.Close()
 		cl.Leave()

@@ -106,9 +106,8 @@ func TestFromSlurm(t *testing.T) {
 	key := t.TempDir() + "/key"
 	env := map[string]string{
 		"SLURM_STEP_ID": "0", "SLURM_PROCID": "2", "SLURM_STEP_NUM_TASKS": "4", "SLURM_JOB_ID": "4242",
-		"SLURM_STEP_NODELIST": "cn[07-10]", "SLURM_CPUS_ON_NODE": "8",
+		"SLURM_STEP_NODELIST": "cn[07-10]", "SLURM_CPUS_ON_NODE": "8", "GOMPJ_KEY_FILE": key,
 	}
-	t.Setenv("GOMPJ_KEY_FILE", key)
 	var c Config
 	if err := fromSlurm(&c, func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
 		t.Fatal(err)

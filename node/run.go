@@ -31,7 +31,7 @@ func Run(cfg Config, body Body) error {
 		return runMulti(cfg, body)
 	}
 	w, err := ranks.NewWorld(ranks.Options{Size: cfg.Ranks, Lo: 0, Hi: cfg.Ranks, EagerLimit: cfg.EagerLimit,
-		Policy: policy(cfg, cfg.Ranks)})
+		Policy: policy(cfg, cfg.Ranks), UnexpectedLimit: cfg.UnexpectedLimit, UnexpectedShare: cfg.UnexpectedShare})
 	if err != nil {
 		return err
 	}

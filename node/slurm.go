@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/gompj/gompj/internal/env"
 )
 
 // fromSlurm fills the multi-node fields from the variables srun sets for each task, so that
@@ -27,23 +29,23 @@ import (
 //
 // It applies only under srun (SLURM_STEP_ID or SLURM_STEPID set) and only when GOMPJ_NODES is not set, so that
 // `gompj run` (which sets GOMPJ_NODES for its children) works inside an allocation too.
-func fromSlurm(c *Config, env func(string) (string, bool)) error {
+func fromSlurm(c *Config, look env.Lookup) error {
 	get := func(names ...string) (string, bool) {
 		for _, n := range names {
-			if v, ok := env(n); ok && strings.TrimSpace(v) != "" {
+			if v, ok := look(n); ok && strings.TrimSpace(v) != "" {
 				return strings.TrimSpace(v), true
 			}
 		}
 		return "", false
 	}
-	if v, _ := get("GOMPJ_NO_SLURM"); v == "1" || strings.EqualFold(v, "true") {
-		return nil
+	if off, err := env.NoSlurm.On(look); off || err != nil {
+		return err
 	}
 	step, ok := get("SLURM_STEP_ID", "SLURM_STEPID")
 	if !ok || c.Nodes != 0 {
 		return nil
 	}
-	if _, set := env("GOMPJ_NODES"); set {
+	if _, set := look(env.Nodes.Name); set {
 		return nil
 	}
 	num := func(what string, names ...string) (int, error) {
@@ -69,12 +71,12 @@ func fromSlurm(c *Config, env func(string) (string, bool)) error {
 		return nil // a one-task step is a one-box job
 	}
 	c.Nodes, c.NodeID = ntasks, procid
-	c.setSource("GOMPJ_NODES", "slurm")
-	c.setSource("GOMPJ_NODE_ID", "slurm")
+	c.setSource(env.Nodes.Name, "slurm")
+	c.setSource(env.NodeID.Name, "slurm")
 	if c.Ranks == 0 && c.RanksPerNode == 0 {
 		if cpus, err := num("CPUs", "SLURM_CPUS_ON_NODE"); err == nil && cpus > 0 {
 			c.RanksPerNode = cpus
-			c.setSource("GOMPJ_RANKS_PER_NODE", "slurm")
+			c.setSource(env.RanksPerNode.Name, "slurm")
 		}
 	}
 	jobID, err := num("job id", "SLURM_JOB_ID", "SLURM_JOBID")
@@ -95,35 +97,35 @@ func fromSlurm(c *Config, env func(string) (string, bool)) error {
 			return err
 		}
 		port := 12000 + (jobID*7+stepID)%18000
-		if p, ok := get("GOMPJ_PORT"); ok {
+		if p, ok := env.Port.Get(look); ok {
 			if port, err = strconv.Atoi(p); err != nil || port <= 0 || port > 65535 {
-				return fmt.Errorf("gompj: GOMPJ_PORT=%q is not a port", p)
+				return fmt.Errorf("gompj: %s=%q is not a port", env.Port.Name, p)
 			}
 		}
 		c.Coordinator = net.JoinHostPort(host, strconv.Itoa(port))
 		c.ServeCoordinator = true
-		c.setSource("GOMPJ_COORDINATOR", "slurm")
-		c.setSource("GOMPJ_COORDINATOR_SERVE", "slurm")
+		c.setSource(env.Coordinator.Name, "slurm")
+		c.setSource(env.CoordinatorServe.Name, "slurm")
 	}
 	if c.Secret == nil {
-		s, err := slurmSecret(jobID, stepID)
+		s, err := slurmSecret(jobID, stepID, look)
 		if err != nil {
 			return err
 		}
 		c.Secret = s
-		c.setSource("GOMPJ_SECRET", "slurm")
+		c.setSource(env.Secret.Name, "slurm")
 	}
 	return nil
 }
 
-// slurmSecret derives the job secret of a Slurm step from the user's key file, $GOMPJ_KEY_FILE or
+// slurmSecret derives the job secret of a Slurm step from the user's key file, GOMPJ_KEY_FILE or
 // ~/.gompj/key (created with mode 0600 on first use, atomically, so that tasks starting at once on a shared home
 // directory agree). The secret is HMAC-SHA256(key, "gompj slurm <job>.<step>"): unique per step, and known only to
 // whoever can read the key file (the user and root). The job id alone, which every user can see in squeue, is
 // not enough.
-func slurmSecret(jobID, stepID int) ([]byte, error) {
-	path := os.Getenv("GOMPJ_KEY_FILE")
-	if path == "" {
+func slurmSecret(jobID, stepID int, look env.Lookup) ([]byte, error) {
+	path, ok := env.KeyFile.Get(look)
+	if !ok {
 		home, err := os.UserHomeDir()
 		if err != nil {
 			return nil, fmt.Errorf("gompj: no GOMPJ_SECRET and no home directory for the Slurm key file: %w", err)

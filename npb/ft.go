@@ -200,21 +200,11 @@ func (f *ftRank) fftCols(u []complex128, rowOff []int, pl *fftPlan, inverse bool
 	for x0 := 0; x0 < nx; x0 += f.colBatch {
 		bs := min(f.colBatch, nx-x0)
 		for k, o := range rowOff {
-			src := u[o+x0 : o+x0+bs]
-			dst := g[k*bs : k*bs+bs]
-			dst = dst[:len(src)]
-			for i, v := range src {
-				dst[i] = v
-			}
+			copy(g[k*bs:k*bs+bs], u[o+x0:o+x0+bs])
 		}
 		pl.transform(g, f.gout, bs, inverse)
 		for k, o := range rowOff {
-			src := g[k*bs : k*bs+bs]
-			dst := u[o+x0 : o+x0+bs]
-			dst = dst[:len(src)]
-			for i, v := range src {
-				dst[i] = v
-			}
+			copy(u[o+x0:o+x0+bs], g[k*bs:k*bs+bs])
 		}
 	}
 }

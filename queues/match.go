@@ -88,7 +88,8 @@ func (bs *bins) get(ctx uint32, src int32, create bool) *bin {
 }
 
 // Unexpected holds messages that arrived before a matching receive was posted. Every item has a concrete source
-// and tag. Not safe for concurrent use: the rank's Pair lock guards it.
+// and tag. Not safe for concurrent use: its owner locks around every call (ranks: the rank's lock, Rank.mu, which
+// guards its posted and unexpected queues together).
 type Unexpected struct {
 	bins             bins
 	allHead, allTail *Item

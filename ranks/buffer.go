@@ -135,7 +135,7 @@ func MemOf(buf any) (v Mem, ok bool) {
 //go:nosplit
 func noescape(p unsafe.Pointer) unsafe.Pointer {
 	x := uintptr(p)
-	return unsafe.Add(nil, x^0) // the uintptr round trip hides the flow from escape analysis, deliberately
+	return unsafe.Add(nil, x) // the uintptr round trip hides the flow from escape analysis, deliberately
 }
 
 // hide returns *p without letting escape analysis see that the result came from p.
@@ -234,8 +234,28 @@ func decodeInto(target any, data []byte) error {
 	}
 	fresh := reflect.New(pt.Elem())
 	if err := msgpack.Unmarshal(data, fresh.Interface()); err != nil {
+		if pt.Elem().Kind() == reflect.Array {
+			if terr := decodeArrayPrefix(target, data); terr != nil {
+				return terr
+			}
+		}
 		return fmt.Errorf("%w: decoding into %s: %v", ErrType, pt, err)
 	}
 	reflect.ValueOf(target).Elem().Set(fresh.Elem())
 	return nil
+}
+
+// decodeArrayPrefix handles an array message longer than the array it is received into, as a receive into a
+// short slice is handled: the elements that fit are delivered and the error is ErrTruncate. It returns nil if
+// data is not such a message (the caller then reports its own decoding error).
+func decodeArrayPrefix(target any, data []byte) error {
+	at := reflect.TypeOf(target).Elem()
+	s := reflect.New(reflect.SliceOf(at.Elem()))
+	if msgpack.Unmarshal(data, s.Interface()) != nil || s.Elem().Len() <= at.Len() {
+		return nil
+	}
+	fresh := reflect.New(at).Elem()
+	reflect.Copy(fresh, s.Elem())
+	reflect.ValueOf(target).Elem().Set(fresh)
+	return fmt.Errorf("%w: an array of %d elements received into %s", ErrTruncate, s.Elem().Len(), at)
 }

@@ -31,6 +31,10 @@ type Comm struct {
 	coll  *Comm     // the same group on the collective context
 	topo  *topology // the virtual topology, if any (topo.go); read-only, shared by Dup
 	freed atomic.Bool
+	// An intercommunicator (inter.go) has a remote group, which point-to-point ranks name, and its local group as
+	// an intracommunicator of its own, for the local phases of its collectives. Both nil on an intracommunicator.
+	remote []int32 // remote rank -> world rank
+	local  *Comm
 }
 
 // Rank is this rank's rank in the communicator.
@@ -45,7 +49,7 @@ func (c *Comm) Context() uint32 { return c.ctx }
 // World returns the node's World.
 func (c *Comm) World() *World { return c.w }
 
-// WorldRank maps a rank of this communicator to its world rank.
+// WorldRank maps a rank of this communicator (of its local group, on an intercommunicator) to its world rank.
 func (c *Comm) WorldRank(r int) int {
 	if c.group == nil {
 		return r
@@ -56,7 +60,8 @@ func (c *Comm) WorldRank(r int) int {
 // Coll returns the communicator on its collective context: the same group, traffic apart from point-to-point.
 func (c *Comm) Coll() *Comm {
 	if c.coll == nil {
-		c.coll = &Comm{r: c.r, w: c.w, rank: c.rank, size: c.size, group: c.group, ctx: c.ctx + 1}
+		c.coll = &Comm{r: c.r, w: c.w, rank: c.rank, size: c.size, group: c.group, ctx: c.ctx + 1, remote: c.remote,
+			local: c.local}
 		c.coll.coll = c.coll
 	}
 	return c.coll
@@ -73,11 +78,11 @@ func (c *Comm) check() error {
 }
 
 func (c *Comm) checkDest(dest, tag int) error {
-	if dest < 0 || dest >= c.size {
+	if dest < 0 || dest >= c.peers() {
 		if dest == ProcNull {
 			return nil
 		}
-		return errRank(dest, c.size)
+		return errRank(dest, c.peers())
 	}
 	if tag < 0 || tag > MaxTag {
 		return errTag(tag)
@@ -86,8 +91,8 @@ func (c *Comm) checkDest(dest, tag int) error {
 }
 
 func (c *Comm) checkSource(src, tag int) error {
-	if (src < 0 || src >= c.size) && src != AnySource && src != ProcNull {
-		return errRank(src, c.size)
+	if (src < 0 || src >= c.peers()) && src != AnySource && src != ProcNull {
+		return errRank(src, c.peers())
 	}
 	if (tag < 0 || tag > MaxTag) && tag != AnyTag {
 		return errTag(tag)
@@ -192,7 +197,7 @@ func (c *Comm) startSend(buf *any, dest, tag int, mode sendMode, internal bool) 
 func (c *Comm) startMem(v Mem, enc []byte, dest, tag int, mode sendMode, internal bool) (*Request, error) {
 	prim := v.Type != TypeObject
 	env := queues.Envelope{Ctx: c.ctx, Src: int32(c.rank), Tag: int32(tag)}
-	wdest := c.WorldRank(dest)
+	wdest := c.peerWorld(dest)
 	r := c.w.local(wdest)
 	if r == nil {
 		return c.sendRemote(env, wdest, v, enc != nil, mode, internal)
@@ -224,15 +229,22 @@ unexpected:
 		m.count = 1
 	}
 	if mode == standard && (!prim || v.Size() <= c.w.eager) {
-		if prim {
-			copy(m.own(v.Size()), v.Bytes())
-		} else {
-			m.data, m.class = enc, -1
+		// Eager if it fits the receiver's bound (see Rank.reserve), else on to rendezvous below.
+		cost := eagerCost(v.Size(), enc)
+		if r == c.r {
+			cost = 0
 		}
-		m.proto = eagerOwned
-		r.pushUnexpected(m)
-		r.mu.Unlock()
-		return nil, nil
+		if r.reserve(cost) {
+			if prim {
+				copy(m.own(v.Size()), v.Bytes())
+			} else {
+				m.data, m.class = enc, -1
+			}
+			m.proto, m.held = eagerOwned, cost
+			r.pushUnexpected(m)
+			r.mu.Unlock()
+			return nil, nil
+		}
 	}
 	var sreq *Request
 	if internal {
@@ -468,17 +480,16 @@ func (c *Comm) irecv(v Mem, target any, source, tag int) *Request {
 	return rr
 }
 
-// postRecv matches rr against the unexpected queue or posts it.
 // remoteSource reports whether a message from source (a rank of c, or AnySource) may come through the device.
 func (c *Comm) remoteSource(source int) bool {
-	return c.w.dev != nil && (source == AnySource || c.w.local(c.WorldRank(source)) == nil)
+	return c.w.dev != nil && (source == AnySource || c.w.local(c.peerWorld(source)) == nil)
 }
 
+// postRecv matches rr against the unexpected queue or posts it.
 func (c *Comm) postRecv(rr *Request, source, tag int) {
 	r := c.r
 	r.mu.Lock()
-	if it := r.unexp.Take(c.ctx, int32(source), int32(tag)); it != nil {
-		m := (*msg)(unsafe.Pointer(it))
+	if m := r.takeUnexpected(c.ctx, int32(source), int32(tag)); m != nil {
 		if m.inPlace {
 			// A small local eager message is consumed under the lock, which it then returns to the rank's list
 			// for the next sender to this rank: the copy is a few words, and no pool is touched.

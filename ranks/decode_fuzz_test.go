@@ -18,11 +18,12 @@ type fuzzRecord struct {
 }
 
 // FuzzDecodeInto: an object message's bytes come from another node process; whatever they are, decoding them into
-// any target returns the value or an ErrType error, and never panics or writes a partial value.
+// any target returns the value or an ErrType error, and never panics or writes a partial value. The one exception
+// is an array target and a longer array message: ErrTruncate, and exactly the elements that fit.
 func FuzzDecodeInto(f *testing.F) {
 	for _, v := range []any{
 		fuzzRecord{N: 3, Name: "x", Vals: []float64{1, 2}, Attrs: map[string]int{"a": 1}, Next: &fuzzRecord{N: 4}},
-		[]string{"a", "bc"}, map[string]any{"k": []any{1, "v", nil}}, 42, "text", nil,
+		[]string{"a", "bc"}, map[string]any{"k": []any{1, "v", nil}}, 42, "text", nil, []int32{1, 2, 3}, [1]int32{5},
 	} {
 		b, err := msgpack.Marshal(v)
 		if err != nil {
@@ -68,6 +69,15 @@ func FuzzDecodeInto(f *testing.F) {
 		check(&x, func() bool { return x == "keep" })
 		n := -7
 		check(&n, func() bool { return n == -7 })
+		arr := [2]int32{-1, -1}
+		if err := decodeInto(&arr, data); errors.Is(err, ErrTruncate) {
+			var all []int32
+			if msgpack.Unmarshal(data, &all) != nil || len(all) <= 2 || arr != [2]int32{all[0], all[1]} {
+				t.Fatalf("truncated into %v from %v", arr, all)
+			}
+		} else if err != nil && (!errors.Is(err, ErrType) || arr != [2]int32{-1, -1}) {
+			t.Fatalf("decoding into [2]int32: %v, target %v", err, arr)
+		}
 	})
 }
 

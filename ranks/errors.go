@@ -19,6 +19,7 @@ var (
 	ErrRequest  = errors.New("gompj: invalid request")
 	ErrOp       = errors.New("gompj: invalid reduction operation")
 	ErrRoot     = errors.New("gompj: invalid root")
+	ErrGroup    = errors.New("gompj: invalid group")
 	ErrInternal = errors.New("gompj: internal error")
 	ErrTopology = errors.New("gompj: invalid topology")
 	ErrDims     = errors.New("gompj: invalid dimensions")

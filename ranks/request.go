@@ -211,13 +211,15 @@ func (rk *Rank) putReq(r *Request) {
 
 // Complete implements device.Completer: a device finished this request's transfer.
 func (r *Request) Complete(err error) {
-	if err != nil && r.err == nil {
+	switch {
+	case err != nil:
+		// Nothing reliable arrived: even a truncation already noted is now a failure of the transfer.
 		r.err = fmt.Errorf("%w: %w", ErrAborted, err)
-	}
-	if r.scratch != nil && r.err == nil {
+	case r.scratch != nil:
+		// A truncated rendezvous (r.err is ErrTruncate): the whole payload came into scratch; deliver what fits.
 		copy(r.mem().Bytes(), r.scratch)
-		r.scratch = nil
 	}
+	r.scratch = nil
 	r.done.Complete()
 }
 

@@ -18,7 +18,7 @@ func (w *World) SetHooks(h Hooks) { w.hooks = h }
 
 var _ device.Sink = (*World)(nil)
 
-// inboundMsg checks a delivered header and returns the destination rank, envelope and element count.
+// inbound checks a delivered header and returns the destination rank, envelope and element count.
 func (w *World) inbound(h *device.Header) (*Rank, queues.Envelope, int, error) {
 	r := w.local(int(h.Dest))
 	if r == nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gompj/gompj/queues"
@@ -13,15 +14,27 @@ import (
 // nonblocking receives (so requests come from the spare, the rank's pool and the heap, and are slotted, claimed,
 // recycled and slotted again), while several goroutines on every rank send to random ranks (standard and
 // synchronous, some messages large enough for rendezvous). Every message must arrive exactly once, at the right
-// rank, with its status, and in order per (sender stream, receiver).
+// rank, with its status, and in order per (sender stream, receiver). It runs twice: with the default bound on
+// unexpected messages, and with a bound of 2 KiB per rank, which sends cross all the time (see Rank.reserve).
 func TestSlotStress(t *testing.T) {
+	for _, share := range []int64{0, 2 << 10} {
+		t.Run(fmt.Sprint("share=", share), func(t *testing.T) { slotStress(t, share) })
+	}
+}
+
+func slotStress(t *testing.T, share int64) {
 	const np, streams, perDest = 4, 3, 150
 	msgs := perDest
 	if testing.Short() {
 		msgs = 60
 	}
-	w := world(t, np)
-	err := spmd(w, func(c *Comm) error {
+	w, err := NewWorld(Options{Size: np, Lo: 0, Hi: np, EagerLimit: 64 << 10, Policy: queues.DefaultPolicy(np),
+		UnexpectedShare: share})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var crossed atomic.Int64
+	err = spmd(w, func(c *Comm) error {
 		me := c.Rank()
 		var wg sync.WaitGroup
 		errs := make(chan error, 2*streams)
@@ -49,15 +62,19 @@ func TestSlotStress(t *testing.T) {
 					}
 					b := make([]int64, n)
 					b[0], b[1], b[2] = int64(me), int64(g), int64(seq)
-					// Only small standard sends block here (they never wait for the receiver): receivers pick
-					// specific sources, so a sender blocked on one rank could otherwise deadlock the test.
+					// Only small standard sends block here, and only under the default bound (then they never
+					// wait for the receiver): receivers pick specific sources, so a sender blocked on one rank
+					// could otherwise deadlock the test, as MPI allows for a program that relies on buffering.
 					var err error
 					var r *Request
 					switch {
 					case rng.Intn(4) == 0:
 						r, err = c.Issend(b, d, g)
-					case n > 100 || rng.Intn(2) == 0:
+					case n > 100 || rng.Intn(2) == 0 || share > 0:
 						r, err = c.Isend(b, d, g)
+						if err == nil && n <= 100 && !r.done.Done() {
+							crossed.Add(1) // a small standard send waits: it found its receiver over the bound
+						}
 					default:
 						err = c.Send(b, d, g)
 					}
@@ -131,6 +148,10 @@ func TestSlotStress(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	t.Logf("%d small standard sends found their receiver over its bound", crossed.Load())
+	if share > 0 && crossed.Load() == 0 {
+		t.Fatalf("with a bound of %d bytes, no small send ever found its receiver over it", share)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/gompj/gompj/device"
 	"github.com/gompj/gompj/queues"
@@ -20,6 +21,12 @@ type Options struct {
 	NetSpin    time.Duration // how long a wait that may complete through the device spins (0: Policy.Spin)
 	Device     device.Device // the node's network device; nil for a one-node job
 	NodeOf     func(rank int) int
+	// UnexpectedLimit is the unexpected eager data, in bytes, that the node's ranks may hold from each other,
+	// divided among them: see UnexpectedShare.
+	UnexpectedLimit int64
+	// UnexpectedShare, if positive, is each rank's share exactly, below MinUnexpectedShare too (tests use a few
+	// KiB, so that every stream crosses the bound).
+	UnexpectedShare int64
 }
 
 // World is one node process's share of a job.
@@ -70,22 +77,39 @@ type Rank struct {
 	id   int
 	_    [40]byte
 
-	mu      spinLock // guards posted, unexp and probers together, as smdev does
-	posted  queues.Posted
-	unexp   queues.Unexpected
+	mu     spinLock // guards posted, unexp, the bound's account, probers and msgs together, as smdev does
+	posted queues.Posted
+	unexp  queues.Unexpected
+	// held and share bound the memory of this rank's unexpected queue (see reserve): held is what the eager
+	// messages queued here by ranks of this node hold, share the most they may. They sit on unexp's line, which a
+	// sender queuing a message and the receiver taking it write anyway.
+	held    int64
+	share   int64
 	probers []*queues.Waker
 	msgs    []*msg   // recycled messages for senders to this rank (see takeMsg)
-	_       [32]byte // the owner's cold fields start a line of their own
+	_       [16]byte // the owner's cold fields start a line of their own
 
 	spare  atomic.Pointer[Request] // a request for the blocking calls of one goroutine, without the lock
 	freeMu sync.Mutex
 	free   []*Request               // the rank's own recycled requests beyond the spare (see getReq)
 	chunk  atomic.Pointer[reqChunk] // where the rank's nonblocking calls get their requests (see newReq)
 
-	ctxMu   sync.Mutex
-	nextCtx uint32
-	world   *Comm
-	_       [56]byte // to a multiple of 64 bytes (TestRankLayout)
+	ctxMu     sync.Mutex // guards nextCtx, ctxHolder and agreeing (agree.go)
+	nextCtx   uint32
+	world     *Comm
+	ctxHolder *agreement   // the context agreement holding this rank's right to allocate, if any
+	agreeing  []*agreement // the context agreements in flight on this rank
+	_         [24]byte     // to a multiple of 64 bytes (TestRankLayout)
+}
+
+// MinUnexpectedShare is the least unexpected eager data a rank may hold from its own node, whatever
+// Options.UnexpectedLimit and the number of local ranks (see Rank.reserve).
+const MinUnexpectedShare = 256 << 10
+
+// UnexpectedShare is how much unexpected eager data each of a node's localRanks ranks may hold from the ranks of
+// its own node: the node's limit divided among them, and never less than MinUnexpectedShare.
+func UnexpectedShare(limit int64, localRanks int) int64 {
+	return max(limit/int64(max(localRanks, 1)), MinUnexpectedShare)
 }
 
 // NewWorld builds the local ranks of a job.
@@ -109,8 +133,12 @@ func NewWorld(o Options) (*World, error) {
 		w.nodeOf = func(int) int { return 0 }
 	}
 	w.ranks = make([]*Rank, o.Hi-o.Lo)
+	share := o.UnexpectedShare
+	if share <= 0 {
+		share = UnexpectedShare(o.UnexpectedLimit, len(w.ranks))
+	}
 	for i := range w.ranks {
-		r := &Rank{w: w, id: o.Lo + i, nextCtx: 1}
+		r := &Rank{w: w, id: o.Lo + i, nextCtx: 1, share: share}
 		r.world = &Comm{r: r, w: w, rank: r.id, size: o.Size, ctx: 0}
 		w.ranks[i] = r
 	}
@@ -218,10 +246,12 @@ type msg struct {
 	box   *[]byte // the pooled buffer's holder, put back with it (so that recycling allocates nothing)
 	// inPlace: a small eager message whose payload is in small (see own); its receiver recycles it itself.
 	inPlace bool
-	sreq    *Request
-	in      *device.Inbound
-	rts     device.Header
-	small   [smallMsg]byte // the payload of a small eager message, in place
+	// held is what the message counts against its receiver's share (see Rank.reserve); 0 if it is not counted.
+	held  int64
+	sreq  *Request
+	in    *device.Inbound
+	rts   device.Header
+	small [smallMsg]byte // the payload of a small eager message, in place
 }
 
 // smallMsg is the largest payload an unexpected message carries in place rather than in a pooled buffer.
@@ -325,6 +355,66 @@ func (m *msg) release() {
 	}
 	*m = msg{class: -1}
 	msgPool.Put(m)
+}
+
+// reserve counts cost against r's share and reports whether it fits. Called with r.mu held. It is the bound on a
+// rank's unexpected queue:
+//
+// Messages that arrive before their receive wait in the receiver's unexpected queue. Those from other nodes are
+// bounded by the network device (its credit, GOMPJ_UNEXPECTED_LIMIT split over the peers). Those from ranks of the
+// same node are bounded here, per receiving rank: the eager messages queued at r hold at most r.share bytes
+// (GOMPJ_UNEXPECTED_LIMIT divided among the node's ranks, at least MinUnexpectedShare; see UnexpectedShare).
+//
+//   - A sender that would queue an eager copy at r first calls r.reserve with the message's cost (eagerCost), under
+//     r.mu. If it does not fit, the send goes rendezvous instead: the queue keeps a reference to the sender's
+//     buffer (or an object's encoding), and the send completes only when a receive matches it, as MPI allows for a
+//     standard send. So a rank that does not receive slows only the ranks that send to it, and nobody's memory
+//     grows.
+//   - Whatever takes a message off the queue gives its reservation back, under r.mu (takeUnexpected).
+//   - A message costs what it holds: the message itself (payloads up to smallMsg travel inside it) and its
+//     buffer's capacity. Empty messages therefore count too.
+//   - Sends to oneself are not counted: a rank blocked in a send to itself could never receive it.
+//   - No correct program deadlocks: a receive posted later matches a rendezvous message like any other, in the
+//     queue's order, so every waiting send completes, and messages never overtake one another across the switch.
+//
+// The account is two words on the queue's own cache line, written only by whoever holds r.mu to queue or take a
+// message, which it must do anyway: the bound adds no shared-line traffic. Any other way of buffering eager data
+// for a rank of this node (per-pair rings, say) must reserve from the same account.
+func (r *Rank) reserve(cost int64) bool {
+	if r.held+cost > r.share {
+		return false
+	}
+	r.held += cost
+	return true
+}
+
+// eagerCost is what an eager message of n payload bytes holds while it waits at its receiver: the message, and a
+// buffer beyond smallMsg (pooled buffers are whole size classes; an object's encoding, enc, is held as it is).
+func eagerCost(n int, enc []byte) int64 {
+	const self = int64(unsafe.Sizeof(msg{}))
+	switch {
+	case enc != nil:
+		return self + int64(cap(enc))
+	case n <= smallMsg:
+		return self
+	}
+	if c := sizeClass(n); c >= 0 {
+		return self + int64(64)<<c
+	}
+	return self + int64(n)
+}
+
+// takeUnexpected removes and returns the earliest unexpected message matching (ctx, source, tag), or nil, and
+// gives its reservation back. Called with r.mu held.
+func (r *Rank) takeUnexpected(ctx uint32, source, tag int32) *msg {
+	it := r.unexp.Take(ctx, source, tag)
+	if it == nil {
+		return nil
+	}
+	m := (*msg)(unsafe.Pointer(it))
+	r.held -= m.held
+	m.held = 0
+	return m
 }
 
 // pushUnexpected queues m on r and wakes blocked probes. Called with r.mu held.

@@ -4,5 +4,6 @@
 //
 // Subcommands live in the commands map; another file adds one with an init function calling register (npb does).
 //
-// Imports: gompj, gompj/bench, gompj/npb, gompj/npb/sweep, gompj/node, gompj/node/bootstrap and the standard library.
+// Imports: gompj, gompj/bench, gompj/collectives, gompj/npb, gompj/npb/sweep, gompj/node, gompj/node/bootstrap,
+// internal/env (variables, the job contract), internal/proc (node processes) and the standard library.
 package main

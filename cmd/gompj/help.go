@@ -4,19 +4,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
-	"github.com/gompj/gompj/node"
+	"github.com/gompj/gompj/collectives"
+	"github.com/gompj/gompj/internal/env"
 )
 
 func init() {
 	register(&command{name: "help", summary: "documentation of a command, or of the environment (gompj help env)",
 		usage: func(w io.Writer) { fmt.Fprintln(w, "usage: gompj help [COMMAND | env]") }, run: helpCmd})
-}
-
-// launcherVariables are read by the gompj command itself, not by the runtime.
-var launcherVariables = [][2]string{
-	{"GOMPJ_SSH", "ssh command and options used by -hosts (default \"ssh\"), e.g. \"ssh -p 2222 -i key\""},
-	{"GOMPJ_KEY_FILE", "Slurm: the key file the job secret is derived from when GOMPJ_SECRET is unset (default ~/.gompj/key)"},
 }
 
 func helpCmd(args []string) int {
@@ -40,10 +36,30 @@ func helpCmd(args []string) int {
 	return 0
 }
 
+// printEnv lists every variable of internal/env but the tests', by group, and what each collective's
+// GOMPJ_COLL_<NAME> accepts.
 func printEnv(w io.Writer) {
-	fmt.Fprintln(w, "environment (read by every gompj program; `gompj run` sets the job's identity for its node processes):")
-	for _, v := range append(append([][2]string{}, node.Variables...), launcherVariables...) {
-		fmt.Fprintf(w, "  %-24s %s\n", v[0], v[1])
+	fmt.Fprintln(w, "environment (read by every gompj program; `gompj run` sets the job's identity for its node processes;")
+	fmt.Fprintln(w, "* marks the variables every node process of a job must agree on; `gompj info` shows the values in force):")
+	var group env.Group
+	for _, v := range env.All() {
+		if v.Role == env.Test {
+			continue
+		}
+		if v.Group != group {
+			group = v.Group
+			fmt.Fprintf(w, "\n %s\n", group)
+		}
+		name := v.Name
+		if v.Job {
+			name += "*"
+		}
+		fmt.Fprintf(w, "  %-25s %s (%s; default %s)\n", name, v.Meaning, v.Kind, v.DefaultText())
+		if v == env.CollAlgorithm {
+			for _, c := range collectives.Collectives() {
+				fmt.Fprintf(w, "  %27s%-15s %s\n", "", strings.ToUpper(c)+":", strings.Join(collectives.Algorithms(c), ", "))
+			}
+		}
 	}
 	fmt.Fprintln(w, `
 A starter other than gompj run (a batch system, a script) sets for every node process: GOMPJ_NP, GOMPJ_NODES,

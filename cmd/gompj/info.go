@@ -6,21 +6,18 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/gompj/gompj/bench"
+	"github.com/gompj/gompj/collectives"
+	"github.com/gompj/gompj/internal/env"
 	"github.com/gompj/gompj/node"
 )
-
-// collectiveTable, when set, returns the collective algorithm table printed by `gompj info`. A file
-// info_coll.go sets it once package collectives exports Describe():
-//
-//	func init() { collectiveTable = collectives.Describe }
-var collectiveTable func() string
 
 func init() {
 	register(&command{name: "info", summary: "version, devices and the effective configuration",
 		usage: func(w io.Writer) {
-			fmt.Fprintln(w, "usage: gompj info\n\nPrints gompj's version, the devices built in, every configuration setting with its value and\nsource (default, env, slurm), and the collective algorithms if the build has them.")
+			fmt.Fprintln(w, "usage: gompj info\n\nPrints gompj's version, the devices built in, every configuration setting with its value and\nsource (default, env, slurm), and the collective algorithm table in force.")
 		}, run: infoCmd})
 }
 
@@ -37,12 +34,15 @@ func infoCmd(args []string) int {
 		fmt.Fprintf(os.Stderr, "gompj info: %v\n", err)
 		return 1
 	}
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	for _, s := range settings {
-		fmt.Fprintf(w, "  %-24s %-40s %s\n", s.Variable, s.Value, s.Source)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", s.Variable, s.Value, s.Source)
 	}
+	for _, name := range env.Unknown(os.Environ()) {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", name, "not a gompj variable (misspelt?): ignored", "env")
+	}
+	tw.Flush()
 	fmt.Fprintf(w, "\nbenchmarks: %s\n", strings.Join(bench.Names(), ", "))
-	if collectiveTable != nil {
-		fmt.Fprintf(w, "\ncollective algorithms:\n%s\n", collectiveTable())
-	}
+	fmt.Fprintf(w, "\ncollective algorithms:\n%s\n", collectives.Describe())
 	return 0
 }

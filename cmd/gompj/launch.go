@@ -11,12 +11,13 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/gompj/gompj/internal/env"
+	"github.com/gompj/gompj/internal/proc"
 	"github.com/gompj/gompj/node"
 	"github.com/gompj/gompj/node/bootstrap"
 )
@@ -44,28 +45,12 @@ type child struct {
 	fwd  sync.WaitGroup // its output forwarders
 }
 
-// jobEnv is the environment of every node process: the launcher's own, minus the job-identity variables it
-// sets itself.
-func jobEnv(extra ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		switch k {
-		case "GOMPJ_NP", "GOMPJ_NODES", "GOMPJ_NODE_ID", "GOMPJ_RANKS_PER_NODE", "GOMPJ_COORDINATOR",
-			"GOMPJ_COORDINATOR_SERVE", "GOMPJ_SECRET", "GOMPJ_SECRET_STDIN":
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env, extra...)
-}
-
-// runLocalOne runs the program as a one-node job: one process, N goroutine ranks, output passed through.
+// runOne runs the program as a one-node job: one process, N goroutine ranks, output passed through.
 func (l *launch) runOne() int {
 	cmd := exec.Command(l.program, l.args...)
-	cmd.Env = jobEnv("GOMPJ_NP="+strconv.Itoa(l.np), "GOMPJ_NODES=1")
+	cmd.Env = env.Job{Ranks: l.np, Nodes: 1}.Environ(os.Environ())
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, l.stdout, l.stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	proc.Group(cmd)
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(l.stderr, "gompj run: %v\n", err)
 		return 1
@@ -78,31 +63,15 @@ func (l *launch) runOne() int {
 		for {
 			select {
 			case s := <-sig:
-				syscall.Kill(-cmd.Process.Pid, s.(syscall.Signal))
+				proc.Signal(cmd, s)
 			case <-done:
 				return
 			}
 		}
 	}()
-	err := cmd.Wait()
+	cmd.Wait()
 	close(done)
-	return exitStatus(cmd, err)
-}
-
-func exitStatus(cmd *exec.Cmd, err error) int {
-	if cmd.ProcessState == nil {
-		return 1
-	}
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	if c := cmd.ProcessState.ExitCode(); c >= 0 {
-		return c
-	}
-	if err != nil {
-		return 1
-	}
-	return 0
+	return proc.ExitStatus(cmd)
 }
 
 // coordinatorHost picks where the launcher's coordinator listens: -iface, loopback for local node processes,
@@ -167,22 +136,19 @@ func (l *launch) runMulti() int {
 	var outMu sync.Mutex // whole lines from different nodes never interleave
 	children := make([]*child, l.nodes)
 	for i := range l.nodes {
-		ids := []string{
-			"GOMPJ_NP=" + strconv.Itoa(l.np), "GOMPJ_NODES=" + strconv.Itoa(l.nodes), "GOMPJ_NODE_ID=" + strconv.Itoa(i),
-			"GOMPJ_COORDINATOR=" + co.Addr(), "GOMPJ_TIMEOUT=" + l.timeout.String(),
-		}
-		if l.rpn > 0 {
-			ids = append(ids, "GOMPJ_RANKS_PER_NODE="+strconv.Itoa(l.rpn))
-		}
+		job := env.Job{Ranks: l.np, Nodes: l.nodes, Node: i, RanksPerNode: l.rpn, Coordinator: co.Addr(),
+			Timeout: l.timeout}
 		var cmd *exec.Cmd
 		if len(l.hosts) == 0 {
+			job.Secret = secret
 			cmd = exec.Command(l.program, l.args...)
-			cmd.Env = jobEnv(append(ids, "GOMPJ_SECRET="+secret)...)
+			cmd.Env = job.Environ(os.Environ())
 		} else {
-			cmd = l.sshCommand(l.hosts[i], ids)
+			job.SecretStdin = true
+			cmd = l.sshCommand(l.hosts[i], job)
 			cmd.Stdin = strings.NewReader(secret + "\n") // never on a command line: ps shows those to everyone
 		}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		proc.Group(cmd)
 		tag := ""
 		switch l.prefix {
 		case "ranks":
@@ -219,8 +185,8 @@ func (l *launch) runMulti() int {
 	for _, c := range children {
 		go func() {
 			c.fwd.Wait() // the pipes must be drained before Wait closes them
-			err := c.cmd.Wait()
-			c.code = exitStatus(c.cmd, err)
+			c.cmd.Wait()
+			c.code = proc.ExitStatus(c.cmd)
 			close(c.done)
 			exited <- c
 		}()
@@ -284,26 +250,21 @@ func (l *launch) killAll(cs []*child, s syscall.Signal) {
 		select {
 		case <-c.done:
 		default:
-			syscall.Kill(-c.cmd.Process.Pid, s)
+			proc.Signal(c.cmd, s)
 		}
 	}
 }
 
 // sshCommand starts a node process on target with the system OpenSSH client: `ssh -o BatchMode=yes target env
-// VAR=... PROGRAM args`, the secret going over ssh's standard input.
-func (l *launch) sshCommand(target string, ids []string) *exec.Cmd {
+// VAR=... PROGRAM args`, the secret going over ssh's standard input (job.SecretStdin).
+func (l *launch) sshCommand(target string, job env.Job) *exec.Cmd {
 	argv := append([]string{}, l.ssh...)
 	argv = append(argv, "-o", "BatchMode=yes", target, "env")
-	// Forward the launcher's own GOMPJ_* tuning variables; the remote login environment has none of them.
-	for _, kv := range jobEnv() {
-		if strings.HasPrefix(kv, "GOMPJ_") && !strings.HasPrefix(kv, "GOMPJ_SSH") && !strings.HasPrefix(kv, "GOMPJ_LISTEN=") {
-			argv = append(argv, shellQuote(kv))
-		}
-	}
-	for _, kv := range ids {
+	// The remote login environment has none of the launcher's tuning variables: pass them on, then the identity.
+	for _, kv := range append(env.Forwarded(os.Environ()), job.Env()...) {
 		argv = append(argv, shellQuote(kv))
 	}
-	argv = append(argv, shellQuote("GOMPJ_SECRET_STDIN=1"), shellQuote(l.program))
+	argv = append(argv, shellQuote(l.program))
 	for _, a := range l.args {
 		argv = append(argv, shellQuote(a))
 	}

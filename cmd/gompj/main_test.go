@@ -15,6 +15,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gompj/gompj/collectives"
+	"github.com/gompj/gompj/internal/env"
 )
 
 // Binaries built once for the tests: the gompj command and the programs it runs.
@@ -251,10 +254,34 @@ func TestInfoAndHelp(t *testing.T) {
 		!regexp.MustCompile(`GOMPJ_NET_EAGER_LIMIT\s+131072\s+default`).MatchString(r.stdout) || !strings.Contains(r.stdout, "rdma") {
 		t.Fatalf("info: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	misspelt := "GOMPJ_" + "SPNI" // spelt in two pieces, or internal/env's TestEveryNameIsDefined would object
+	r = runGompj(t, []string{misspelt + "=1us"}, "info")
+	if !regexp.MustCompile(misspelt + `\s+not a gompj variable`).MatchString(r.stdout) {
+		t.Errorf("info does not flag a misspelt variable:\n%s", r.stdout)
+	}
 	r = runGompj(t, nil, "help")
 	for _, v := range []string{"GOMPJ_NODES", "GOMPJ_SECRET", "GOMPJ_COORDINATOR_SERVE", "GOMPJ_SSH", "run", "bench", "info"} {
 		if !strings.Contains(r.stdout, v) {
 			t.Errorf("help does not mention %s", v)
+		}
+	}
+	// help env lists every variable but the tests' (starred when a job must agree), and every algorithm each
+	// GOMPJ_COLL_<NAME> accepts.
+	r = runGompj(t, nil, "help", "env")
+	for _, v := range env.All() {
+		name := v.Name
+		if v.Job {
+			name += "*"
+		}
+		if listed := strings.Contains(r.stdout, " "+name+" "); listed != (v.Role != env.Test) {
+			t.Errorf("help env: %s listed %v", name, listed)
+		}
+	}
+	for _, c := range collectives.Collectives() {
+		re := regexp.MustCompile(`(?m)^\s+` + strings.ToUpper(c) + `:\s+(.*)$`)
+		m := re.FindStringSubmatch(r.stdout)
+		if m == nil || m[1] != strings.Join(collectives.Algorithms(c), ", ") {
+			t.Errorf("help env: the algorithms of %s: %q", c, m)
 		}
 	}
 	r = runGompj(t, nil, "help", "run")

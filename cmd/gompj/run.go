@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gompj/gompj/internal/env"
 	"github.com/gompj/gompj/node"
 )
 
@@ -31,6 +32,7 @@ type runOpts struct {
 	ssh            string
 	iface          string
 	timeout        time.Duration
+	envErr         error // a malformed variable behind a flag's default
 }
 
 type flagSet struct {
@@ -76,16 +78,14 @@ func (o *runOpts) addFlags(fs *flag.FlagSet, defNP int) {
 	fs.StringVar(&o.dev, "dev", "tcp", "inter-node device: tcp (the only one built)")
 	fs.BoolVar(&o.prefix, "prefix", false, "start every output line of a node process with its ranks, \"[lo-hi] \"")
 	fs.BoolVar(&o.prefixNode, "prefix-node", false, "start every output line with \"[node i] \"")
-	fs.StringVar(&o.ssh, "ssh", envOr("GOMPJ_SSH", "ssh"), "ssh command and options for -hosts (env GOMPJ_SSH)")
+	fs.StringVar(&o.ssh, "ssh", env.SSH.Text(os.LookupEnv), "ssh command and options for -hosts (env "+env.SSH.Name+")")
 	fs.StringVar(&o.iface, "iface", "", "address the launcher's coordinator listens on (default: loopback, or the interface that routes to the first host)")
-	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "bootstrap timeout: every node registered and connected")
-}
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
+	timeout, err := env.Timeout.Duration(os.LookupEnv)
+	if err != nil {
+		o.envErr = err
+		timeout, _ = time.ParseDuration(env.Timeout.Value)
 	}
-	return def
+	fs.DurationVar(&o.timeout, "timeout", timeout, "bootstrap timeout: every node registered and connected (env "+env.Timeout.Name+")")
 }
 
 func runFlags(o *runOpts) *flagSet {
@@ -106,6 +106,12 @@ whole; the exit status is the worst of the node processes; Ctrl-C stops every no
 
 // target works out the node processes of a job from the flags.
 func (o *runOpts) target() (nodes int, hosts []string, err error) {
+	if o.envErr != nil {
+		return 0, nil, o.envErr
+	}
+	for _, name := range env.Unknown(os.Environ()) {
+		fmt.Fprintf(os.Stderr, "gompj: warning: %s is not a gompj variable (misspelt? see gompj help env)\n", name)
+	}
 	if o.dev != "tcp" {
 		return 0, nil, fmt.Errorf("device %q is not built (only tcp)", o.dev)
 	}

@@ -4,5 +4,6 @@
 // identity in GOMPJ_* variables; the parent runs the bootstrap coordinator, waits for the children and fails the
 // subtest with their output when one fails.
 //
-// Imports: gompj, gompj/node, gompj/node/bootstrap and the standard library (tests only).
+// Imports: gompj, gompj/node, gompj/node/bootstrap, internal/env (the job's identity), internal/proc (process
+// groups, exit statuses) and the standard library (tests only).
 package harness

@@ -16,16 +16,14 @@ import (
 	"time"
 
 	"github.com/gompj/gompj"
+	"github.com/gompj/gompj/internal/env"
+	"github.com/gompj/gompj/internal/proc"
 	"github.com/gompj/gompj/node"
 	"github.com/gompj/gompj/node/bootstrap"
 )
 
-// Environment of a node process started by the harness.
-const (
-	envJob  = "GOMPJ_HARNESS_JOB"  // the full name of the (sub)test the child must run
-	envNode = "GOMPJ_HARNESS_NODE" // its node id, for messages
-	marker  = "gompj-harness: node "
-)
+// marker starts the line a node process prints when it ends.
+const marker = "gompj-harness: node "
 
 // PureMax is the largest np the "pure" mode (one rank per node process) runs; larger jobs skip it to keep the
 // suite fast.
@@ -54,7 +52,7 @@ func Run(t *testing.T, np int, body func(c *gompj.Comm) error) {
 	})
 }
 
-func isChild() bool { return os.Getenv(envJob) != "" }
+func isChild() bool { _, ok := env.HarnessJob.Get(os.LookupEnv); return ok }
 
 // Spec describes a multi-process job.
 type Spec struct {
@@ -83,7 +81,6 @@ type Job struct {
 	done    []chan struct{}
 	results []Result
 	co      *bootstrap.Coordinator
-	coErr   error
 	started time.Time
 	wg      sync.WaitGroup
 }
@@ -127,16 +124,17 @@ func runPattern(name string) string {
 // test returns), else the error on stderr and node.ExitCode(err).
 func Procs(t *testing.T, s Spec, body func(c *gompj.Comm) error) *Job {
 	t.Helper()
-	if job := os.Getenv(envJob); job != "" {
+	if job, ok := env.HarnessJob.Get(os.LookupEnv); ok {
 		if job != t.Name() {
 			t.Skip("node process of another subtest")
 		}
+		me := env.HarnessNode.Text(os.LookupEnv)
 		err := gompj.Run(body)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "%s%s failed: %v\n", marker, os.Getenv(envNode), err)
+			fmt.Fprintf(os.Stderr, "%s%s failed: %v\n", marker, me, err)
 			os.Exit(max(node.ExitCode(err), 1))
 		}
-		fmt.Printf("%s%s done\n", marker, os.Getenv(envNode))
+		fmt.Printf("%s%s done\n", marker, me)
 		t.SkipNow() // the parent judges the job; the node process just ends cleanly
 	}
 	if s.Timeout == 0 {
@@ -186,16 +184,15 @@ func Procs(t *testing.T, s Spec, body func(c *gompj.Comm) error) *Job {
 		if cmd.Env == nil {
 			cmd.Env = os.Environ()
 		}
-		cmd.Env = append(cmd.Env, envJob+"="+t.Name(), envNode+"="+strconv.Itoa(i),
-			"GOMPJ_NP="+strconv.Itoa(s.Ranks), "GOMPJ_NODES="+strconv.Itoa(s.Nodes), "GOMPJ_NODE_ID="+strconv.Itoa(i),
-			"GOMPJ_RANKS_PER_NODE="+strconv.Itoa(s.RanksPerNode), "GOMPJ_COORDINATOR="+co.Addr(),
-			"GOMPJ_SECRET="+secret, "GOMPJ_TIMEOUT="+s.CoordinatorTimeout.String())
+		cmd.Env = env.Job{Ranks: s.Ranks, Nodes: s.Nodes, Node: i, RanksPerNode: s.RanksPerNode,
+			Coordinator: co.Addr(), Secret: secret, Timeout: s.CoordinatorTimeout}.Environ(cmd.Env)
+		cmd.Env = append(cmd.Env, env.HarnessJob.Name+"="+t.Name(), env.HarnessNode.Name+"="+strconv.Itoa(i))
 		cmd.Env = append(cmd.Env, s.Env...)
 		if s.NodeEnv != nil {
 			cmd.Env = append(cmd.Env, s.NodeEnv(i)...)
 		}
 		cmd.Stdout, cmd.Stderr = j.outs[i], j.outs[i]
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		proc.Group(cmd)
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("starting node %d: %v", i, err)
 		}
@@ -203,17 +200,8 @@ func Procs(t *testing.T, s Spec, body func(c *gompj.Comm) error) *Job {
 		j.wg.Add(1)
 		go func() {
 			defer j.wg.Done()
-			err := cmd.Wait()
-			code := 0
-			if cmd.ProcessState != nil {
-				code = cmd.ProcessState.ExitCode()
-				if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-					code = 128 + int(ws.Signal())
-				}
-			} else if err != nil {
-				code = 1
-			}
-			j.results[i] = Result{Node: i, Code: code, Output: j.outs[i].String(), End: time.Now()}
+			cmd.Wait()
+			j.results[i] = Result{Node: i, Code: proc.ExitStatus(cmd), Output: j.outs[i].String(), End: time.Now()}
 			close(j.done[i])
 		}()
 	}
@@ -223,7 +211,7 @@ func Procs(t *testing.T, s Spec, body func(c *gompj.Comm) error) *Job {
 // Kill sends sig to node i's process group.
 func (j *Job) Kill(i int, sig syscall.Signal) {
 	if c := j.cmds[i]; c != nil && c.Process != nil {
-		syscall.Kill(-c.Process.Pid, sig)
+		proc.Signal(c, sig)
 	}
 }
 

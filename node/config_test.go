@@ -1,0 +1,113 @@
+package node
+
+import (
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gompj/gompj/internal/env"
+	"github.com/gompj/gompj/netdev"
+)
+
+// Every exported Config field is filled by exactly one variable of internal/env, of a matching kind, and every
+// variable that names a field names one of Config's.
+func TestConfigFieldsHaveVariables(t *testing.T) {
+	typ := reflect.TypeOf(Config{})
+	byField := map[string]*env.Var{}
+	for _, v := range env.All() {
+		if v.Field == "" {
+			continue
+		}
+		if byField[v.Field] != nil {
+			t.Errorf("Config.%s is named by %s and %s", v.Field, byField[v.Field].Name, v.Name)
+		}
+		byField[v.Field] = v
+		f, ok := typ.FieldByName(v.Field)
+		if !ok {
+			t.Errorf("%s names Config.%s, which does not exist", v.Name, v.Field)
+			continue
+		}
+		want := map[env.Kind][]reflect.Kind{env.Int: {reflect.Int, reflect.Int64}, env.Bool: {reflect.Bool},
+			env.Duration: {reflect.Int64}, env.DurationOff: {reflect.Int64}, env.String: {reflect.String},
+			env.Hidden: {reflect.Slice}}[v.Kind]
+		ok = false
+		for _, k := range want {
+			ok = ok || f.Type.Kind() == k
+		}
+		if isDur := f.Type == reflect.TypeOf(time.Duration(0)); isDur != (v.Kind == env.Duration || v.Kind == env.DurationOff) {
+			ok = false
+		}
+		if !ok {
+			t.Errorf("%s is a %v, Config.%s a %v", v.Name, v.Kind, v.Field, f.Type)
+		}
+	}
+	for i := range typ.NumField() {
+		if f := typ.Field(i); f.IsExported() && byField[f.Name] == nil {
+			t.Errorf("Config.%s has no variable in internal/env/vars.go", f.Name)
+		}
+	}
+}
+
+// The literal defaults documented for the network device are the device's own, so that netdev used directly (a
+// zero field) behaves as the documentation says too.
+func TestNetworkDefaultsMatchTheDevice(t *testing.T) {
+	for v, want := range map[*env.Var]int64{env.NetEagerLimit: netdev.DefaultEagerLimit,
+		env.UnexpectedLimit: netdev.DefaultUnexpectedLimit, env.BusyPoll: int64(netdev.DefaultBusyPoll)} {
+		got, err := strconv.ParseInt(v.Value, 10, 64)
+		if err != nil {
+			d, derr := time.ParseDuration(v.Value)
+			got, err = int64(d), derr
+		}
+		if err != nil || got != want {
+			t.Errorf("%s defaults to %q, netdev to %d", v.Name, v.Value, want)
+		}
+	}
+}
+
+// Effective lists every variable but the tests', with the environment's value and source, the defaults filled
+// in, and the secret hidden.
+func TestEffective(t *testing.T) {
+	t.Setenv("GOMPJ_NO_SLURM", "1")
+	t.Setenv("GOMPJ_STRIPES", "3")
+	t.Setenv("GOMPJ_SPIN", "0")
+	t.Setenv("GOMPJ_SECRET", "0123456789abcdef0123")
+	t.Setenv("GOMPJ_COLL_BCAST", "linear")
+	t.Setenv("GOMPJ_SSH", "ssh -p 2")
+	got := map[string]Setting{}
+	settings, err := Effective()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range settings {
+		got[s.Variable] = s
+	}
+	for name, want := range map[string]Setting{
+		"GOMPJ_STRIPES":         {Value: "3", Source: "env"},
+		"GOMPJ_SPIN":            {Value: "0 (off)", Source: "env"},
+		"GOMPJ_NET_EAGER_LIMIT": {Value: "131072", Source: "default"},
+		"GOMPJ_TIMEOUT":         {Value: "30s", Source: "default"},
+		"GOMPJ_YIELDS":          {Value: env.Yields.Default, Source: "default"},
+		"GOMPJ_COLL_BCAST":      {Value: "linear", Source: "env"},
+		"GOMPJ_SSH":             {Value: "ssh -p 2", Source: "env"},
+		"GOMPJ_NO_SLURM":        {Value: "1", Source: "env"},
+		"GOMPJ_KEY_FILE":        {Value: "~/.gompj/key", Source: "default"},
+	} {
+		if g := got[name]; g.Value != want.Value || g.Source != want.Source {
+			t.Errorf("%s: %+v, want %+v", name, g, want)
+		}
+	}
+	if s := got["GOMPJ_SECRET"]; strings.Contains(s.Value, "0123") || s.Source != "env" {
+		t.Errorf("secret shown as %+v", s)
+	}
+	if _, ok := got["GOMPJ_COLL_<NAME>"]; ok {
+		t.Error("a family with a member set is listed as unset too")
+	}
+	if _, ok := got["GOMPJ_HARNESS_JOB"]; ok {
+		t.Error("a test variable is listed")
+	}
+	if len(got) < len(env.All())-4 {
+		t.Errorf("%d settings for %d variables", len(got), len(env.All()))
+	}
+}
