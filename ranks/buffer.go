@@ -62,15 +62,20 @@ func init() {
 	}
 }
 
-// Mem is a primitive buffer seen as memory: element type, first element and element count.
+// Mem is a primitive buffer seen as memory: element type, first element and element count; or, when View is set,
+// the elements of a View (Ptr unused).
 type Mem struct {
 	Type Type
 	Ptr  unsafe.Pointer
 	N    int
+	View *View
 }
 
-// Bytes is the buffer's memory.
+// Bytes is a contiguous buffer's memory (nil for a view: see CopyMem, CopyTo, CopyFrom).
 func (v Mem) Bytes() []byte {
+	if v.View != nil {
+		return nil
+	}
 	if v.N == 0 {
 		return nil
 	}
@@ -84,10 +89,16 @@ func sliceMem[T any](t Type, s []T) Mem {
 	return Mem{Type: t, Ptr: unsafe.Pointer(unsafe.SliceData(s)), N: len(s)}
 }
 
-// MemOf returns the memory of a primitive slice, or ok=false for any other value (an object). It keeps no
-// reference to buf itself, only to the slice's elements, so passing a slice costs no allocation.
+// MemOf returns the memory of a primitive slice or a *View, or ok=false for any other value (an object). It keeps
+// no reference to buf itself, only to the slice's elements (or the View), so passing a slice costs no allocation.
+// A nil *View gives ok with Type none, which checkMem refuses.
 func MemOf(buf any) (v Mem, ok bool) {
 	switch b := buf.(type) {
+	case *View:
+		if b == nil {
+			return Mem{}, true // Type none: refused by checkMem
+		}
+		return Mem{Type: b.typ, N: b.n, View: b}, true
 	case []byte:
 		return sliceMem(TypeByte, b), true
 	case []float64:

@@ -183,6 +183,9 @@ func (rk *Rank) waitInternal(req *Request) error {
 func (c *Comm) startSend(buf *any, dest, tag int, mode sendMode, internal bool) (*Request, error) {
 	v, prim := MemOf(*buf)
 	var enc []byte
+	if prim && v.Type == TypeNone {
+		return nil, fmt.Errorf("%w: a nil *View", ErrBuffer)
+	}
 	if !prim {
 		var err error
 		if enc, err = encodeObject(buf); err != nil {
@@ -213,7 +216,7 @@ func (c *Comm) startMem(v Mem, enc []byte, dest, tag int, mode sendMode, interna
 	}
 	{
 		if prim {
-			rr.fill(env, v, v.Bytes())
+			rr.fill(env, v)
 		} else {
 			m := getMsg()
 			m.item.Env, m.typ, m.count, m.proto, m.data, m.class = env, TypeObject, 1, eagerOwned, enc, -1
@@ -236,7 +239,7 @@ unexpected:
 		}
 		if r.reserve(cost) {
 			if prim {
-				copy(m.own(v.Size()), v.Bytes())
+				v.CopyTo(m.own(v.Size())) // a View is packed here: the eager copy is made anyway
 			} else {
 				m.data, m.class = enc, -1
 			}
@@ -252,7 +255,7 @@ unexpected:
 	} else {
 		sreq = c.r.newReq(kindSend)
 	}
-	m.proto, m.data, m.class, m.sreq = rendezvousLocal, v.Bytes(), -1, sreq
+	m.proto, m.data, m.sview, m.class, m.sreq = rendezvousLocal, v.Bytes(), v.View, -1, sreq
 	if !prim {
 		m.proto, m.data = eagerOwned, enc // an encoded object is ours; a synchronous send still waits for the match
 	}
@@ -261,23 +264,29 @@ unexpected:
 	return sreq, nil
 }
 
-// fill completes a posted primitive receive with data (one copy), checking type and size.
-func (rr *Request) fill(env queues.Envelope, v Mem, data []byte) {
+// fill completes a posted primitive receive with the message src (one copy, block by block where either side is
+// a View), checking type and size.
+func (rr *Request) fill(env queues.Envelope, src Mem) {
 	rv := rr.mem()
-	rr.setStatus(env.Src, env.Tag, int64(len(data)), v.Type)
-	if rv.Type != v.Type {
-		rr.err = fmt.Errorf("%w: message of %s from rank %d (tag %d) received into %s", ErrType, v.Type,
+	n := src.Size()
+	rr.setStatus(env.Src, env.Tag, int64(n), src.Type)
+	if rv.Type != src.Type {
+		rr.err = fmt.Errorf("%w: message of %s from rank %d (tag %d) received into %s", ErrType, src.Type,
 			env.Src, env.Tag, rv.Type)
 		return
 	}
-	dst := rv.Bytes()
-	if len(data) > len(dst) {
-		rr.err = fmt.Errorf("%w: %d elements from rank %d (tag %d) into a buffer of %d", ErrTruncate, v.N,
+	if n > rv.Size() {
+		rr.err = fmt.Errorf("%w: %d elements from rank %d (tag %d) into a buffer of %d", ErrTruncate, src.N,
 			env.Src, env.Tag, rv.N)
-		rr.bytes = int64(len(dst))
-		data = data[:len(dst)]
+		n = rv.Size()
+		rr.bytes = int64(n)
 	}
-	copy(dst, data)
+	CopyMem(rv, src, n)
+}
+
+// bytesMem is the memory of count elements of typ held contiguously in data.
+func bytesMem(typ Type, count int, data []byte) Mem {
+	return Mem{Type: typ, Ptr: unsafe.Pointer(unsafe.SliceData(data)), N: count}
 }
 
 // takeObject hands an object message to a posted receive: the waiter decodes it.
@@ -312,7 +321,7 @@ func (w *World) consume(rr *Request, m *msg) {
 	if m.typ == TypeObject {
 		rr.takeObject(m) // m now belongs to rr (or was released on a type error)
 	} else {
-		rr.fill(env, Mem{Type: m.typ, N: m.count}, m.payload())
+		rr.fill(env, m.src())
 		m.release()
 	}
 	if sreq != nil {
@@ -345,6 +354,9 @@ func (w *World) clearToSend(rr *Request, m *msg) {
 		rr.bytes = int64(rv.Size())
 		rr.scratch = make([]byte, h.Length)
 		dst = rr.scratch
+	case rv.View != nil:
+		rr.scratch = make([]byte, h.Length) // unpacked into the view when the payload is in (Request.Complete)
+		dst = rr.scratch
 	default:
 		dst = rv.Bytes()[:h.Length]
 	}
@@ -362,8 +374,13 @@ func (c *Comm) sendRemote(env queues.Envelope, wdest int, v Mem, object bool, mo
 	// EagerLimit 0 means "no credit toward that node": rendezvous, even for an empty message.
 	lim := dev.EagerLimit(wdest)
 	eager := lim > 0 && v.Size() <= lim
+	payload := v.Bytes()
+	if v.View != nil {
+		payload = make([]byte, v.Size())
+		v.CopyTo(payload)
+	}
 	if mode == standard && eager {
-		if err := dev.SendEager(&h, v.Bytes(), nil); err != nil {
+		if err := dev.SendEager(&h, payload, nil); err != nil {
 			return nil, c.w.deviceError(err)
 		}
 		return nil, nil
@@ -378,10 +395,10 @@ func (c *Comm) sendRemote(env queues.Envelope, wdest int, v Mem, object bool, mo
 	var err error
 	if eager {
 		h.Flags |= device.FlagSync
-		err = dev.SendEager(&h, v.Bytes(), sreq)
+		err = dev.SendEager(&h, payload, sreq)
 	} else {
 		h.Kind = device.KindRTS
-		err = dev.SendRendezvous(&h, v.Bytes(), sreq)
+		err = dev.SendRendezvous(&h, payload, sreq)
 	}
 	if err != nil {
 		return nil, c.w.deviceError(err)
@@ -410,7 +427,11 @@ func (c *Comm) Recv(buf any, source, tag int) (Status, error) {
 	}
 	v, prim := MemOf(buf)
 	var target any
-	if !prim {
+	if prim {
+		if err := checkMem(v, true); err != nil {
+			return Status{}, err
+		}
+	} else {
 		target = hide(&buf) // written through only, synchronously, by decodeInto below
 		if err := checkTarget(target); err != nil {
 			return Status{}, err
@@ -445,7 +466,11 @@ func (c *Comm) Irecv(buf any, source, tag int) (*Request, error) {
 	}
 	v, prim := MemOf(buf)
 	var target any
-	if !prim {
+	if prim {
+		if err := checkMem(v, true); err != nil {
+			return nil, err
+		}
+	} else {
 		if err := checkTarget(buf); err != nil {
 			return nil, err
 		}
@@ -493,7 +518,7 @@ func (c *Comm) postRecv(rr *Request, source, tag int) {
 		if m.inPlace {
 			// A small local eager message is consumed under the lock, which it then returns to the rank's list
 			// for the next sender to this rank: the copy is a few words, and no pool is touched.
-			rr.fill(m.item.Env, Mem{Type: m.typ, N: m.count}, m.data)
+			rr.fill(m.item.Env, bytesMem(m.typ, m.count, m.data))
 			r.keepMsg(m)
 			r.mu.Unlock()
 			rr.done.Complete()
@@ -561,6 +586,9 @@ func (c *Comm) peek(source, tag int) (Status, bool) {
 	}
 	m := (*msg)(unsafe.Pointer(it))
 	n := len(m.data)
+	if m.sview != nil {
+		n = m.count * m.typ.Size()
+	}
 	switch m.proto {
 	case eagerRemote:
 		n = len(m.in.Payload)

@@ -62,11 +62,13 @@ type Request struct {
 	// claimer writes the status's source and tag over them. Atomic, since senders that lose the claim read them.
 	src  atomic.Uint64 // ctx<<32 | source
 	tag  atomic.Int32
-	vtyp Type // the buffer: vtyp, vptr, vn (see view)
+	vtyp Type // the buffer: vtyp, vptr, vn, vview (see mem)
 	styp Type // the status: src, tag, styp, bytes (see status)
-	_    [2]byte
-	vptr unsafe.Pointer
-	vn   int
+	// vview: the buffer is a View, and vptr points to it
+	vview bool
+	_     [1]byte
+	vptr  unsafe.Pointer
+	vn    int
 	// bytes is the received payload size.
 	bytes int64
 	done  queues.Completion
@@ -90,10 +92,20 @@ type Request struct {
 }
 
 // mem returns the receive buffer.
-func (r *Request) mem() Mem { return Mem{Type: r.vtyp, Ptr: r.vptr, N: r.vn} }
+func (r *Request) mem() Mem {
+	if r.vview {
+		return Mem{Type: r.vtyp, N: r.vn, View: (*View)(r.vptr)}
+	}
+	return Mem{Type: r.vtyp, Ptr: r.vptr, N: r.vn}
+}
 
 // setMem sets the receive buffer.
-func (r *Request) setMem(v Mem) { r.vtyp, r.vptr, r.vn = v.Type, v.Ptr, v.N }
+func (r *Request) setMem(v Mem) {
+	r.vtyp, r.vptr, r.vn, r.vview = v.Type, v.Ptr, v.N, v.View != nil
+	if v.View != nil {
+		r.vptr = unsafe.Pointer(v.View)
+	}
+}
 
 // setStatus records what was received: a sender's rank and tag, the payload size and its type.
 func (r *Request) setStatus(src, tag int32, bytes int64, typ Type) {
@@ -189,7 +201,7 @@ func (rk *Rank) getReq(kind reqKind) *Request {
 	r.done.Reset()
 	r.src.Store(0)
 	r.tag.Store(0)
-	r.vtyp, r.vptr, r.vn, r.styp, r.bytes = 0, nil, 0, 0, 0
+	r.vtyp, r.vptr, r.vn, r.vview, r.styp, r.bytes = 0, nil, 0, false, 0, 0
 	r.kind, r.internal = kind, true
 	return r
 }
@@ -216,8 +228,11 @@ func (r *Request) Complete(err error) {
 		// Nothing reliable arrived: even a truncation already noted is now a failure of the transfer.
 		r.err = fmt.Errorf("%w: %w", ErrAborted, err)
 	case r.scratch != nil:
-		// A truncated rendezvous (r.err is ErrTruncate): the whole payload came into scratch; deliver what fits.
-		copy(r.mem().Bytes(), r.scratch)
+		// The payload came into scratch: a truncated rendezvous (r.err is ErrTruncate), or one into a View that
+		// the device could not fill in place. Deliver what fits.
+		m := r.mem()
+		r.bytes = min(r.bytes, int64(m.Size()))
+		m.CopyFrom(r.scratch[:min(len(r.scratch), m.Size())])
 	}
 	r.scratch = nil
 	r.done.Complete()
