@@ -240,10 +240,16 @@ func viewErrors(c *Comm, k int) error {
 				}
 			}
 		}
-		// sending a nil view
+		// sending a nil view, or a zero one
 		var nv *View
 		if err := c.Send(nv, 1, 9); !errors.Is(err, ErrBuffer) {
 			return fmt.Errorf("sending a nil *View: %v", err)
+		}
+		if err := c.Send(&View{}, 1, 9); !errors.Is(err, ErrBuffer) {
+			return fmt.Errorf("sending a zero View: %v", err)
+		}
+		if _, err := c.Irecv(&View{}, 1, 9); !errors.Is(err, ErrBuffer) {
+			return fmt.Errorf("receiving into a zero View: %v", err)
 		}
 		return c.Barrier()
 	}

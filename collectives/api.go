@@ -91,8 +91,12 @@ func barrier(c *ranks.Comm) error {
 // Bcast copies the root's buf into every member's buf. buf is a primitive (or Loc) slice, or a pointer to any
 // msgpack-encodable value (sent by a binomial tree of encoded messages).
 func Bcast(c *ranks.Comm, buf any, root int) error {
-	if _, err := start(c); err != nil {
+	st, err := start(c)
+	if err != nil {
 		return err
+	}
+	if st.packArgs(nil, &buf) {
+		defer st.unpackArgs()
 	}
 	if err := checkRoot(c, root); err != nil {
 		return err
@@ -184,8 +188,12 @@ func reduceArgs(what string, send, recv any, needRecv bool) (src, dst vec, err e
 // Reduce combines every member's send with op, in rank order, into the root's recv (significant at the root
 // only; InPlace as send at the root takes its contribution from recv).
 func Reduce(c *ranks.Comm, send, recv any, op Op, root int) error {
-	if _, err := start(c); err != nil {
+	st, err := start(c)
+	if err != nil {
 		return err
+	}
+	if st.packArgs(&send, &recv) {
+		defer st.unpackArgs()
 	}
 	if err := checkRoot(c, root); err != nil {
 		return err
@@ -232,6 +240,9 @@ func Allreduce(c *ranks.Comm, send, recv any, op Op) error {
 	st, err := start(c)
 	if err != nil {
 		return err
+	}
+	if st.packArgs(&send, &recv) {
+		defer st.unpackArgs()
 	}
 	src, dst, err := reduceArgs("allreduce", send, recv, true)
 	if err != nil {
@@ -287,6 +298,9 @@ func Gather(c *ranks.Comm, send, recv any, root int) error {
 	st, err := start(c)
 	if err != nil {
 		return err
+	}
+	if st.packArgs(&send, &recv) {
+		defer st.unpackArgs()
 	}
 	if err := checkRoot(c, root); err != nil {
 		return err
@@ -368,6 +382,9 @@ func Gatherv(c *ranks.Comm, send, recv any, counts, displs []int, root int) erro
 	if err != nil {
 		return err
 	}
+	if st.packArgs(&send, &recv) {
+		defer st.unpackArgs()
+	}
 	if err := checkRoot(c, root); err != nil {
 		return err
 	}
@@ -428,6 +445,9 @@ func Scatter(c *ranks.Comm, send, recv any, root int) error {
 	st, err := start(c)
 	if err != nil {
 		return err
+	}
+	if st.packArgs(&send, &recv) {
+		defer st.unpackArgs()
 	}
 	if err := checkRoot(c, root); err != nil {
 		return err
@@ -510,6 +530,9 @@ func Scatterv(c *ranks.Comm, send any, counts, displs []int, recv any, root int)
 	if err != nil {
 		return err
 	}
+	if st.packArgs(&send, &recv) {
+		defer st.unpackArgs()
+	}
 	if err := checkRoot(c, root); err != nil {
 		return err
 	}
@@ -567,6 +590,9 @@ func Allgather(c *ranks.Comm, send, recv any) error {
 	st, err := start(c)
 	if err != nil {
 		return err
+	}
+	if st.packArgs(&send, &recv) {
+		defer st.unpackArgs()
 	}
 	n := st.size
 	if isObject(send) {
@@ -630,6 +656,9 @@ func Allgatherv(c *ranks.Comm, send, recv any, counts, displs []int) error {
 	if err != nil {
 		return err
 	}
+	if st.packArgs(&send, &recv) {
+		defer st.unpackArgs()
+	}
 	rv, err := viewOf(recv, "allgatherv receive")
 	if err != nil {
 		return err
@@ -674,6 +703,9 @@ func Alltoall(c *ranks.Comm, send, recv any) error {
 	st, err := start(c)
 	if err != nil {
 		return err
+	}
+	if st.packArgs(&send, &recv) {
+		defer st.unpackArgs()
 	}
 	n := st.size
 	rv, err := viewOf(recv, "alltoall receive")
@@ -733,6 +765,9 @@ func Alltoallv(c *ranks.Comm, send any, sendCounts, sendDispls []int, recv any, 
 	if err != nil {
 		return err
 	}
+	if st.packArgs(&send, &recv) {
+		defer st.unpackArgs()
+	}
 	sv, err := viewOf(send, "alltoallv send")
 	if err != nil {
 		return err
@@ -777,6 +812,9 @@ func ReduceScatter(c *ranks.Comm, send, recv any, counts []int, op Op) error {
 	st, err := start(c)
 	if err != nil {
 		return err
+	}
+	if st.packArgs(&send, &recv) {
+		defer st.unpackArgs()
 	}
 	rv, err := viewOf(recv, "reduce_scatter receive")
 	if err != nil {
@@ -868,6 +906,9 @@ func ReduceScatterBlock(c *ranks.Comm, send, recv any, op Op) error {
 	if err != nil {
 		return err
 	}
+	if st.packArgs(&send, &recv) {
+		defer st.unpackArgs()
+	}
 	rv, err := viewOf(recv, "reduce_scatter_block receive")
 	if err != nil {
 		return err
@@ -898,6 +939,9 @@ func scan(c *ranks.Comm, send, recv any, op Op, exclusive bool) error {
 	st, err := start(c)
 	if err != nil {
 		return err
+	}
+	if st.packArgs(&send, &recv) {
+		defer st.unpackArgs()
 	}
 	what := "scan"
 	if exclusive {

@@ -62,18 +62,19 @@ func init() {
 	}
 }
 
-// Mem is a primitive buffer seen as memory: element type, first element and element count; or, when View is set,
-// the elements of a View (Ptr unused).
+// Mem is a primitive buffer seen as memory: element type, first element and element count; or N elements of a
+// View from element off of its selection (Ptr unused; see IsView, Window, CopyMem, CopyTo, CopyFrom).
 type Mem struct {
 	Type Type
 	Ptr  unsafe.Pointer
 	N    int
-	View *View
+	view *viewData
+	off  int
 }
 
-// Bytes is a contiguous buffer's memory (nil for a view: see CopyMem, CopyTo, CopyFrom).
+// Bytes is a contiguous buffer's memory (nil for a view).
 func (v Mem) Bytes() []byte {
-	if v.View != nil {
+	if v.view != nil {
 		return nil
 	}
 	if v.N == 0 {
@@ -95,10 +96,11 @@ func sliceMem[T any](t Type, s []T) Mem {
 func MemOf(buf any) (v Mem, ok bool) {
 	switch b := buf.(type) {
 	case *View:
-		if b == nil {
+		if b == nil || b.d == nil {
 			return Mem{}, true // Type none: refused by checkMem
 		}
-		return Mem{Type: b.typ, N: b.n, View: b}, true
+		d := b.d // the description, not the handle: buf's content, not buf, may escape (see View)
+		return Mem{Type: d.typ, N: d.total, view: d}, true
 	case []byte:
 		return sliceMem(TypeByte, b), true
 	case []float64:

@@ -51,13 +51,13 @@ func (c *Comm) IrecvMem(m Mem, source, tag int) (*Request, error) {
 // a View whose blocks overlap (MPI: erroneous; here the message would land in an order-dependent mix).
 func checkMem(m Mem, recv bool) error {
 	if !m.Type.Valid() || m.Type == TypeObject || m.N < 0 {
-		if m.Type == TypeNone && m.View == nil && m.Ptr == nil && m.N == 0 {
+		if m.Type == TypeNone && m.view == nil && m.Ptr == nil && m.N == 0 {
 			return fmt.Errorf("%w: a nil *View", ErrBuffer)
 		}
 		return fmt.Errorf("%w: memory of %s, %d elements", ErrBuffer, m.Type, m.N)
 	}
-	if recv && m.View != nil && m.View.overlap {
-		return fmt.Errorf("%w: receiving into %v, whose blocks overlap", ErrBuffer, m.View)
+	if recv && m.view != nil && m.view.overlap {
+		return fmt.Errorf("%w: receiving into %v, whose blocks overlap", ErrBuffer, m.view)
 	}
 	return nil
 }

@@ -255,7 +255,7 @@ unexpected:
 	} else {
 		sreq = c.r.newReq(kindSend)
 	}
-	m.proto, m.data, m.sview, m.class, m.sreq = rendezvousLocal, v.Bytes(), v.View, -1, sreq
+	m.proto, m.data, m.sview, m.soff, m.class, m.sreq = rendezvousLocal, v.Bytes(), v.view, v.off, -1, sreq
 	if !prim {
 		m.proto, m.data = eagerOwned, enc // an encoded object is ours; a synchronous send still waits for the match
 	}
@@ -354,7 +354,7 @@ func (w *World) clearToSend(rr *Request, m *msg) {
 		rr.bytes = int64(rv.Size())
 		rr.scratch = make([]byte, h.Length)
 		dst = rr.scratch
-	case rv.View != nil:
+	case rv.view != nil:
 		rr.scratch = make([]byte, h.Length) // unpacked into the view when the payload is in (Request.Complete)
 		dst = rr.scratch
 	default:
@@ -375,7 +375,7 @@ func (c *Comm) sendRemote(env queues.Envelope, wdest int, v Mem, object bool, mo
 	lim := dev.EagerLimit(wdest)
 	eager := lim > 0 && v.Size() <= lim
 	payload := v.Bytes()
-	if v.View != nil {
+	if v.view != nil {
 		payload = make([]byte, v.Size())
 		v.CopyTo(payload)
 	}

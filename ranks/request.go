@@ -85,25 +85,26 @@ type Request struct {
 
 	op Operation
 
-	finished bool     // the waiter has run finish
-	internal bool     // pooled; owned by a blocking call
-	remote   bool     // may complete through the network device: its waiter drives the device (see World.waitPolicy)
-	_        [16]byte // to 256 bytes, a size class whose objects are 64-byte aligned (TestRequestLayout)
+	finished bool    // the waiter has run finish
+	internal bool    // pooled; owned by a blocking call
+	remote   bool    // may complete through the network device: its waiter drives the device (see World.waitPolicy)
+	voff     int     // a View buffer's window starts at this element of its selection (read only for views)
+	_        [8]byte // to 256 bytes, a size class whose objects are 64-byte aligned (TestRequestLayout)
 }
 
 // mem returns the receive buffer.
 func (r *Request) mem() Mem {
 	if r.vview {
-		return Mem{Type: r.vtyp, N: r.vn, View: (*View)(r.vptr)}
+		return Mem{Type: r.vtyp, N: r.vn, view: (*viewData)(r.vptr), off: r.voff}
 	}
 	return Mem{Type: r.vtyp, Ptr: r.vptr, N: r.vn}
 }
 
 // setMem sets the receive buffer.
 func (r *Request) setMem(v Mem) {
-	r.vtyp, r.vptr, r.vn, r.vview = v.Type, v.Ptr, v.N, v.View != nil
-	if v.View != nil {
-		r.vptr = unsafe.Pointer(v.View)
+	r.vtyp, r.vptr, r.vn, r.vview = v.Type, v.Ptr, v.N, v.view != nil
+	if v.view != nil {
+		r.vptr, r.voff = unsafe.Pointer(v.view), v.off
 	}
 }
 

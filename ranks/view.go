@@ -15,7 +15,16 @@ import (
 // A View keeps its slice's memory alive and reads or writes it only during the calls it is passed to. It never
 // changes once made, so one View may be used by several calls and goroutines at once (receiving into it from two
 // at once is a race on the slice, as for a slice). A View whose blocks overlap may be sent, not received into.
+//
+// A View is a handle on its description, which lives on the heap: requests and messages keep the description,
+// never the *View, so that passing a *View as an interface argument does not make that argument escape (which
+// would cost every primitive slice passed to Send a heap box). A zero View is refused by every call.
 type View struct {
+	d *viewData
+}
+
+// viewData describes a view's selection. A window of it (Mem.off, Mem.N) is what a call moves.
+type viewData struct {
 	typ  Type
 	sz   int            // bytes per element
 	base unsafe.Pointer // the slice's first element (nil for an empty slice)
@@ -36,26 +45,38 @@ type View struct {
 	total  int // elements selected
 
 	overlap bool // an element is selected twice
-
-	// The window: elements [first, first+n) of the selection are what the view sends or receives. Views made by
-	// Vector, Indexed and Subarray span their selection; gompj's collectives address blocks of a view with windows.
-	first, n int
 }
 
-// Len is the number of elements the view selects.
-func (v *View) Len() int { return v.n }
+// Len is the number of elements the view selects (0 for a nil or zero View).
+func (v *View) Len() int { return v.data().total }
 
 // Type is the element type of the view's slice.
-func (v *View) Type() Type { return v.typ }
+func (v *View) Type() Type { return v.data().typ }
+
+// Overlaps reports whether the view selects an element twice (it may then be sent, not received into).
+func (v *View) Overlaps() bool { return v.data().overlap }
 
 // Blocks is the number of runs of consecutive elements the view selects (the pieces a copy or a send moves).
-func (v *View) Blocks() int { return v.nb }
+func (v *View) Blocks() int { return v.data().nb }
+
+var noView viewData
+
+func (v *View) data() *viewData {
+	if v == nil || v.d == nil {
+		return &noView
+	}
+	return v.d
+}
 
 func (v *View) String() string {
-	if v == nil {
+	if v == nil || v.d == nil {
 		return "View(nil)"
 	}
-	return fmt.Sprintf("View(%d of %s in %d blocks)", v.n, v.typ, v.nb)
+	return v.d.String()
+}
+
+func (v *viewData) String() string {
+	return fmt.Sprintf("View(%d of %s in %d blocks)", v.total, v.typ, v.nb)
 }
 
 // viewBase returns a primitive slice's element type, memory and length, for a view over it.
@@ -70,8 +91,8 @@ func viewBase(what string, buf any) (Mem, error) {
 	return m, nil
 }
 
-func newView(m Mem) *View {
-	return &View{typ: m.Type, sz: m.Type.Size(), base: m.Ptr}
+func newView(m Mem) *viewData {
+	return &viewData{typ: m.Type, sz: m.Type.Size(), base: m.Ptr}
 }
 
 // Vector selects count blocks of blockLen consecutive elements of buf, the starts of consecutive blocks stride
@@ -88,7 +109,7 @@ func Vector(buf any, count, blockLen, stride int) (*View, error) {
 	}
 	v := newView(m)
 	if count == 0 || blockLen == 0 {
-		return v, nil
+		return &View{v}, nil
 	}
 	if count > 1 {
 		if stride < 0 {
@@ -103,7 +124,7 @@ func Vector(buf any, count, blockLen, stride int) (*View, error) {
 	if count > maxInt/blockLen {
 		return nil, fmt.Errorf("%w: Vector of %d blocks of %d elements", ErrArg, count, blockLen)
 	}
-	v.total, v.n = count*blockLen, count*blockLen
+	v.total = count * blockLen
 	switch {
 	case count == 1 || stride == blockLen: // contiguous
 		v.run, v.nb = count*blockLen, 1
@@ -112,7 +133,7 @@ func Vector(buf any, count, blockLen, stride int) (*View, error) {
 		v.count, v.stride = []int{count}, []int{stride}
 		v.overlap = stride < blockLen
 	}
-	return v, nil
+	return &View{v}, nil
 }
 
 const maxInt = int(^uint(0) >> 1)
@@ -153,7 +174,7 @@ func Indexed(buf any, blockLens, displs []int) (*View, error) {
 		}
 		v.total += l
 	}
-	v.nb, v.n = len(v.offs), v.total
+	v.nb = len(v.offs)
 	// Overlap: sort the blocks by start and compare neighbours.
 	order := make([]int, v.nb)
 	for i := range order {
@@ -167,7 +188,7 @@ func Indexed(buf any, blockLens, displs []int) (*View, error) {
 			break
 		}
 	}
-	return v, nil
+	return &View{v}, nil
 }
 
 // Subarray selects the sub-array of extents subSizes starting at coordinates starts of the row-major array of
@@ -202,9 +223,9 @@ func Subarray(buf any, sizes, subSizes, starts []int) (*View, error) {
 	}
 	v := newView(m)
 	if sub == 0 {
-		return v, nil
+		return &View{v}, nil
 	}
-	v.total, v.n = sub, sub
+	v.total = sub
 	// Row-major strides; the innermost dimension is contiguous, and so is every dimension inside which the
 	// sub-array spans its whole extent: those merge into the run.
 	strides := make([]int, d)
@@ -236,22 +257,29 @@ func Subarray(buf any, sizes, subSizes, starts []int) (*View, error) {
 	for _, c := range v.count {
 		v.nb *= c
 	}
-	return v, nil
+	return &View{v}, nil
 }
 
-// Window returns the view of elements [first, first+n) of v's elements (collectives address blocks of a view
-// this way, in memory they own, so that a call allocates nothing).
-func (v *View) Window(first, n int) View {
-	if first < 0 || n < 0 || first > v.n-n {
-		panic(fmt.Sprintf("gompj: window [%d, %d) of a view of %d", first, first+n, v.n))
+// Window returns elements [first, first+n) of m: a sub-slice of contiguous memory, or a window of a View's
+// selection (collectives address blocks of a buffer this way; the result is a value, so it costs nothing).
+func (m Mem) Window(first, n int) Mem {
+	if first < 0 || n < 0 || first > m.N-n {
+		panic(fmt.Sprintf("gompj: window [%d, %d) of %d elements", first, first+n, m.N))
 	}
-	w := *v
-	w.first, w.n = v.first+first, n
-	return w
+	if m.view != nil {
+		m.off += first
+	} else if n > 0 {
+		m.Ptr = unsafe.Add(m.Ptr, first*m.Type.Size())
+	}
+	m.N = n
+	return m
 }
+
+// IsView reports whether m is (a window of) a View rather than contiguous memory.
+func (m Mem) IsView() bool { return m.view != nil }
 
 // boff returns block b's first element, relative to the slice.
-func (v *View) boff(b int) int {
+func (v *viewData) boff(b int) int {
 	if v.listed {
 		return v.offs[b]
 	}
@@ -270,7 +298,7 @@ func (v *View) boff(b int) int {
 	return off
 }
 
-func (v *View) blen(b int) int {
+func (v *viewData) blen(b int) int {
 	if v.listed {
 		return v.lens[b]
 	}
@@ -278,7 +306,7 @@ func (v *View) blen(b int) int {
 }
 
 // locate returns the block holding element e of the selection and e's index inside it.
-func (v *View) locate(e int) (b, in int) {
+func (v *viewData) locate(e int) (b, in int) {
 	if !v.listed {
 		return e / v.run, e % v.run
 	}
@@ -286,21 +314,21 @@ func (v *View) locate(e int) (b, in int) {
 	return b, e - v.pre[b]
 }
 
-// cursor walks the bytes of a view's window as contiguous pieces.
+// cursor walks the bytes of a view's selection as contiguous pieces.
 type cursor struct {
-	v    *View
+	v    *viewData
 	b    int // current block
 	in   int // bytes already passed in block b
 	left int // bytes still to walk
 }
 
-// cursorAt starts a walk of n bytes at byte pos of v's window.
-func (v *View) cursorAt(pos, n int) cursor {
+// cursorAt starts a walk of n bytes at byte pos of v's selection.
+func (v *viewData) cursorAt(pos, n int) cursor {
 	c := cursor{v: v, left: n}
 	if n == 0 {
 		return c
 	}
-	b, in := v.locate(v.first + pos/v.sz)
+	b, in := v.locate(pos / v.sz)
 	c.b, c.in = b, in*v.sz+pos%v.sz
 	return c
 }
@@ -325,8 +353,8 @@ func (c *cursor) next(max int) (unsafe.Pointer, int) {
 
 func bytesAt(p unsafe.Pointer, n int) []byte { return unsafe.Slice((*byte)(p), n) }
 
-// gather copies len(dst) bytes of v's window from byte pos into dst.
-func (v *View) gather(dst []byte, pos int) {
+// gather copies len(dst) bytes of v's selection from byte pos into dst.
+func (v *viewData) gather(dst []byte, pos int) {
 	if len(dst) == 0 {
 		return
 	}
@@ -341,8 +369,8 @@ func (v *View) gather(dst []byte, pos int) {
 	}
 }
 
-// scatter copies src into v's window from byte pos.
-func (v *View) scatter(src []byte, pos int) {
+// scatter copies src into v's selection from byte pos.
+func (v *viewData) scatter(src []byte, pos int) {
 	if len(src) == 0 {
 		return
 	}
@@ -359,18 +387,18 @@ func (v *View) scatter(src []byte, pos int) {
 
 // fast reports whether the one-level strided loops apply from byte pos: single elements per block, at element
 // boundaries.
-func (v *View) fast(pos int) bool {
+func (v *viewData) fast(pos int) bool {
 	return !v.listed && len(v.count) == 1 && v.run == 1 && pos%v.sz == 0
 }
 
 // gatherFast and scatterFast copy one element per block with a typed load and store: a column of a matrix costs
 // what a hand-written packing loop costs, not a memmove call per element. They apply to element sizes whose type
 // is aligned to its size (complex64, 8 bytes aligned to 4, takes the general path).
-func gatherFast(v *View, dst []byte, pos int) bool {
+func gatherFast(v *viewData, dst []byte, pos int) bool {
 	if len(dst)%v.sz != 0 {
 		return false
 	}
-	b0 := v.first + pos/v.sz // block index = element index: one element per block
+	b0 := pos / v.sz // block index = element index: one element per block
 	n := len(dst) / v.sz
 	src := unsafe.Add(v.base, (v.start+b0*v.stride[0])*v.sz)
 	step := v.stride[0] * v.sz
@@ -398,11 +426,11 @@ func gatherFast(v *View, dst []byte, pos int) bool {
 	return true
 }
 
-func scatterFast(v *View, src []byte, pos int) bool {
+func scatterFast(v *viewData, src []byte, pos int) bool {
 	if len(src)%v.sz != 0 {
 		return false
 	}
-	b0 := v.first + pos/v.sz
+	b0 := pos / v.sz
 	n := len(src) / v.sz
 	dst := unsafe.Add(v.base, (v.start+b0*v.stride[0])*v.sz)
 	step := v.stride[0] * v.sz
@@ -430,9 +458,9 @@ func scatterFast(v *View, src []byte, pos int) bool {
 	return true
 }
 
-// copyViews copies n bytes from byte sp of src's window to byte dp of dst's window, piece by piece: straight from
+// copyViews copies n bytes from byte sp of src's selection to byte dp of dst's, piece by piece: straight from
 // strided source to strided destination, no packing.
-func copyViews(dst *View, dp int, src *View, sp int, n int) {
+func copyViews(dst *viewData, dp int, src *viewData, sp int, n int) {
 	dc, sc := dst.cursorAt(dp, n), src.cursorAt(sp, n)
 	var d, s []byte // the current pieces (advanced by slicing: no pointer ever leaves its object)
 	for n > 0 {
@@ -454,21 +482,24 @@ func copyViews(dst *View, dp int, src *View, sp int, n int) {
 func CopyMem(dst, src Mem, n int) {
 	switch {
 	case n <= 0:
-	case dst.View == nil && src.View == nil:
+	case dst.view == nil && src.view == nil:
 		copy(bytesAt(dst.Ptr, n), bytesAt(src.Ptr, n))
-	case dst.View == nil:
-		src.View.gather(bytesAt(dst.Ptr, n), 0)
-	case src.View == nil:
-		dst.View.scatter(bytesAt(src.Ptr, n), 0)
+	case dst.view == nil:
+		src.view.gather(bytesAt(dst.Ptr, n), src.off*src.view.sz)
+	case src.view == nil:
+		dst.view.scatter(bytesAt(src.Ptr, n), dst.off*dst.view.sz)
 	default:
-		copyViews(dst.View, 0, src.View, 0, n)
+		copyViews(dst.view, dst.off*dst.view.sz, src.view, src.off*src.view.sz, n)
 	}
 }
 
 // CopyTo copies the first len(dst) bytes of m (contiguous or a view) into dst: packing.
 func (m Mem) CopyTo(dst []byte) {
-	if m.View != nil {
-		m.View.gather(dst, 0)
+	if len(dst) == 0 {
+		return
+	}
+	if m.view != nil {
+		m.view.gather(dst, m.off*m.view.sz)
 		return
 	}
 	copy(dst, bytesAt(m.Ptr, len(dst)))
@@ -476,8 +507,11 @@ func (m Mem) CopyTo(dst []byte) {
 
 // CopyFrom copies src into the first len(src) bytes of m (contiguous or a view): unpacking.
 func (m Mem) CopyFrom(src []byte) {
-	if m.View != nil {
-		m.View.scatter(src, 0)
+	if len(src) == 0 {
+		return
+	}
+	if m.view != nil {
+		m.view.scatter(src, m.off*m.view.sz)
 		return
 	}
 	copy(bytesAt(m.Ptr, len(src)), src)

@@ -135,10 +135,11 @@ func TestViewModel(t *testing.T) {
 		// a window
 		first := rng.Intn(len(ref) + 1)
 		n := rng.Intn(len(ref) - first + 1)
-		w := v.Window(first, n)
+		vm, _ := MemOf(v)
+		w := vm.Window(first, n)
 		want := ref[first : first+n]
 		got := make([]int64, n)
-		(Mem{Type: TypeInt64, N: n, View: &w}).CopyTo(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(got))), n*8))
+		w.CopyTo(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(got))), n*8))
 		for i := range got {
 			if int(got[i]) != want[i] {
 				t.Fatalf("iter %d: %v window [%d, %d) gathers %v, want %v", iter, v, first, first+n, got, want)
@@ -149,7 +150,7 @@ func TestViewModel(t *testing.T) {
 			pos := rng.Intn(n * 8)
 			l := rng.Intn(n*8 - pos + 1)
 			b := make([]byte, l)
-			w.gather(b, pos)
+			w.view.gather(b, w.off*8+pos)
 			all := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(src))), len(src)*8)
 			for i := range b {
 				e, r := (pos+i)/8, (pos+i)%8
@@ -161,11 +162,12 @@ func TestViewModel(t *testing.T) {
 		// scatter into a view of another slice (if it does not overlap), and view-to-view copies
 		dst := make([]int64, 64)
 		dv, dref := randomView(t, rng, dst)
-		if dv.overlap {
+		if dv.Overlaps() {
 			continue
 		}
 		k := min(n, dv.Len())
-		CopyMem(Mem{Type: TypeInt64, N: dv.Len(), View: dv}, Mem{Type: TypeInt64, N: n, View: &w}, k*8)
+		dm, _ := MemOf(dv)
+		CopyMem(dm, w, k*8)
 		expect := make([]int64, 64)
 		for i := range k {
 			expect[dref[i]] = int64(want[i])
@@ -176,7 +178,7 @@ func TestViewModel(t *testing.T) {
 		// contiguous into a view
 		clear(dst)
 		plain := iota64(k)
-		CopyMem(Mem{Type: TypeInt64, N: dv.Len(), View: dv}, sliceMem(TypeInt64, plain), k*8)
+		CopyMem(dm, sliceMem(TypeInt64, plain), k*8)
 		clear(expect)
 		for i := range k {
 			expect[dref[i]] = int64(i)
@@ -195,9 +197,9 @@ func TestViewFastPaths(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sz := v.sz
+		sz := v.d.sz
 		got := make([]byte, n*sz)
-		v.gather(got, 0)
+		v.d.gather(got, 0)
 		m, _ := MemOf(buf)
 		all := unsafe.Slice((*byte)(m.Ptr), m.N*sz)
 		for i := range n {
@@ -208,7 +210,7 @@ func TestViewFastPaths(t *testing.T) {
 		for i := range got {
 			got[i] = byte(i*7 + 3)
 		}
-		v.scatter(got, 0)
+		v.d.scatter(got, 0)
 		for i := range n {
 			if !slices.Equal(got[i*sz:(i+1)*sz], all[i*stride*sz:(i*stride+1)*sz]) {
 				t.Fatalf("%s: element %d scattered wrong", name, i)
@@ -272,8 +274,8 @@ func TestViewErrors(t *testing.T) {
 		{"indexed twice", func() (*View, error) { return Indexed(buf, []int{2, 2}, []int{4, 5}) }, true},
 	} {
 		v, err := c.v()
-		if err != nil || v.overlap != c.overlap {
-			t.Errorf("%s: overlap %v, %v; want %v", c.name, v.overlap, err, c.overlap)
+		if err != nil || v.Overlaps() != c.overlap {
+			t.Errorf("%s: overlap %v, %v; want %v", c.name, v.Overlaps(), err, c.overlap)
 		}
 	}
 	// Blocks: merged where they continue each other, one for a contiguous vector, runs for full sub-array rows.
@@ -294,6 +296,19 @@ func TestViewErrors(t *testing.T) {
 		v, err := c.v()
 		if err != nil || v.Blocks() != c.blocks {
 			t.Errorf("%s: %d blocks, %v; want %d", c.name, v.Blocks(), err, c.blocks)
+		}
+	}
+}
+
+// TestZeroView: a nil or zero View answers its methods and is refused by the calls, without a panic.
+func TestZeroView(t *testing.T) {
+	for _, v := range []*View{nil, {}} {
+		if v.Len() != 0 || v.Type() != TypeNone || v.Overlaps() || v.Blocks() != 0 || v.String() != "View(nil)" {
+			t.Errorf("%#v: Len %d Type %v Overlaps %v Blocks %d %q", v, v.Len(), v.Type(), v.Overlaps(), v.Blocks(), v.String())
+		}
+		m, ok := MemOf(v)
+		if !ok || checkMem(m, false) == nil || checkMem(m, true) == nil {
+			t.Errorf("%#v: MemOf %v %v, accepted", v, m, ok)
 		}
 	}
 }

@@ -260,8 +260,9 @@ type msg struct {
 	typ   Type
 	count int
 	proto proto
-	data  []byte  // eagerOwned: our copy (small, pooled or encoded); rendezvousLocal: the sender's memory
-	sview *View   // rendezvousLocal from a View: the sender's view (data is nil)
+	data  []byte    // eagerOwned: our copy (small, pooled or encoded); rendezvousLocal: the sender's memory
+	sview *viewData // rendezvousLocal from a View: the sender's view (data is nil), its window from element soff
+	soff  int
 	class int     // size class of a pooled data buffer, -1 if none
 	box   *[]byte // the pooled buffer's holder, put back with it (so that recycling allocates nothing)
 	// inPlace: a small eager message whose payload is in small (see own); its receiver recycles it itself.
@@ -361,7 +362,7 @@ func (r *Rank) keepMsg(m *msg) {
 // src is the message's elements in memory: its payload, or the local sender's View.
 func (m *msg) src() Mem {
 	if m.sview != nil {
-		return Mem{Type: m.typ, N: m.count, View: m.sview}
+		return Mem{Type: m.typ, N: m.count, view: m.sview, off: m.soff}
 	}
 	return bytesMem(m.typ, m.count, m.payload())
 }
