@@ -152,12 +152,45 @@ func (c *Comm) Free() error { return c.c.Free() }
 // Abort ends the whole job with code: every rank's blocked call returns ErrAborted. It does not return.
 func (c *Comm) Abort(code int) { c.c.Abort(code) }
 
-// Waitall waits for every request; nil requests are skipped.
+// SendInit creates a persistent send of buf to dest: an inactive request that each Start sends again (a slice's
+// elements as they are at that Start).
+func (c *Comm) SendInit(buf any, dest, tag int) (*Request, error) {
+	return c.c.SendInit(buf, dest, tag)
+}
+
+// SsendInit creates a persistent synchronous send.
+func (c *Comm) SsendInit(buf any, dest, tag int) (*Request, error) {
+	return c.c.SsendInit(buf, dest, tag)
+}
+
+// RecvInit creates a persistent receive into buf: an inactive request that each Start posts again.
+func (c *Comm) RecvInit(buf any, source, tag int) (*Request, error) {
+	return c.c.RecvInit(buf, source, tag)
+}
+
+// Startall starts persistent requests: all of them, or, if one cannot be started, none (ErrRequest).
+func Startall(reqs ...*Request) error { return ranks.Startall(reqs...) }
+
+// The completion calls. A request is active from its start until one of them reports it complete; afterwards it
+// is inactive and they skip it, as they skip nil.
+
+// Waitall waits for every active request and returns the first error.
 func Waitall(reqs ...*Request) error { return ranks.Waitall(reqs...) }
 
-// Waitany waits for one request to complete and returns its index; nil requests are skipped, and with none left
-// the index is -1.
+// Waitany waits for one active request to complete and returns its index; with none active the index is -1.
 func Waitany(reqs ...*Request) (int, Status, error) { return ranks.Waitany(reqs...) }
 
-// Testall reports whether every request has completed; nil requests are skipped.
+// Waitsome waits until at least one active request has completed and returns all that have: their indices and
+// statuses. With none active it returns nil.
+func Waitsome(reqs ...*Request) ([]int, []Status, error) { return ranks.Waitsome(reqs...) }
+
+// Testall reports whether every active request has completed; only then are they all reported.
 func Testall(reqs ...*Request) (bool, error) { return ranks.Testall(reqs...) }
+
+// Testany reports one active request that has completed, without blocking: its index, status and true; with none
+// active, -1 and true; with none done, -1 and false.
+func Testany(reqs ...*Request) (int, Status, bool, error) { return ranks.Testany(reqs...) }
+
+// Testsome reports every active request that has completed, without blocking: an empty list when none has, nil
+// when none is active.
+func Testsome(reqs ...*Request) ([]int, []Status, error) { return ranks.Testsome(reqs...) }

@@ -54,14 +54,19 @@ func TestSteadyStateAllocs(t *testing.T) {
 	layouts := []struct {
 		name   string
 		nodeOf func(w int) int // nil: every rank on this node
+		inter  bool            // the communicator under test is an intercommunicator (inter_test.go)
 	}{
-		{"local", nil},
-		{"rr2", func(w int) int { return w % 2 }},     // two nodes, members not contiguous in rank order
-		{"blocks2", func(w int) int { return w / 2 }}, // two nodes of consecutive ranks
+		{"local", nil, false},
+		{"rr2", func(w int) int { return w % 2 }, false},     // two nodes, members not contiguous in rank order
+		{"blocks2", func(w int) int { return w / 2 }, false}, // two nodes of consecutive ranks
+		{"inter", nil, true},
 	}
 	for _, lay := range layouts {
 		t.Run(lay.name, func(t *testing.T) {
 			cases := allocCases(np, lay.nodeOf != nil)
+			if lay.inter {
+				cases = interAllocCases()
+			}
 			if *allocsCase != "" {
 				re := regexp.MustCompile(*allocsCase)
 				var sel []allocCase
@@ -89,6 +94,11 @@ func TestSteadyStateAllocs(t *testing.T) {
 				}
 				if lay.nodeOf != nil {
 					setLayout(c, lay.nodeOf)
+				}
+				if lay.inter {
+					if c, err = interUnderTest(c); err != nil {
+						return err
+					}
 				}
 				var m0, m1 runtime.MemStats
 				prev, now := map[string]int64{}, map[string]int64{}

@@ -27,6 +27,10 @@
 //     algorithms run). The node-aware alltoall sends one message per pair of nodes instead of one per pair of
 //     ranks: each leader packs its members' blocks for another node straight out of their send buffers.
 //
+// On intercommunicators (inter.go), every collective but Scan and Exscan behaves as MPI defines it there, built
+// from the same collectives over each group's local communicator plus messages between the groups; Scan and
+// Exscan return ErrComm.
+//
 // Buffers are primitive slices (ranks.MemOf) or slices of Loc pairs (MaxLoc/MinLoc). Bcast, Gather, Allgather
 // and Scatter also move other values, msgpack-encoded (objects.go): a pointer for Bcast, a value sent and a pointer
 // to a slice received for Gather and Allgather, a slice sent and a pointer received for Scatter. Reductions dispatch once per call on the element type and the op to

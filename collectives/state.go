@@ -30,6 +30,8 @@ type commState struct {
 	hier *hierComms // node-aware sub-communicators, made on first use
 	nbr  *nbrPlan   // neighbourhood collectives' plan, made on first use (neighbor.go)
 
+	seq opCounters // operation ids (seq.go)
+
 	// Scratch memory owned by this rank, reused from call to call (see scratch).
 	bufs  [numScratch][]byte
 	packs [numArgs]packed // the call's View arguments, packed (views.go)

@@ -27,6 +27,11 @@ import (
 // Overrides, highest priority first: Force on a communicator; GOMPJ_COLL_<COLLECTIVE>=<algorithm> (e.g.
 // GOMPJ_COLL_ALLREDUCE=ring); rules in the file named by GOMPJ_COLL_TABLE (same format, '#' comments), which are
 // tried before the built-in ones.
+//
+// Nonblocking and persistent collectives (package nbc) choose from the same table. Each collective also has a
+// nonblocking name, its own with an i in front (iallreduce), with the same algorithms: a rule, a GOMPJ_COLL_I<NAME>
+// variable or a Force for that name applies to the nonblocking and persistent calls only, and where none does they
+// take the algorithm the blocking call would.
 
 const defaultTable = `
 barrier        local  *     *        shm
@@ -102,12 +107,19 @@ const (
 	collNeighborAllgatherv
 	collNeighborAlltoall
 	collNeighborAlltoallv
-	numColls
+	numBlocking
+	numColls = 2 * numBlocking // then the nonblocking names, in the same order
 )
 
-var collNames = [numColls]string{"barrier", "bcast", "reduce", "allreduce", "gather", "gatherv", "scatter",
-	"scatterv", "allgather", "allgatherv", "alltoall", "alltoallv", "reduce_scatter", "scan", "exscan",
-	"neighbor_allgather", "neighbor_allgatherv", "neighbor_alltoall", "neighbor_alltoallv"}
+var collNames = func() (names [numColls]string) {
+	copy(names[:], []string{"barrier", "bcast", "reduce", "allreduce", "gather", "gatherv", "scatter",
+		"scatterv", "allgather", "allgatherv", "alltoall", "alltoallv", "reduce_scatter", "scan", "exscan",
+		"neighbor_allgather", "neighbor_allgatherv", "neighbor_alltoall", "neighbor_alltoallv"})
+	for i := 0; i < numBlocking; i++ {
+		names[numBlocking+i] = "i" + names[i]
+	}
+	return names
+}()
 
 func collID(name string) int {
 	for i, n := range collNames {
@@ -170,6 +182,43 @@ var lastResort = map[string]string{"barrier": "dissemination", "bcast": "binomia
 	"scatterv": "linear", "allgather": "ring", "allgatherv": "ring", "alltoall": "pairwise", "alltoallv": "pairwise",
 	"reduce_scatter": "reduce_scatterv", "scan": "chain", "exscan": "chain", "neighbor_allgather": "p2p",
 	"neighbor_allgatherv": "p2p", "neighbor_alltoall": "p2p", "neighbor_alltoallv": "p2p"}
+
+// The nonblocking names have the algorithms of their blocking collective.
+func init() {
+	for _, c := range collNames[:numBlocking] {
+		algorithms["i"+c] = algorithms[c]
+		lastResort["i"+c] = lastResort[c]
+	}
+}
+
+// chooseNonblocking returns the algorithm of a nonblocking or persistent call of coll (a blocking name): what a
+// Force, rule or variable of its nonblocking name says, else what the blocking call would take.
+func (st *commState) chooseNonblocking(coll string, s selCtx) (string, error) {
+	icoll := "i" + coll
+	id := collID(icoll)
+	if f := st.forced[id].Load(); f != nil && *f != "" && algorithms[icoll][*f](s) {
+		return *f, nil
+	}
+	if st.rules[id] == nil {
+		all, err := loadTable()
+		if err != nil {
+			return "", err
+		}
+		mine := []rule{}
+		for _, r := range all {
+			if r.matches(icoll, selCtx{local: s.local, np: s.np, bytes: r.bytesLo}) {
+				mine = append(mine, r)
+			}
+		}
+		st.rules[id] = mine
+	}
+	for _, r := range st.rules[id] {
+		if s.bytes >= r.bytesLo && s.bytes <= r.bytesHi && algorithms[icoll][r.algo](s) {
+			return r.algo, nil
+		}
+	}
+	return st.choose(coll, s)
+}
 
 type rule struct {
 	coll, layout     string
@@ -449,11 +498,13 @@ func Describe() string {
 		fmt.Fprintf(&b, "  %-19s %-6s %-7s %-10s %-19s %s\n", r.coll, r.layout, fmtRange(r.npLo, r.npHi, false),
 			fmtRange(r.bytesLo, r.bytesHi, true), r.algo, r.origin)
 	}
-	b.WriteString("Algorithms:\n")
-	for _, c := range Collectives() {
+	b.WriteString("Algorithms (the nonblocking name, i<collective>, has its collective's):\n")
+	for _, c := range collNames[:numBlocking] {
 		fmt.Fprintf(&b, "  %-19s %s (last resort: %s)\n", c, strings.Join(Algorithms(c), ", "), lastResort[c])
 	}
-	b.WriteString("Override: GOMPJ_COLL_<COLLECTIVE>=<algorithm>, or GOMPJ_COLL_TABLE=<file of rules>\n")
+	b.WriteString("Nonblocking and persistent calls (icollective) take the blocking choice unless a rule names them\n")
+	b.WriteString("Override: GOMPJ_COLL_<COLLECTIVE>=<algorithm>, GOMPJ_COLL_I<COLLECTIVE>=<algorithm> (nonblocking),\n")
+	b.WriteString("  or GOMPJ_COLL_TABLE=<file of rules>\n")
 	b.WriteString("  rule: <collective> <local|multi|*> <ranks lo-hi|*> <bytes lo-hi|*> <algorithm>\n")
 	return b.String()
 }

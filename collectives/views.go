@@ -80,3 +80,28 @@ func viewArg(buf any, what, role string) (vec, bool, error) {
 	}
 	return vec{}, false, nil
 }
+
+// withViews packs the View arguments of a blocking call on c (see packArgs) and returns the state whose
+// unpackArgs the call must defer, or nil when there is nothing to unpack. Without View arguments it costs two type
+// assertions. An invalid communicator is left to the call to report.
+func withViews(c *ranks.Comm, send, recv *any) *commState {
+	if !isViewArg(send) && !isViewArg(recv) {
+		return nil
+	}
+	if c == nil || c.Check() != nil {
+		return nil
+	}
+	st := stateOf(c)
+	if st.packArgs(send, recv) {
+		return st
+	}
+	return nil
+}
+
+func isViewArg(arg *any) bool {
+	if arg == nil {
+		return false
+	}
+	_, ok := (*arg).(*ranks.View)
+	return ok
+}

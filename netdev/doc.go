@@ -86,5 +86,11 @@
 // answers a goodbye with its own after flushing). A connection that ends without a goodbye (EOF, reset, EPOLLHUP:
 // the process died) fails its peer at once and Sink.PeerLost is called exactly once for that node.
 //
+// # Linux only
+//
+// The device is built on epoll, eventfd and raw socket descriptors, so every file but this one is built on Linux
+// alone; elsewhere the package is empty, and node says at the start of a multi-node job that the network device
+// needs Linux (single-box jobs need no device and run everywhere).
+//
 // Imports: gompj/device, gompj/netdev/auth, golang.org/x/sys/unix and the standard library (not queues or ranks).
 package netdev

@@ -13,7 +13,6 @@ import (
 
 	"github.com/gompj/gompj/device"
 	"github.com/gompj/gompj/internal/env"
-	"github.com/gompj/gompj/netdev"
 	"github.com/gompj/gompj/netdev/auth"
 	"github.com/gompj/gompj/node/bootstrap"
 	"github.com/gompj/gompj/ranks"
@@ -211,10 +210,7 @@ func runMulti(cfg Config, body Body) error {
 	cl.OnAbort(j.remoteAbort)
 
 	lnOwned = false // the device owns it now
-	dev, err := netdev.New(netdev.Config{Node: cfg.NodeID, Addrs: cl.Table(), Ranks: cfg.Ranks, NodeOf: layout.NodeOf,
-		Secret: cfg.Secret, Sink: sink, Listener: ln, Stripes: cfg.Stripes, Lazy: cfg.Lazy,
-		EagerLimit: cfg.NetEagerLimit, UnexpectedLimit: cfg.UnexpectedLimit, BusyPoll: cfg.BusyPoll,
-		ConnectTimeout: cfg.Timeout})
+	dev, err := openNetwork(cfg, layout, cl.Table(), sink, ln)
 	if err != nil {
 		ln.Close()
 		cl.Abort(1, fmt.Sprintf("%s: network device: %v", me, err))
@@ -225,9 +221,17 @@ func runMulti(cfg Config, body Body) error {
 	// Whether ranks may spin depends on every rank on this host, not only this node's: several node processes
 	// on one box (gompj run -nodes, or two Slurm tasks per host) share its cores.
 	pol := policy(cfg, hostRanks(cl.Table(), cfg.NodeID, layout))
-	w, err := ranks.NewWorld(ranks.Options{Size: cfg.Ranks, Lo: lo, Hi: hi, EagerLimit: cfg.EagerLimit,
+	var w *ranks.World
+	pool, exec, err := executor(cfg, func(err error) { w.Abort(err) })
+	if err != nil {
+		dev.Close()
+		cl.Leave()
+		return err
+	}
+	defer pool.close()
+	w, err = ranks.NewWorld(ranks.Options{Size: cfg.Ranks, Lo: lo, Hi: hi, EagerLimit: cfg.EagerLimit,
 		Policy: pol, NetSpin: netSpin(cfg, pol), Device: dev, NodeOf: layout.NodeOf,
-		UnexpectedLimit: cfg.UnexpectedLimit, UnexpectedShare: cfg.UnexpectedShare})
+		UnexpectedLimit: cfg.UnexpectedLimit, UnexpectedShare: cfg.UnexpectedShare, Executor: exec, NbcSlots: cfg.NbcSlots})
 	if err != nil {
 		dev.Close()
 		cl.Leave()
@@ -285,9 +289,16 @@ func (j *job) barrierErr(err error, name string) error {
 	return fmt.Errorf("%s: %s barrier: %w", j.layout.Describe(j.cfg.NodeID), name, err)
 }
 
+// network is the device between this node and the others (see openNetwork).
+type network interface {
+	device.Device
+	// WaitConnected returns once a connection to every peer node is up, or after timeout with an error.
+	WaitConnected(timeout time.Duration) error
+}
+
 // teardown ends an aborted job quickly: the abort has been forwarded; the device and the coordinator connection
 // get a short grace to close.
-func (j *job) teardown(dev *netdev.Device, co *bootstrap.Coordinator) error {
+func (j *job) teardown(dev network, co *bootstrap.Coordinator) error {
 	cause := j.w.AbortCause()
 	// Make sure the other nodes heard of a local cause before this process goes away.
 	var re *RemoteError

@@ -15,6 +15,11 @@ const (
 
 // Completion is a one-shot flag set by whoever finishes an operation and waited on by the rank that started it.
 // Reset makes it reusable (pooled requests).
+//
+// One Waker at a time is armed on a completion: a parked waiter's, or a hook (NewHook) that runs a function on the
+// goroutine that completes it (OnComplete). A nonblocking collective arms its hook on its child requests, which
+// nobody else waits on, so that a child's completion drives the collective on at once. The completion stays two
+// words, so a Request's first cache line keeps it.
 type Completion struct {
 	state atomic.Uint32
 	waker atomic.Pointer[Waker]
@@ -55,14 +60,28 @@ func (c *Completion) arm(w *Waker) bool {
 	}
 }
 
+// OnComplete arms hook h (made by NewHook) on c: h's function runs once, on the goroutine that completes c. It
+// returns false, and arms nothing, if c is already done: the caller sees the completion itself. Whatever was armed
+// on c before is replaced, so c must have no waiter of its own.
+func (c *Completion) OnComplete(h *Waker) bool { return c.arm(h) }
+
 // Waker parks a goroutine until some completion it armed fires. Tokens are idempotent, so spurious wake-ups are
-// possible and every waiter re-checks its condition.
+// possible and every waiter re-checks its condition. A hook is a Waker that runs a function instead.
 type Waker struct {
 	ch chan struct{}
+	fn func()
 }
 
-// Wake wakes the goroutine parked on w, if any.
+// NewHook returns a Waker that runs fn whenever it is woken, on the waking goroutine. fn must be quick and must
+// not block: it runs inside whatever completed the operation (a sender, the network's progress loop).
+func NewHook(fn func()) *Waker { return &Waker{fn: fn} }
+
+// Wake wakes the goroutine parked on w, if any, or runs w's hook function.
 func (w *Waker) Wake() {
+	if w.fn != nil {
+		w.fn()
+		return
+	}
 	select {
 	case w.ch <- struct{}{}:
 	default:
@@ -81,6 +100,18 @@ func (w *Waker) Park(abort <-chan struct{}) bool {
 	case <-w.ch:
 		return true
 	case <-abort:
+		return false
+	}
+}
+
+// parkStop is Park that also returns false once stop is closed.
+func (w *Waker) parkStop(abort, stop <-chan struct{}) bool {
+	select {
+	case <-w.ch:
+		return true
+	case <-abort:
+		return false
+	case <-stop:
 		return false
 	}
 }
@@ -226,6 +257,12 @@ func (c *Completion) Wait(p *Policy, abort <-chan struct{}) bool {
 // WaitAny waits until at least one of cs (nil entries are skipped) is done and returns its index, or -1 if abort
 // was closed first.
 func WaitAny(cs []*Completion, p *Policy, abort <-chan struct{}) int {
+	return WaitAnyStop(cs, p, abort, nil)
+}
+
+// WaitAnyStop is WaitAny that also gives up, returning -1, once stop is closed (a nil stop never is): a caller
+// waiting under a context. The caller tells abort from stop by looking at them.
+func WaitAnyStop(cs []*Completion, p *Policy, abort, stop <-chan struct{}) int {
 	found := -1
 	scan := func() bool {
 		for i, c := range cs {
@@ -247,7 +284,7 @@ func WaitAny(cs []*Completion, p *Policy, abort <-chan struct{}) int {
 				return i
 			}
 		}
-		if !w.Park(abort) {
+		if !w.parkStop(abort, stop) {
 			if scan() {
 				return found
 			}

@@ -71,3 +71,64 @@ func TestWaitAny(t *testing.T) {
 		t.Fatal("Wait after WaitAny failed")
 	}
 }
+
+// A hook armed on a completion runs once, on the completing goroutine; arming a done completion reports it and
+// runs nothing; Reset disarms.
+func TestCompletionHook(t *testing.T) {
+	var c Completion
+	runs := 0
+	h := NewHook(func() { runs++ })
+	if !c.OnComplete(h) {
+		t.Fatal("OnComplete on a pending completion reported it done")
+	}
+	c.Complete()
+	if runs != 1 {
+		t.Fatalf("hook ran %d times, want 1", runs)
+	}
+	if c.OnComplete(h) {
+		t.Fatal("OnComplete on a done completion armed the hook")
+	}
+	c.Complete()
+	if runs != 1 {
+		t.Fatalf("a hook armed too late ran (%d)", runs)
+	}
+	c.Reset()
+	c.Complete()
+	if runs != 1 {
+		t.Fatal("Reset left the hook armed")
+	}
+}
+
+// Hooks armed while other goroutines complete: every completion that was armed before it completed runs its hook
+// exactly once, and the others are reported done by OnComplete.
+func TestCompletionHookRace(t *testing.T) {
+	const n = 2000
+	cs := make([]Completion, n)
+	var ran [n]int32
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := range cs {
+			cs[i].Complete()
+		}
+	}()
+	armed := make([]bool, n)
+	for i := range cs {
+		i := i
+		armed[i] = cs[i].OnComplete(NewHook(func() { mu.Lock(); ran[i]++; mu.Unlock() }))
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range cs {
+		want := int32(0)
+		if armed[i] {
+			want = 1
+		}
+		if ran[i] != want {
+			t.Fatalf("completion %d: armed %v, hook ran %d times", i, armed[i], ran[i])
+		}
+	}
+}

@@ -23,7 +23,7 @@ func (c *Comm) IsendMem(m Mem, dest, tag int) (*Request, error) {
 	if dest == ProcNull {
 		return c.r.completed(kindSend), nil
 	}
-	req, err := c.startMem(m, nil, dest, tag, standard, false)
+	req, err := c.startSendMem(m, nil, dest, tag, standard, false, nil)
 	if err != nil {
 		return nil, err
 	}

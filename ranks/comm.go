@@ -121,7 +121,7 @@ func (c *Comm) send(buf any, dest, tag int, mode sendMode) error {
 	if err := c.checkDest(dest, tag); err != nil || dest == ProcNull {
 		return err
 	}
-	req, err := c.startSend(&buf, dest, tag, mode, true)
+	req, err := c.startSend(&buf, dest, tag, mode, true, nil)
 	if err != nil || req == nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func (c *Comm) isend(buf any, dest, tag int, mode sendMode) (*Request, error) {
 	if dest == ProcNull {
 		return c.r.completed(kindSend), nil
 	}
-	req, err := c.startSend(&buf, dest, tag, mode, false)
+	req, err := c.startSend(&buf, dest, tag, mode, false, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -178,32 +178,46 @@ func (rk *Rank) waitInternal(req *Request) error {
 	return err
 }
 
-// startSend starts a send of *buf. It returns nil when the send is already complete, or a request to wait on
-// (pooled if internal). buf is a pointer to the caller's parameter, which must not escape (see buffer.go).
-func (c *Comm) startSend(buf *any, dest, tag int, mode sendMode, internal bool) (*Request, error) {
+// startSend starts a send of *buf. It returns nil when the send is already complete, or a request to wait on:
+// pr if given (a persistent request's run), else a pooled one if internal, else a new one. buf is a pointer to the
+// caller's parameter, which must not escape (see buffer.go). A nil buf is a message of no elements.
+func (c *Comm) startSend(buf *any, dest, tag int, mode sendMode, internal bool, pr *Request) (*Request, error) {
 	v, prim := MemOf(*buf)
 	var enc []byte
-	if prim && v.Type == TypeNone {
-		return nil, fmt.Errorf("%w: a nil *View", ErrBuffer)
-	}
-	if !prim {
+	switch {
+	case *buf == nil:
+		v = Mem{Type: TypeNone}
+	case prim && v.Type == TypeNone:
+		return nil, fmt.Errorf("%w: a nil or zero *View", ErrBuffer)
+	case !prim:
 		var err error
 		if enc, err = encodeObject(buf); err != nil {
 			return nil, err
 		}
 		v = Mem{Type: TypeObject, Ptr: unsafe.Pointer(unsafe.SliceData(enc)), N: len(enc)}
 	}
-	return c.startMem(v, enc, dest, tag, mode, internal)
+	return c.startSendMem(v, enc, dest, tag, mode, internal, pr)
 }
 
-// startMem is startSend of a buffer seen as memory: v is a primitive buffer, or enc's bytes (v.Type TypeObject).
-func (c *Comm) startMem(v Mem, enc []byte, dest, tag int, mode sendMode, internal bool) (*Request, error) {
-	prim := v.Type != TypeObject
+// sendReq returns the request a send waits on: pr if given, else a pooled one if internal, else a new one.
+func (rk *Rank) sendReq(internal bool, pr *Request) *Request {
+	switch {
+	case pr != nil:
+		return pr
+	case internal:
+		return rk.getReq(kindSend)
+	}
+	return rk.newReq(kindSend)
+}
+
+// startSendMem is startSend of memory: primitive, or enc's encoded object (v then describes enc).
+func (c *Comm) startSendMem(v Mem, enc []byte, dest, tag int, mode sendMode, internal bool, pr *Request) (*Request, error) {
+	prim := enc == nil
 	env := queues.Envelope{Ctx: c.ctx, Src: int32(c.rank), Tag: int32(tag)}
 	wdest := c.peerWorld(dest)
 	r := c.w.local(wdest)
 	if r == nil {
-		return c.sendRemote(env, wdest, v, enc != nil, mode, internal)
+		return c.sendRemote(env, wdest, v, enc != nil, mode, internal, pr)
 	}
 
 	rr := r.claimSlot(env)
@@ -221,6 +235,8 @@ func (c *Comm) startMem(v Mem, enc []byte, dest, tag int, mode sendMode, interna
 			m := getMsg()
 			m.item.Env, m.typ, m.count, m.proto, m.data, m.class = env, TypeObject, 1, eagerOwned, enc, -1
 			rr.takeObject(m)
+			rr.completeObject()
+			return nil, nil
 		}
 		rr.done.Complete()
 		return nil, nil
@@ -249,12 +265,8 @@ unexpected:
 			return nil, nil
 		}
 	}
-	var sreq *Request
-	if internal {
-		sreq = c.r.getReq(kindSend)
-	} else {
-		sreq = c.r.newReq(kindSend)
-	}
+	sreq := c.r.sendReq(internal, pr)
+	sreq.rk, sreq.held = r, m // until a receive takes m, Cancel may withdraw it (see msg.taken)
 	m.proto, m.data, m.sview, m.soff, m.class, m.sreq = rendezvousLocal, v.Bytes(), v.view, v.off, -1, sreq
 	if !prim {
 		m.proto, m.data = eagerOwned, enc // an encoded object is ours; a synchronous send still waits for the match
@@ -270,6 +282,14 @@ func (rr *Request) fill(env queues.Envelope, src Mem) {
 	rv := rr.mem()
 	n := src.Size()
 	rr.setStatus(env.Src, env.Tag, int64(n), src.Type)
+	if n == 0 {
+		return // a message of no elements fits any buffer, nil included
+	}
+	if rv.Type == TypeNone {
+		rr.err = fmt.Errorf("%w: %d elements from rank %d (tag %d) into nil", ErrTruncate, src.N, env.Src, env.Tag)
+		rr.bytes = 0
+		return
+	}
 	if rv.Type != src.Type {
 		rr.err = fmt.Errorf("%w: message of %s from rank %d (tag %d) received into %s", ErrType, src.Type,
 			env.Src, env.Tag, rv.Type)
@@ -293,6 +313,12 @@ func bytesMem(typ Type, count int, data []byte) Mem {
 func (rr *Request) takeObject(m *msg) {
 	env := m.item.Env
 	rr.setStatus(env.Src, env.Tag, int64(len(m.payload())), TypeObject)
+	if rr.vtyp == TypeNone {
+		rr.err = fmt.Errorf("%w: object message from rank %d (tag %d) into nil", ErrTruncate, env.Src, env.Tag)
+		rr.bytes = 0
+		m.release()
+		return
+	}
 	if rr.vtyp != TypeObject {
 		rr.err = fmt.Errorf("%w: object message from rank %d (tag %d) received into %s", ErrType, env.Src,
 			env.Tag, rr.vtyp)
@@ -327,6 +353,10 @@ func (w *World) consume(rr *Request, m *msg) {
 	if sreq != nil {
 		sreq.done.Complete()
 	}
+	if rr.held != nil {
+		rr.completeObject()
+		return
+	}
 	rr.done.Complete()
 }
 
@@ -338,6 +368,12 @@ func (w *World) clearToSend(rr *Request, m *msg) {
 	rv := rr.mem()
 	var dst []byte
 	switch {
+	case h.Length == 0: // a message of no elements fits any buffer, nil included
+	case rv.Type == TypeNone:
+		rr.err = fmt.Errorf("%w: %d elements from rank %d (tag %d) into nil", ErrTruncate, m.count, env.Src,
+			env.Tag)
+		rr.bytes = 0
+		dst = make([]byte, h.Length) // the payload must still be drained
 	case m.typ != rv.Type:
 		rr.err = fmt.Errorf("%w: message of %s from rank %d (tag %d) received into %s", ErrType, m.typ,
 			env.Src, env.Tag, rv.Type)
@@ -362,12 +398,12 @@ func (w *World) clearToSend(rr *Request, m *msg) {
 	}
 	*m = msg{class: -1}
 	msgPool.Put(m)
-	if err := w.dev.ClearToSend(&h, dst, rr); err != nil {
-		rr.Complete(err)
+	if err := w.dev.ClearToSend(&h, dst, rr.completer()); err != nil {
+		rr.completer().Complete(err)
 	}
 }
 
-func (c *Comm) sendRemote(env queues.Envelope, wdest int, v Mem, object bool, mode sendMode, internal bool) (*Request, error) {
+func (c *Comm) sendRemote(env queues.Envelope, wdest int, v Mem, object bool, mode sendMode, internal bool, pr *Request) (*Request, error) {
 	dev := c.w.dev
 	h := device.Header{Kind: device.KindEager, Type: uint8(v.Type), Context: env.Ctx, Source: int32(c.r.id),
 		Dest: int32(wdest), SrcRank: env.Src, Tag: env.Tag, Length: uint64(v.Size())}
@@ -385,20 +421,15 @@ func (c *Comm) sendRemote(env queues.Envelope, wdest int, v Mem, object bool, mo
 		}
 		return nil, nil
 	}
-	var sreq *Request
-	if internal {
-		sreq = c.r.getReq(kindSend)
-	} else {
-		sreq = c.r.newReq(kindSend)
-	}
+	sreq := c.r.sendReq(internal, pr)
 	sreq.remote = true
 	var err error
 	if eager {
 		h.Flags |= device.FlagSync
-		err = dev.SendEager(&h, payload, sreq)
+		err = dev.SendEager(&h, payload, sreq.completer())
 	} else {
 		h.Kind = device.KindRTS
-		err = dev.SendRendezvous(&h, payload, sreq)
+		err = dev.SendRendezvous(&h, payload, sreq.completer())
 	}
 	if err != nil {
 		return nil, c.w.deviceError(err)
@@ -427,11 +458,14 @@ func (c *Comm) Recv(buf any, source, tag int) (Status, error) {
 	}
 	v, prim := MemOf(buf)
 	var target any
-	if prim {
+	switch {
+	case buf == nil:
+		v = Mem{Type: TypeNone} // receives a message of no elements; any other is ErrTruncate
+	case prim:
 		if err := checkMem(v, true); err != nil {
 			return Status{}, err
 		}
-	} else {
+	case !prim:
 		target = hide(&buf) // written through only, synchronously, by decodeInto below
 		if err := checkTarget(target); err != nil {
 			return Status{}, err
@@ -464,19 +498,26 @@ func (c *Comm) Irecv(buf any, source, tag int) (*Request, error) {
 	if err := c.checkSource(source, tag); err != nil {
 		return nil, err
 	}
-	v, prim := MemOf(buf)
-	var target any
-	if prim {
-		if err := checkMem(v, true); err != nil {
-			return nil, err
-		}
-	} else {
-		if err := checkTarget(buf); err != nil {
-			return nil, err
-		}
-		v, target = Mem{Type: TypeObject}, buf
+	v, target, err := recvBuffer(buf)
+	if err != nil {
+		return nil, err
 	}
 	return c.irecv(v, target, source, tag), nil
+}
+
+// recvBuffer returns the view a receive into buf fills and, for an object receive, the pointer it decodes into.
+// nil takes only a message of no elements; any other is ErrTruncate.
+func recvBuffer(buf any) (Mem, any, error) {
+	if buf == nil {
+		return Mem{Type: TypeNone}, nil, nil
+	}
+	if v, ok := MemOf(buf); ok {
+		return v, nil, checkMem(v, true)
+	}
+	if err := checkTarget(buf); err != nil {
+		return Mem{}, nil, err
+	}
+	return Mem{Type: TypeObject}, buf, nil
 }
 
 // IrecvBytes is Irecv into a byte slice, given as itself rather than boxed in an interface: Irecv's argument
@@ -529,6 +570,7 @@ func (c *Comm) postRecv(rr *Request, source, tag int) {
 		return
 	}
 	rr.remote = c.remoteSource(source)
+	rr.rk = r
 	r.post(rr, queues.Envelope{Ctx: c.ctx, Src: int32(source), Tag: int32(tag)})
 	r.mu.Unlock()
 }
@@ -548,7 +590,7 @@ func (c *Comm) Sendrecv(sendBuf any, dest, sendTag int, recvBuf any, source, rec
 	var sreq *Request
 	if dest != ProcNull {
 		var err error
-		if sreq, err = c.startSend(&sendBuf, dest, sendTag, standard, true); err != nil {
+		if sreq, err = c.startSend(&sendBuf, dest, sendTag, standard, true, nil); err != nil {
 			return Status{}, err
 		}
 	}
@@ -584,7 +626,11 @@ func (c *Comm) peek(source, tag int) (Status, bool) {
 	if it == nil {
 		return Status{}, false
 	}
-	m := (*msg)(unsafe.Pointer(it))
+	return (*msg)(unsafe.Pointer(it)).status(), true
+}
+
+// status is what a probe of m reports.
+func (m *msg) status() Status {
 	n := len(m.data)
 	if m.sview != nil {
 		n = m.count * m.typ.Size()
@@ -595,7 +641,7 @@ func (c *Comm) peek(source, tag int) (Status, bool) {
 	case rendezvousRemote:
 		n = int(m.rts.Length)
 	}
-	return Status{Source: int(it.Env.Src), Tag: int(it.Env.Tag), count: m.count, bytes: n, typ: m.typ}, true
+	return Status{Source: int(m.item.Env.Src), Tag: int(m.item.Env.Tag), count: m.count, bytes: n, typ: m.typ}
 }
 
 // Probe waits until a message from source with tag could be received and returns its status.

@@ -74,7 +74,7 @@ func (o *twoStep) Blocker() *queues.Completion {
 	if o.child == nil {
 		return nil
 	}
-	return o.child.Completion()
+	return CompletionOf(o.child)
 }
 
 // An Operation completes through a Request, and Waitall/Waitany/Test mix it with point-to-point requests.

@@ -27,6 +27,14 @@ type Options struct {
 	// UnexpectedShare, if positive, is each rank's share exactly, below MinUnexpectedShare too (tests use a few
 	// KiB, so that every stream crosses the bound).
 	UnexpectedShare int64
+	Executor        Executor // the node's worker pool; nil: nothing runs in the background
+	NbcSlots        int      // shared-memory slots per communicator of nonblocking collectives (0: their default)
+}
+
+// Executor runs tasks in the background: the node's worker pool, on which nonblocking collectives progress. Submit
+// never blocks and never fails; tasks must not block either.
+type Executor interface {
+	Submit(task func())
 }
 
 // World is one node process's share of a job.
@@ -47,7 +55,11 @@ type World struct {
 	aborted   atomic.Bool
 	abortErr  error
 
-	hooks Hooks
+	hooks    Hooks
+	exec     Executor
+	nbcSlots int
+
+	orphans orphans // operation requests freed while active (see sweepOrphans)
 
 	sharedMu sync.Mutex
 	shared   map[sharedKey]any
@@ -122,7 +134,8 @@ func NewWorld(o Options) (*World, error) {
 		return nil, fmt.Errorf("%w: ranks outside this node but no network device", ErrArg)
 	}
 	w := &World{size: o.Size, lo: o.Lo, hi: o.Hi, dev: o.Device, nodeOf: o.NodeOf, eager: o.EagerLimit,
-		policy: o.Policy, abortCh: make(chan struct{})}
+		policy: o.Policy, abortCh: make(chan struct{}), exec: o.Executor,
+		nbcSlots: o.NbcSlots}
 	w.netPolicy = w.policy
 	if p, ok := o.Device.(device.Poller); ok {
 		w.netPolicy = w.policy.Driven(p)
@@ -168,6 +181,12 @@ func (w *World) NodeOf(rank int) int { return w.nodeOf(rank) }
 
 // Device returns the node's network device (nil in a one-node job).
 func (w *World) Device() device.Device { return w.dev }
+
+// Executor returns the node's worker pool, or nil when there is none (GOMPJ_ASYNC_PROGRESS=0).
+func (w *World) Executor() Executor { return w.exec }
+
+// NbcSlots returns the shared-memory slots per communicator that nonblocking collectives use (0: their default).
+func (w *World) NbcSlots() int { return w.nbcSlots }
 
 // Policy returns how ranks wait.
 func (w *World) Policy() *queues.Policy { return &w.policy }
@@ -443,6 +462,7 @@ func (r *Rank) takeUnexpected(ctx uint32, source, tag int32) *msg {
 	m := (*msg)(unsafe.Pointer(it))
 	r.held -= m.held
 	m.held = 0
+	m.taken()
 	return m
 }
 

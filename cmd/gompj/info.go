@@ -5,12 +5,12 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/gompj/gompj/bench"
 	"github.com/gompj/gompj/collectives"
-	"github.com/gompj/gompj/internal/env"
 	"github.com/gompj/gompj/node"
 )
 
@@ -23,10 +23,20 @@ func init() {
 
 func infoCmd(args []string) int {
 	w := os.Stdout
-	fmt.Fprintf(w, "gompj %s (%s, %s/%s, %d CPUs)\n\n", Version, runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	bi, _ := debug.ReadBuildInfo()
+	version, commit := moduleVersion(bi)
+	fmt.Fprintf(w, "gompj %s (%s, %s/%s, %d CPUs)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	if commit != "" {
+		fmt.Fprintln(w, commit)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintln(w, "devices:")
 	fmt.Fprintln(w, "  shm   intra-node: ranks of a node exchange through their queues   built")
-	fmt.Fprintln(w, "  tcp   inter-node: netdev, epoll TCP, one per node process           built (-dev tcp)")
+	if err := node.NetworkMissing(); err != nil {
+		fmt.Fprintf(w, "  tcp   inter-node: netdev, epoll TCP, one per node process           not built: %v\n", err)
+	} else {
+		fmt.Fprintln(w, "  tcp   inter-node: netdev, epoll TCP, one per node process           built (-dev tcp)")
+	}
 	fmt.Fprintln(w, "  rdma  inter-node: verbs-style device                                 not built")
 	fmt.Fprintln(w, "\nconfiguration:")
 	settings, err := node.Effective()
@@ -38,7 +48,7 @@ func infoCmd(args []string) int {
 	for _, s := range settings {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", s.Variable, s.Value, s.Source)
 	}
-	for _, name := range env.Unknown(os.Environ()) {
+	for _, name := range unknownVariables(os.Environ()) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", name, "not a gompj variable (misspelt?): ignored", "env")
 	}
 	tw.Flush()

@@ -62,7 +62,10 @@ type Var struct {
 	Name string
 	// Field is the node.Config field the variable fills when that field is zero, or "".
 	Field string
-	Kind  Kind
+	// Not makes a Bool variable fill its field with the negation: a field named No... whose zero value is the
+	// variable's default on (GOMPJ_HOST_SHM=0 sets NoHostSHM).
+	Not  bool
+	Kind Kind
 	// Value is the default spelled as the variable would be ("65536", "50us"). node fills a zero Field with it.
 	// It is "" when the default is worked out at run time; Default then says how.
 	Value string
@@ -267,7 +270,7 @@ func (v *Var) parseInto(f reflect.Value, s string) error {
 		if err != nil {
 			return v.malformed(s)
 		}
-		f.SetBool(b)
+		f.SetBool(b != v.Not)
 	case Duration, DurationOff:
 		d, err := time.ParseDuration(s)
 		if err != nil {
@@ -293,7 +296,7 @@ func (v *Var) Show(cfg any) string {
 	case v.Kind == Hidden && f.Len() > 0:
 		return fmt.Sprintf("set (%d bytes, hidden)", f.Len())
 	case v.Kind == Bool:
-		if f.Bool() {
+		if f.Bool() != v.Not {
 			return "1"
 		}
 		return "0"

@@ -109,6 +109,15 @@ func TestFillAndDefaults(t *testing.T) {
 	if got := Timeout.Show(&c); got != "30s" {
 		t.Errorf("Show(TIMEOUT) = %q", got)
 	}
+	// A negated boolean: the variable on by default, its field a No... whose zero value means on.
+	var neg struct{ NoThing bool }
+	thing := &Var{Name: "GOMPJ_THING", Field: "NoThing", Kind: Bool, Not: true}
+	if thing.Show(&neg) != "1" {
+		t.Errorf("Show(zero NoThing) = %q", thing.Show(&neg))
+	}
+	if err := thing.parseInto(reflect.ValueOf(&neg).Elem().Field(0), "0"); err != nil || !neg.NoThing || thing.Show(&neg) != "0" {
+		t.Errorf("GOMPJ_THING=0: %+v %v, shown %q", neg, err, thing.Show(&neg))
+	}
 	for name, bad := range map[string]string{"GOMPJ_NP": "-1", "GOMPJ_PIN": "maybe", "GOMPJ_SPIN": "5", "GOMPJ_YIELDS": "x"} {
 		err := Fill(&cfg{}, lookup(map[string]string{name: bad}), nil)
 		if err == nil || !strings.Contains(err.Error(), name) {

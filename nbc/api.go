@@ -1,0 +1,165 @@
+package nbc
+
+import (
+	"github.com/gompj/gompj/collectives"
+	"github.com/gompj/gompj/ranks"
+)
+
+// The nonblocking collectives. Each resolves its arguments as the blocking one does (collectives.Resolve*), so a
+// bad argument fails here, at the start, with the same error class; then it builds the operation's schedule, posts
+// its first round and returns the request. Buffers belong to the operation until the request completes: the send
+// buffer must not change, the receive buffer must not be read.
+
+// Ibarrier starts a barrier.
+func Ibarrier(c *ranks.Comm) (*ranks.Request, error) {
+	a, err := collectives.ResolveBarrier(c)
+	return start(c, &a, err)
+}
+
+// Ibcast starts a bcast of the root's buf (a primitive or Loc slice, or a pointer to any value).
+func Ibcast(c *ranks.Comm, buf any, root int) (*ranks.Request, error) {
+	a, err := collectives.ResolveBcast(c, buf, root)
+	return start(c, &a, err)
+}
+
+// Ireduce starts a reduce into the root's recv.
+func Ireduce(c *ranks.Comm, send, recv any, op collectives.Op, root int) (*ranks.Request, error) {
+	a, err := collectives.ResolveReduce(c, send, recv, op, root)
+	return start(c, &a, err)
+}
+
+// Iallreduce starts an allreduce.
+func Iallreduce(c *ranks.Comm, send, recv any, op collectives.Op) (*ranks.Request, error) {
+	a, err := collectives.ResolveAllreduce(c, send, recv, op)
+	return start(c, &a, err)
+}
+
+// Igather starts a gather into the root's recv.
+func Igather(c *ranks.Comm, send, recv any, root int) (*ranks.Request, error) {
+	a, err := collectives.ResolveGather(c, send, recv, root)
+	return start(c, &a, err)
+}
+
+// Igatherv starts a gatherv.
+func Igatherv(c *ranks.Comm, send, recv any, counts, displs []int, root int) (*ranks.Request, error) {
+	a, err := collectives.ResolveGatherv(c, send, recv, counts, displs, root)
+	return start(c, &a, err)
+}
+
+// Iscatter starts a scatter from the root's send.
+func Iscatter(c *ranks.Comm, send, recv any, root int) (*ranks.Request, error) {
+	a, err := collectives.ResolveScatter(c, send, recv, root)
+	return start(c, &a, err)
+}
+
+// Iscatterv starts a scatterv.
+func Iscatterv(c *ranks.Comm, send any, counts, displs []int, recv any, root int) (*ranks.Request, error) {
+	a, err := collectives.ResolveScatterv(c, send, counts, displs, recv, root)
+	return start(c, &a, err)
+}
+
+// Iallgather starts an allgather.
+func Iallgather(c *ranks.Comm, send, recv any) (*ranks.Request, error) {
+	a, err := collectives.ResolveAllgather(c, send, recv)
+	return start(c, &a, err)
+}
+
+// Iallgatherv starts an allgatherv.
+func Iallgatherv(c *ranks.Comm, send, recv any, counts, displs []int) (*ranks.Request, error) {
+	a, err := collectives.ResolveAllgatherv(c, send, recv, counts, displs)
+	return start(c, &a, err)
+}
+
+// Ialltoall starts an alltoall.
+func Ialltoall(c *ranks.Comm, send, recv any) (*ranks.Request, error) {
+	a, err := collectives.ResolveAlltoall(c, send, recv)
+	return start(c, &a, err)
+}
+
+// Ialltoallv starts an alltoallv.
+func Ialltoallv(c *ranks.Comm, send any, sendCounts, sendDispls []int, recv any, recvCounts, recvDispls []int) (*ranks.Request, error) {
+	a, err := collectives.ResolveAlltoallv(c, send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
+	return start(c, &a, err)
+}
+
+// IreduceScatter starts a reduce_scatter.
+func IreduceScatter(c *ranks.Comm, send, recv any, counts []int, op collectives.Op) (*ranks.Request, error) {
+	a, err := collectives.ResolveReduceScatter(c, send, recv, counts, op)
+	return start(c, &a, err)
+}
+
+// IreduceScatterBlock starts a reduce_scatter_block.
+func IreduceScatterBlock(c *ranks.Comm, send, recv any, op collectives.Op) (*ranks.Request, error) {
+	a, err := resolveReduceScatterBlock(c, send, recv, op)
+	return start(c, &a, err)
+}
+
+func resolveReduceScatterBlock(c *ranks.Comm, send, recv any, op collectives.Op) (collectives.Call, error) {
+	if c == nil {
+		return collectives.ResolveBarrier(c) // the nil-communicator error
+	}
+	return collectives.ResolveReduceScatterBlock(c, send, recv, op, make([]int, c.Size()))
+}
+
+// Iscan starts an inclusive scan.
+func Iscan(c *ranks.Comm, send, recv any, op collectives.Op) (*ranks.Request, error) {
+	a, err := collectives.ResolveScan(c, send, recv, op, false)
+	return start(c, &a, err)
+}
+
+// Iexscan starts an exclusive scan.
+func Iexscan(c *ranks.Comm, send, recv any, op collectives.Op) (*ranks.Request, error) {
+	a, err := collectives.ResolveScan(c, send, recv, op, true)
+	return start(c, &a, err)
+}
+
+// start builds the operation of the resolved call a, posts its first round and returns its request.
+func start(c *ranks.Comm, a *collectives.Call, err error) (*ranks.Request, error) {
+	if err != nil {
+		return nil, err
+	}
+	o, err := build(c, a, false)
+	if err != nil {
+		return nil, err
+	}
+	o.req = c.World().NewOpRequest(o)
+	o.run()
+	return o.req, nil
+}
+
+// build makes the op of call a on c: the algorithm from the table, the operation's id, its schedule.
+func build(c *ranks.Comm, a *collectives.Call, persistent bool) (*op, error) {
+	n := c.Size()
+	algo := ""
+	if !a.Object && n > 1 {
+		var err error
+		if algo, err = collectives.ChooseNonblocking(c, a); err != nil {
+			return nil, err
+		}
+	}
+	var id collectives.OpID
+	if persistent {
+		id = collectives.NextPersistent(c)
+	} else {
+		id = collectives.NextOp(c)
+	}
+	o := newOp(c.World(), a.Coll+"/"+algo)
+	s := &Schedule{}
+	sp := &spec{algo: algo, rank: c.Rank(), n: n, id: id, a: a}
+	var err error
+	switch algo {
+	case "shm":
+		err = buildShm(s, sp, c, o, persistent)
+	case "hier":
+		err = buildHier(s, sp, c, o, persistent)
+	default:
+		err = buildP2P(s, sp)
+	}
+	if err != nil {
+		return nil, err
+	}
+	o.m = Machine{s: s}
+	o.m.Reset()
+	o.tr = newTransport(o, c, len(s.Steps))
+	return o, nil
+}
