@@ -390,8 +390,16 @@ func (w *World) clearToSend(rr *Request, m *msg) {
 		rr.bytes = int64(rv.Size())
 		rr.scratch = make([]byte, h.Length)
 		dst = rr.scratch
+	case rv.view != nil && w.segs != nil && w.segs.Segments(int(h.Source)):
+		// The device reads the payload straight into the view's blocks.
+		*m = msg{class: -1}
+		msgPool.Put(m)
+		if err := w.segs.ClearToSendv(&h, rv.Window(0, int(h.Length)/rv.Type.Size()).payload(), rr.completer()); err != nil {
+			rr.completer().Complete(err)
+		}
+		return
 	case rv.view != nil:
-		rr.scratch = make([]byte, h.Length) // unpacked into the view when the payload is in (Request.Complete)
+		rr.scratch, rr.box = bounce(int(h.Length)) // unpacked into the view when the payload is in (Complete)
 		dst = rr.scratch
 	default:
 		dst = rv.Bytes()[:h.Length]
@@ -410,13 +418,11 @@ func (c *Comm) sendRemote(env queues.Envelope, wdest int, v Mem, object bool, mo
 	// EagerLimit 0 means "no credit toward that node": rendezvous, even for an empty message.
 	lim := dev.EagerLimit(wdest)
 	eager := lim > 0 && v.Size() <= lim
-	payload := v.Bytes()
 	if v.view != nil {
-		payload = make([]byte, v.Size())
-		v.CopyTo(payload)
+		return c.sendRemoteView(h, wdest, v, eager, mode, internal, pr)
 	}
 	if mode == standard && eager {
-		if err := dev.SendEager(&h, payload, nil); err != nil {
+		if err := dev.SendEager(&h, v.Bytes(), nil); err != nil {
 			return nil, c.w.deviceError(err)
 		}
 		return nil, nil
@@ -426,15 +432,59 @@ func (c *Comm) sendRemote(env queues.Envelope, wdest int, v Mem, object bool, mo
 	var err error
 	if eager {
 		h.Flags |= device.FlagSync
-		err = dev.SendEager(&h, payload, sreq.completer())
+		err = dev.SendEager(&h, v.Bytes(), sreq.completer())
 	} else {
 		h.Kind = device.KindRTS
-		err = dev.SendRendezvous(&h, payload, sreq.completer())
+		err = dev.SendRendezvous(&h, v.Bytes(), sreq.completer())
 	}
 	if err != nil {
 		return nil, c.w.deviceError(err)
 	}
 	_ = object
+	return sreq, nil
+}
+
+// sendRemoteView is sendRemote of a View: its blocks go to the device as pieces where the device serving dest
+// moves them itself (device.Segmented), else packed into a pooled buffer (given back once the device is done).
+func (c *Comm) sendRemoteView(h device.Header, wdest int, v Mem, eager bool, mode sendMode, internal bool, pr *Request) (*Request, error) {
+	var sreq *Request
+	var done device.Completer
+	if mode != standard || !eager {
+		sreq = c.r.sendReq(internal, pr)
+		sreq.remote = true
+		done = sreq.completer()
+	}
+	if eager && sreq != nil {
+		h.Flags |= device.FlagSync
+	}
+	if !eager {
+		h.Kind = device.KindRTS
+	}
+	var err error
+	if segs := c.w.segs; segs != nil && segs.Segments(wdest) {
+		p := v.payload()
+		if eager {
+			err = segs.SendEagerv(&h, p, done)
+		} else {
+			err = segs.SendRendezvousv(&h, p, done)
+		}
+	} else {
+		b, box := bounce(v.Size())
+		v.CopyTo(b)
+		if eager {
+			err = c.w.dev.SendEager(&h, b, done)
+			unbounce(box) // an eager payload may be reused once SendEager returns
+		} else {
+			sreq.scratch, sreq.box = b, box
+			if err = c.w.dev.SendRendezvous(&h, b, done); err != nil {
+				sreq.scratch, sreq.box = nil, nil
+				unbounce(box)
+			}
+		}
+	}
+	if err != nil {
+		return nil, c.w.deviceError(err)
+	}
 	return sreq, nil
 }
 

@@ -120,7 +120,7 @@ type Request struct {
 	// owner is the rank that made the request: its completion calls move the rank's operations on (ops.go).
 	owner *Rank
 	voff  int     // a View buffer's window starts at this element of its selection (read only for views)
-	_     [8]byte // to 256 bytes, a size class whose objects are 64-byte aligned (TestRequestLayout)
+	box   *[]byte // scratch's pool holder (see bounce), given back when the device completes; 256 bytes in all (TestRequestLayout)
 }
 
 // reqExt is the cold part of a request that is more than a one-shot point-to-point transfer. Nonblocking
@@ -290,14 +290,16 @@ func (d *devDone) Complete(err error) {
 	case err != nil:
 		// Nothing reliable arrived: even a truncation already noted is now a failure of the transfer.
 		r.err = fmt.Errorf("%w: %w", ErrAborted, err)
-	case r.scratch != nil:
+	case r.scratch != nil && r.kind == kindRecv:
 		// The payload came into scratch: a truncated rendezvous (r.err is ErrTruncate), or one into a View that
 		// the device could not fill in place. Deliver what fits.
 		m := r.mem()
 		r.bytes = min(r.bytes, int64(m.Size()))
 		m.CopyFrom(r.scratch[:min(len(r.scratch), m.Size())])
 	}
-	r.scratch = nil
+	// A send's scratch is its packed View, which the device no longer reads.
+	unbounce(r.box)
+	r.scratch, r.box = nil, nil
 	if r.held != nil && r.kind == kindRecv {
 		r.completeObject()
 		return

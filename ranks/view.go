@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sort"
 	"unsafe"
+
+	"github.com/gompj/gompj/device"
 )
 
 // View is a selection of a slice's elements, in order: what MPI's derived datatypes (Type_vector, Type_indexed,
@@ -491,6 +493,33 @@ func CopyMem(dst, src Mem, n int) {
 	default:
 		copyViews(dst.view, dst.off*dst.view.sz, src.view, src.off*src.view.sz, n)
 	}
+}
+
+// Pieces implements device.Pieces: the selection's bytes from off, as its blocks hold them.
+func (v *viewData) Pieces(off, max int, dst [][]byte) int {
+	max = min(max, v.total*v.sz-off)
+	if max <= 0 {
+		return 0
+	}
+	c := v.cursorAt(off, max)
+	n := 0
+	for n < len(dst) {
+		p, k := c.next(c.left)
+		if k == 0 {
+			break
+		}
+		dst[n] = bytesAt(p, k)
+		n++
+	}
+	return n
+}
+
+// payload is m as a device payload: its bytes, or its View's pieces.
+func (m Mem) payload() device.Payload {
+	if m.view != nil {
+		return device.Payload{Segs: m.view, Off: m.off * m.view.sz, Len: m.Size()}
+	}
+	return device.Contiguous(m.Bytes())
 }
 
 // CopyTo copies the first len(dst) bytes of m (contiguous or a view) into dst: packing.
