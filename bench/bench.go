@@ -33,6 +33,12 @@ type Benchmark struct {
 	Average bool
 	// Run measures one size on every rank of c and returns this rank's figure.
 	Run func(c *gompj.Comm, size int, o *Options) (float64, error)
+	// RunTwo, for a benchmark with a Second column, measures one size on every rank of c and returns rank 0's two
+	// figures (Run is then unused).
+	RunTwo func(c *gompj.Comm, size int, o *Options) (float64, float64, error)
+	Second string // the second column's name, e.g. "Messages/s"
+	// Note, if set, gives the header's second line (OSU's "[ pairs: 1 ] [ window size: 64 ]").
+	Note func(np int, o *Options) string
 }
 
 var (
@@ -154,8 +160,9 @@ func (o *Options) iterations(size, small, large int) (iters, warmup int) {
 
 // Point is one printed line.
 type Point struct {
-	Size  int     `json:"size"`
-	Value float64 `json:"value"`
+	Size   int     `json:"size"`
+	Value  float64 `json:"value"`
+	Second float64 `json:"second,omitempty"` // the Second column's figure
 }
 
 // Report is what a benchmark run prints as JSON.
@@ -163,6 +170,7 @@ type Report struct {
 	Benchmark string  `json:"benchmark"`
 	Ranks     int     `json:"ranks"`
 	Unit      string  `json:"unit"`
+	Second    string  `json:"second_unit,omitempty"`
 	Points    []Point `json:"points"`
 }
 
@@ -184,12 +192,26 @@ func Run(c *gompj.Comm, name string, o Options, out io.Writer) error {
 	if o.Window <= 0 {
 		o.Window = 64
 	}
-	rep := Report{Benchmark: name, Ranks: c.Size(), Unit: b.Column}
+	rep := Report{Benchmark: name, Ranks: c.Size(), Unit: b.Column, Second: b.Second}
 	if c.Rank() == 0 && !o.JSON {
-		fmt.Fprintf(out, "# %s (gompj)\n# Size%*s\n", b.Title, 22, b.Column)
+		fmt.Fprintf(out, "# %s (gompj)\n", b.Title)
+		if b.Note != nil {
+			fmt.Fprintf(out, "# %s\n", b.Note(c.Size(), &o))
+		}
+		fmt.Fprintf(out, "# Size%*s", 22, b.Column)
+		if b.Second != "" {
+			fmt.Fprintf(out, "%*s", 18, b.Second)
+		}
+		fmt.Fprintln(out)
 	}
 	for _, size := range sizes {
-		v, err := b.Run(c, size, &o)
+		var v, v2 float64
+		var err error
+		if b.RunTwo != nil {
+			v, v2, err = b.RunTwo(c, size, &o)
+		} else {
+			v, err = b.Run(c, size, &o)
+		}
 		if err != nil {
 			return fmt.Errorf("%s, %d bytes: %w", name, size, err)
 		}
@@ -201,9 +223,13 @@ func Run(c *gompj.Comm, name string, o Options, out io.Writer) error {
 		if c.Rank() != 0 {
 			continue
 		}
-		rep.Points = append(rep.Points, Point{size, v})
+		rep.Points = append(rep.Points, Point{size, v, v2})
 		if !o.JSON {
-			fmt.Fprintf(out, "%-10d%18.2f\n", size, v)
+			fmt.Fprintf(out, "%-10d%18.2f", size, v)
+			if b.Second != "" {
+				fmt.Fprintf(out, "%18.2f", v2)
+			}
+			fmt.Fprintln(out)
 		}
 	}
 	if c.Rank() == 0 && o.JSON {
