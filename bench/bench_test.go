@@ -3,7 +3,9 @@ package bench
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -76,6 +78,50 @@ func TestMultiBandwidth(t *testing.T) {
 				math.Abs(rate*float64(size)/1e6-mbs) > 0.01*mbs+0.01 {
 				t.Fatalf("np=%d: bad line %q", np, l)
 			}
+		}
+	}
+}
+
+// TestBandwidthAllocations: the osu_bw and osu_mbw_mr loops allocate almost nothing per message, as their C
+// counterparts do not; a loop that boxed its buffer into Irecv's interface argument at every call (Irecv's argument
+// escapes: an object receive keeps it) allocated once per message.
+func TestBandwidthAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	for _, name := range []string{"bw", "mbw_mr"} {
+		const iters, window = 1000, 64
+		var before, after runtime.MemStats
+		err := gompj.RunWith(gompj.Config{Ranks: 2}, func(c *gompj.Comm) error {
+			o := Options{Sizes: []int{8}, Iters: 20, Warmup: 1, Window: window}
+			if err := Run(c, name, o, io.Discard); err != nil { // warms the pools
+				return err
+			}
+			if err := c.Barrier(); err != nil {
+				return err
+			}
+			if c.Rank() == 0 {
+				runtime.ReadMemStats(&before)
+			}
+			o.Iters = iters
+			if err := Run(c, name, o, io.Discard); err != nil {
+				return err
+			}
+			if err := c.Barrier(); err != nil {
+				return err
+			}
+			if c.Rank() == 0 {
+				runtime.ReadMemStats(&after)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		per := float64(after.Mallocs-before.Mallocs) / (iters * window)
+		t.Logf("%s: %.3f allocations per message", name, per)
+		if per > 0.3 {
+			t.Errorf("%s: %.2f allocations per message", name, per)
 		}
 	}
 }
