@@ -168,6 +168,45 @@ func (c *Comm) RecvInit(buf any, source, tag int) (*Request, error) {
 	return c.c.RecvInit(buf, source, tag)
 }
 
+// Rsend sends in ready mode: MPI lets it assume the matching receive is posted; gompj sends it as Send does.
+func (c *Comm) Rsend(buf any, dest, tag int) error { return c.c.Rsend(buf, dest, tag) }
+
+// Irsend is the nonblocking Rsend.
+func (c *Comm) Irsend(buf any, dest, tag int) (*Request, error) { return c.c.Irsend(buf, dest, tag) }
+
+// BsendOverhead is what each buffered message takes in the attached buffer beyond its payload.
+const BsendOverhead = ranks.BsendOverhead
+
+// Bsend copies the message into the attached buffer and returns at once, never waiting for the receiver; ErrBuffer
+// when no buffer is attached or the message (plus BsendOverhead) does not fit in its free space.
+func (c *Comm) Bsend(buf any, dest, tag int) error { return c.c.Bsend(buf, dest, tag) }
+
+// Ibsend is Bsend returning a request, already complete.
+func (c *Comm) Ibsend(buf any, dest, tag int) (*Request, error) { return c.c.Ibsend(buf, dest, tag) }
+
+// BufferAttach gives the rank a buffer for its buffered sends (one per rank, used by every communicator).
+func (c *Comm) BufferAttach(buf []byte) error { return c.c.BufferAttach(buf) }
+
+// BufferDetach waits until every buffered message has been delivered, then returns the buffer.
+func (c *Comm) BufferDetach() ([]byte, error) { return c.c.BufferDetach() }
+
+// SendrecvReplace sends buf to dest and receives into buf from source, without deadlock against a matching call.
+func (c *Comm) SendrecvReplace(buf any, dest, sendTag, source, recvTag int) (Status, error) {
+	return c.c.SendrecvReplace(buf, dest, sendTag, source, recvTag)
+}
+
+// Message is a message taken out of matching by Mprobe or Improbe: only its own Recv or Irecv receives it, once.
+type Message = ranks.Message
+
+// Mprobe waits for a message from source with tag and takes it out of matching, so that no other receive or
+// goroutine can take it: the THREAD_MULTIPLE-safe probe. Receive it with the Message's Recv or Irecv.
+func (c *Comm) Mprobe(source, tag int) (*Message, Status, error) { return c.c.Mprobe(source, tag) }
+
+// Improbe is Mprobe without waiting: with false, no such message is there.
+func (c *Comm) Improbe(source, tag int) (*Message, Status, bool, error) {
+	return c.c.Improbe(source, tag)
+}
+
 // Startall starts persistent requests: all of them, or, if one cannot be started, none (ErrRequest).
 func Startall(reqs ...*Request) error { return ranks.Startall(reqs...) }
 

@@ -602,6 +602,7 @@ func intercommErrors(world, local, ic *gompj.Comm, me, color int) error {
 		{"alltoall uneven", func() error { return ic.Alltoall(make([]int, 7), make([]int, 7)) }, gompj.ErrArg},
 		{"scan", func() error { return ic.Scan([]int{1}, make([]int, 1), gompj.Sum) }, gompj.ErrComm},
 		{"exscan", func() error { return ic.Exscan([]int{1}, make([]int, 1), gompj.Sum) }, gompj.ErrComm},
+		{"ibarrier", func() error { _, err := ic.Ibarrier(); return err }, gompj.ErrComm},
 		{"gatherv root out of range", func() error {
 			return ic.Gatherv([]int{1}, make([]int, 3), []int{1, 1, 1}, nil, 5)
 		}, gompj.ErrRoot},

@@ -80,3 +80,86 @@ func (c *Comm) Iscan(send, recv any, op Op) (*Request, error) { return nbc.Iscan
 func (c *Comm) Iexscan(send, recv any, op Op) (*Request, error) {
 	return nbc.Iexscan(c.c, send, recv, op)
 }
+
+// Persistent collectives (MPI-4): the same arguments as the nonblocking ones, bound once. Each Init call builds
+// the collective (its algorithm, schedule, buffers, requests, shared-memory slot) and returns an inactive request;
+// Start or Startall runs it once on the buffers given to Init, as they are then, without allocating (for slices of
+// primitive types); Wait, Test and the other completion calls complete a run; Free releases it. Bad arguments fail
+// at Init with the blocking collective's error class. Every member calls a communicator's Init calls in the same
+// order.
+
+// BarrierInit makes a persistent barrier.
+func (c *Comm) BarrierInit() (*Request, error) { return nbc.BarrierInit(c.c) }
+
+// BcastInit makes a persistent bcast of the root's buf.
+func (c *Comm) BcastInit(buf any, root int) (*Request, error) { return nbc.BcastInit(c.c, buf, root) }
+
+// ReduceInit makes a persistent reduce.
+func (c *Comm) ReduceInit(send, recv any, op Op, root int) (*Request, error) {
+	return nbc.ReduceInit(c.c, send, recv, op, root)
+}
+
+// AllreduceInit makes a persistent allreduce.
+func (c *Comm) AllreduceInit(send, recv any, op Op) (*Request, error) {
+	return nbc.AllreduceInit(c.c, send, recv, op)
+}
+
+// GatherInit makes a persistent gather.
+func (c *Comm) GatherInit(send, recv any, root int) (*Request, error) {
+	return nbc.GatherInit(c.c, send, recv, root)
+}
+
+// GathervInit makes a persistent gatherv.
+func (c *Comm) GathervInit(send, recv any, counts, displs []int, root int) (*Request, error) {
+	return nbc.GathervInit(c.c, send, recv, counts, displs, root)
+}
+
+// ScatterInit makes a persistent scatter.
+func (c *Comm) ScatterInit(send, recv any, root int) (*Request, error) {
+	return nbc.ScatterInit(c.c, send, recv, root)
+}
+
+// ScattervInit makes a persistent scatterv.
+func (c *Comm) ScattervInit(send any, counts, displs []int, recv any, root int) (*Request, error) {
+	return nbc.ScattervInit(c.c, send, counts, displs, recv, root)
+}
+
+// AllgatherInit makes a persistent allgather.
+func (c *Comm) AllgatherInit(send, recv any) (*Request, error) {
+	return nbc.AllgatherInit(c.c, send, recv)
+}
+
+// AllgathervInit makes a persistent allgatherv.
+func (c *Comm) AllgathervInit(send, recv any, counts, displs []int) (*Request, error) {
+	return nbc.AllgathervInit(c.c, send, recv, counts, displs)
+}
+
+// AlltoallInit makes a persistent alltoall.
+func (c *Comm) AlltoallInit(send, recv any) (*Request, error) {
+	return nbc.AlltoallInit(c.c, send, recv)
+}
+
+// AlltoallvInit makes a persistent alltoallv.
+func (c *Comm) AlltoallvInit(send any, sendCounts, sendDispls []int, recv any, recvCounts, recvDispls []int) (*Request, error) {
+	return nbc.AlltoallvInit(c.c, send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
+}
+
+// ReduceScatterInit makes a persistent reduce_scatter.
+func (c *Comm) ReduceScatterInit(send, recv any, counts []int, op Op) (*Request, error) {
+	return nbc.ReduceScatterInit(c.c, send, recv, counts, op)
+}
+
+// ReduceScatterBlockInit makes a persistent reduce_scatter_block.
+func (c *Comm) ReduceScatterBlockInit(send, recv any, op Op) (*Request, error) {
+	return nbc.ReduceScatterBlockInit(c.c, send, recv, op)
+}
+
+// ScanInit makes a persistent inclusive scan.
+func (c *Comm) ScanInit(send, recv any, op Op) (*Request, error) {
+	return nbc.ScanInit(c.c, send, recv, op)
+}
+
+// ExscanInit makes a persistent exclusive scan.
+func (c *Comm) ExscanInit(send, recv any, op Op) (*Request, error) {
+	return nbc.ExscanInit(c.c, send, recv, op)
+}

@@ -8,7 +8,11 @@ import (
 
 func init() {
 	Register(&Benchmark{Name: "mbw_mr", Title: "OSU MPI Multiple Bandwidth / Message Rate Test", Column: "MB/s",
-		Second: "Messages/s", MinRanks: 2, Sizes: Sizes(false, 4<<20), RunTwo: multiBandwidth,
+		Columns: []string{"MB/s", "Messages/s"}, MinRanks: 2, Sizes: Sizes(false, 4<<20),
+		RunRow: func(c *gompj.Comm, size int, o *Options) ([]float64, error) {
+			mbs, msgs, err := multiBandwidth(c, size, o)
+			return []float64{mbs, msgs}, err
+		},
 		Note: func(np int, o *Options) string {
 			return fmt.Sprintf("[ pairs: %d ] [ window size: %d ]", np/2, o.Window)
 		}})

@@ -24,8 +24,9 @@ func start(c *ranks.Comm) (*commState, error) {
 		return nil, err
 	}
 	if c.IsInter() {
-		return nil, fmt.Errorf("%w: this collective does not take an intercommunicator (MPI defines every blocking "+
-			"collective there but Scan and Exscan, and gompj has those)", ranks.ErrComm)
+		return nil, fmt.Errorf("%w: this collective does not take an intercommunicator (on intercommunicators gompj "+
+			"has every blocking collective but Scan and Exscan, which MPI does not define there; nonblocking and "+
+			"persistent collectives take intracommunicators only)", ranks.ErrComm)
 	}
 	return stateOf(c), nil
 }

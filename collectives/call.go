@@ -177,7 +177,7 @@ func ResolveGather(c *ranks.Comm, send, recv any, root int) (Call, error) {
 		if a.rv, err = viewOf(recv, "gather receive"); err != nil {
 			return a, err
 		}
-		if len(a.rv.b)%n != 0 {
+		if a.rv.n%n != 0 {
 			return a, errArg("gather: in place with a receive buffer of %d elements for %d ranks", a.rv.n, n)
 		}
 		a.Blk = len(a.rv.b) / n
@@ -273,7 +273,7 @@ func ResolveScatter(c *ranks.Comm, send, recv any, root int) (Call, error) {
 		if a.sv, err = viewOf(send, "scatter send"); err != nil {
 			return a, err
 		}
-		if len(a.sv.b)%n != 0 {
+		if a.sv.n%n != 0 {
 			return a, errArg("scatter: a send buffer of %d elements for %d ranks", a.sv.n, n)
 		}
 		a.Blk = len(a.sv.b) / n
@@ -346,7 +346,7 @@ func ResolveAllgather(c *ranks.Comm, send, recv any) (Call, error) {
 	}
 	a.InPlace = isInPlace(send)
 	if a.InPlace {
-		if len(a.rv.b)%n != 0 {
+		if a.rv.n%n != 0 {
 			return a, errArg("allgather: in place with a receive buffer of %d elements for %d ranks", a.rv.n, n)
 		}
 		a.Blk = len(a.rv.b) / n
@@ -409,7 +409,7 @@ func ResolveAlltoall(c *ranks.Comm, send, recv any) (Call, error) {
 	}
 	a.InPlace = isInPlace(send)
 	if a.InPlace {
-		if len(a.rv.b)%n != 0 {
+		if a.rv.n%n != 0 {
 			return a, errArg("alltoall: in place with a buffer of %d elements for %d ranks", a.rv.n, n)
 		}
 		a.Blk = len(a.rv.b) / n
@@ -420,7 +420,7 @@ func ResolveAlltoall(c *ranks.Comm, send, recv any) (Call, error) {
 		if err := sameKind(a.sv, a.rv); err != nil {
 			return a, err
 		}
-		if len(a.sv.b)%n != 0 {
+		if a.sv.n%n != 0 {
 			return a, errArg("alltoall: a send buffer of %d elements for %d ranks", a.sv.n, n)
 		}
 		a.Blk = len(a.sv.b) / n

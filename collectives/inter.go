@@ -36,7 +36,8 @@ const (
 )
 
 // interStart checks c and starts the operation: every rank of both groups calls it once per collective, so that
-// they number the intercommunicator's operations alike (the leaders' messages carry the operation in their tags).
+// they number the intercommunicator's operations alike: every message between the groups carries the operation's
+// id in its tag (p.tag, seq.go), whether it goes through p's methods or straight through p.c.
 func interStart(c *ranks.Comm) (*commState, p2p, error) {
 	if err := c.Check(); err != nil {
 		return nil, p2p{}, err
@@ -44,10 +45,6 @@ func interStart(c *ranks.Comm) (*commState, p2p, error) {
 	st := stateOf(c)
 	return st, newP2P(c, st), nil
 }
-
-// wire is the tag on the wire of this operation's messages of base tag base, for the messages that do not go
-// through p's send and receive methods (objects, and receives whose status matters).
-func (p p2p) wire(base int) int { return base }
 
 func interRole(c *ranks.Comm, root int, what string) (rootRole, error) {
 	switch {
@@ -100,14 +97,17 @@ func interBcast(c *ranks.Comm, buf any, root int) error {
 	if err != nil || role == roleIdle {
 		return err
 	}
-	if buf == nil || isInPlace(buf) {
+	if err := noInPlace("bcast", buf); err != nil {
+		return err
+	}
+	if buf == nil {
 		return fmt.Errorf("%w: bcast: nil buffer", ranks.ErrBuffer)
 	}
 	v, verr := viewOf(buf, "bcast")
 	object := verr != nil
 	if role == roleRoot {
 		if object {
-			return p.c.Send(buf, 0, p.wire(tagBcast))
+			return p.c.Send(buf, 0, p.tag(tagBcast))
 		}
 		return p.send(v.b, 0, tagBcast)
 	}
@@ -115,7 +115,7 @@ func interBcast(c *ranks.Comm, buf any, root int) error {
 	var rerr error
 	if lc.Rank() == 0 {
 		if object {
-			_, rerr = p.c.Recv(buf, root, p.wire(tagBcast))
+			_, rerr = p.c.Recv(buf, root, p.tag(tagBcast))
 		} else {
 			rerr = p.recv(v.b, root, tagBcast)
 		}
@@ -224,7 +224,7 @@ func interGather(c *ranks.Comm, send, recv any, root int) error {
 				return err
 			}
 			for i := 0; i < c.RemoteSize(); i++ {
-				if _, err := p.c.Recv(s.Index(i).Addr().Interface(), i, p.wire(tagGather)); err != nil {
+				if _, err := p.c.Recv(s.Index(i).Addr().Interface(), i, p.tag(tagGather)); err != nil {
 					return err
 				}
 			}
@@ -238,7 +238,7 @@ func interGather(c *ranks.Comm, send, recv any, root int) error {
 		return p.recv(rv.b, 0, tagGather)
 	}
 	if isObject(send) {
-		return p.c.Send(send, root, p.wire(tagGather))
+		return p.c.Send(send, root, p.tag(tagGather))
 	}
 	sv, err := viewOf(send, "gather send")
 	if err != nil {
@@ -280,7 +280,7 @@ func interScatter(c *ranks.Comm, send, recv any, root int) error {
 					ranks.ErrBuffer, n, send)
 			}
 			for i := 0; i < n; i++ {
-				if err := p.c.Send(s.Index(i).Interface(), i, p.wire(tagScatter)); err != nil {
+				if err := p.c.Send(s.Index(i).Interface(), i, p.tag(tagScatter)); err != nil {
 					return err
 				}
 			}
@@ -300,7 +300,7 @@ func interScatter(c *ranks.Comm, send, recv any, root int) error {
 		if rv.Kind() != reflect.Pointer || rv.IsNil() {
 			return fmt.Errorf("%w: scatter of objects needs a pointer to receive into, got %T", ranks.ErrBuffer, recv)
 		}
-		_, err := p.c.Recv(recv, root, p.wire(tagScatter))
+		_, err := p.c.Recv(recv, root, p.tag(tagScatter))
 		return err
 	}
 	rv, err := viewOf(recv, "scatter receive")
@@ -315,7 +315,7 @@ func interScatter(c *ranks.Comm, send, recv any, root int) error {
 	if lc.Rank() == 0 {
 		all = st.scratch(scrCall, lc.Size()*blk)
 		var s ranks.Status
-		if s, rerr = p.c.Recv(all, root, p.wire(tagScatter)); rerr == nil && s.Bytes() != len(all) {
+		if s, rerr = p.c.Recv(all, root, p.tag(tagScatter)); rerr == nil && s.Bytes() != len(all) {
 			rerr = errArg("scatter: the root sent %d bytes for %d ranks receiving %d bytes each", s.Bytes(),
 				lc.Size(), blk)
 		}
@@ -358,7 +358,7 @@ func interAllgather(c *ranks.Comm, send, recv any) error {
 	// cut short), since the other group's blocks may have another size than this group's.
 	hdr := st.scratch(scrAcc, 16)
 	if lc.Rank() == 0 {
-		s, xerr := p.c.Sendrecv(all, 0, p.wire(tagAllgather), rv.b, 0, p.wire(tagAllgather))
+		s, xerr := p.c.Sendrecv(all, 0, p.tag(tagAllgather), rv.b, 0, p.tag(tagAllgather))
 		binary.LittleEndian.PutUint64(hdr, uint64(s.Bytes()))
 		binary.LittleEndian.PutUint64(hdr[8:], 0)
 		if xerr != nil {
@@ -402,12 +402,12 @@ func interAllgatherObjects(p p2p, send, recv any) error {
 	}
 	reqs := make([]*ranks.Request, n)
 	for i := range reqs {
-		if reqs[i], err = p.c.Irecv(s.Index(i).Addr().Interface(), i, p.wire(tagAllgather)); err != nil {
+		if reqs[i], err = p.c.Irecv(s.Index(i).Addr().Interface(), i, p.tag(tagAllgather)); err != nil {
 			return err
 		}
 	}
 	for j := 0; j < n; j++ {
-		if err := p.c.Send(send, j, p.wire(tagAllgather)); err != nil {
+		if err := p.c.Send(send, j, p.tag(tagAllgather)); err != nil {
 			return err
 		}
 	}
@@ -502,7 +502,7 @@ func interGatherv(c *ranks.Comm, send, recv any, counts, displs []int, root int)
 	}
 	reqs := st.reqList()
 	for i := 0; i < n; i++ {
-		if reqs, err = st.irecv(p.c, reqs, blockOf(rv.b, counts, displs, max(rv.sz, 1), i, 0), i, p.wire(tagGather)); err != nil {
+		if reqs, err = st.irecv(p.c, reqs, blockOf(rv.b, counts, displs, max(rv.sz, 1), i, 0), i, p.tag(tagGather)); err != nil {
 			return firstErr(err, st.waitReqs(reqs))
 		}
 	}
@@ -538,7 +538,7 @@ func interScatterv(c *ranks.Comm, send any, counts, displs []int, recv any, root
 	}
 	reqs := st.reqList()
 	for i := 0; i < n; i++ {
-		r, err := p.c.Isend(blockOf(sv.b, counts, displs, max(sv.sz, 1), i, 0), i, p.wire(tagScatter))
+		r, err := p.isend(blockOf(sv.b, counts, displs, max(sv.sz, 1), i, 0), i, tagScatter)
 		if err != nil {
 			return firstErr(err, st.waitReqs(reqs))
 		}
@@ -573,12 +573,12 @@ func interAllgatherv(c *ranks.Comm, send, recv any, counts, displs []int) error 
 	// Every receive is posted before any send starts, so rendezvous sends find them.
 	reqs := st.reqList()
 	for i := 0; i < n; i++ {
-		if reqs, err = st.irecv(p.c, reqs, blockOf(rv.b, counts, displs, max(rv.sz, 1), i, 0), i, p.wire(tagAllgather)); err != nil {
+		if reqs, err = st.irecv(p.c, reqs, blockOf(rv.b, counts, displs, max(rv.sz, 1), i, 0), i, p.tag(tagAllgather)); err != nil {
 			return firstErr(err, st.waitReqs(reqs))
 		}
 	}
 	for j := 0; j < n; j++ {
-		r, err := p.c.Isend(sv.b, j, p.wire(tagAllgather))
+		r, err := p.isend(sv.b, j, tagAllgather)
 		if err != nil {
 			return firstErr(err, st.waitReqs(reqs))
 		}

@@ -1,17 +1,19 @@
 package device
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
-// Kind is the frame kind carried by every inter-node frame.
+// Kind is the frame kind carried by every inter-node message.
 type Kind uint8
 
 const (
-	KindEager   Kind = 1 // header and whole payload
-	KindRTS     Kind = 2 // request to send: header, no payload; Length is the whole message
-	KindCTS     Kind = 3 // clear to send: the receiver matched the RTS with sequence Seq
-	KindData    Kind = 4 // rendezvous payload for the RTS with sequence Seq
-	KindAck     Kind = 5 // a synchronous eager send with sequence Seq was matched
-	KindControl Kind = 6 // node-to-node control payload (bootstrap, barrier, finalize, abort)
+	KindEager Kind = 1 // header and whole payload
+	KindRTS   Kind = 2 // request to send: header, no payload; Length is the whole message
+	KindCTS   Kind = 3 // clear to send: the receiver matched the RTS with sequence Seq
+	KindData  Kind = 4 // rendezvous payload for the RTS with sequence Seq
+	KindAck   Kind = 5 // a synchronous eager send with sequence Seq was matched
 )
 
 // Flags carried in a header.
@@ -19,17 +21,20 @@ const (
 	FlagSync uint8 = 1 << 0 // synchronous send: the sender completes only when the receive is matched
 )
 
-// Header is the fixed part of every inter-node frame. Ranks are world ranks.
+// MaxAddress bounds the address blob a device publishes through the bootstrap (Transport.Address).
+const MaxAddress = 4 << 10
+
+// Header is the fixed part of every inter-node message. Ranks are world ranks.
 type Header struct {
 	Kind    Kind
 	Flags   uint8
 	Type    uint8  // element type code of the payload (see ranks); opaque to devices
 	Context uint32 // communicator context id
 	Source  int32  // world rank of the sender (routing: replies such as CTS and ACK go to its node)
-	Dest    int32  // world rank of the receiver (routing: the frame goes to its node and its queues)
+	Dest    int32  // world rank of the receiver (routing: the message goes to its node and its queues)
 	SrcRank int32  // the sender's rank in the communicator: the matching key the receiver sees as the source
 	Tag     int32
-	Length  uint64 // payload bytes: of this frame (eager, data) or of the whole message (RTS)
+	Length  uint64 // payload bytes: of this message (eager) or of the whole message (RTS)
 	Seq     uint64 // per sending node message id; CTS, DATA and ACK echo the id of the message they belong to
 }
 
@@ -38,12 +43,12 @@ type Completer interface {
 	Complete(err error)
 }
 
-// Inbound is an eager message delivered to a Sink. The sink owns it until it calls Release, which returns the
+// Inbound is an eager message delivered to a Sink. The sink owns it until it calls Done, which returns the
 // payload buffer to the device (and with it the flow-control credit the message held).
 type Inbound struct {
 	Header  Header
 	Payload []byte
-	// Release is set by the device; the sink calls it exactly once, after copying Payload out.
+	// Release is set by the device; the sink calls it exactly once (through Done), after copying Payload out.
 	Release func(*Inbound)
 }
 
@@ -54,28 +59,83 @@ func (in *Inbound) Done() {
 	}
 }
 
-// Device is a node's network device, shared by every rank of the node. All methods are safe for concurrent use by
-// the node's rank goroutines.
+// Device is the data path of a node's network device, shared by every rank of the node. The rules below are what
+// the rank layer relies on; the conformance suite in device/devicetest checks them for every device.
+//
+// # Concurrency
+//
+// Every method is safe for concurrent use by the node's rank goroutines, by Sink callbacks (see re-entrancy) and by
+// Completers.
+//
+// # Order
+//
+// Messages with the same Source and Dest ranks are delivered in the order they were sent: if SendEager or
+// SendRendezvous for message a returned before the call for message b (same Source, same Dest) began, the
+// destination's Sink sees a (DeliverEager or DeliverRTS) before b, and a's callback returns before b's begins.
+// This is what MPI's non-overtaking rule needs; the sink matches in delivery order. Nothing is promised between
+// different (Source, Dest) pairs, nor between a message and the replies (CTS, DATA, ACK) of other messages.
+//
+// # Completion
+//
+// A method that returns an error did not start the operation: its Completer will never be called. A method that
+// returns nil calls its Completer (if not nil) exactly once, with nil or with an error naming the failed peer. The
+// call may happen before the method returns (SendEager completes a standard send at once), on the device's own
+// goroutines, or on any goroutine driving the device (see Poller). Completers must not block.
+//
+// # Re-entrancy
+//
+// Sink callbacks and Completers may call back into the device before they return: DeliverEager calls Ack (a
+// synchronous message matched at once) and Inbound.Done; DeliverRTS calls ClearToSend (a receive already posted);
+// any of them may start sends. A device therefore never holds, across a callback, a lock that its own methods take.
+// A callback must not call Poller.Poll (a nested Poll returns false at once).
+//
+// # Memory
+//
+// SendEager's payload may be reused as soon as SendEager returns. The payloads of SendRendezvous and ClearToSend
+// belong to the device until the Completer runs: the caller keeps them referenced and untouched. They must be Go
+// heap (or static) memory, never a goroutine's stack: a device may hand their addresses to another process (CMA)
+// or to a NIC, which would read or write them while the owning goroutine is parked and its stack may move. The rank
+// layer meets this by construction: a buffer that reaches a device through this interface escapes to the heap.
+//
+// Segmented payloads (a view's blocks as an iovec) will come as optional methods beside these; a device that lacks
+// them gets packed bytes.
 type Device interface {
-	// SendEager sends a message whose payload fits under the eager limit. The payload may be reused once SendEager
-	// returns. done is nil for a standard send; for a synchronous send (FlagSync in h.Flags) it is completed when
-	// the receiver has matched the message.
+	// SendEager sends a message whose payload fits under EagerLimit. done is nil for a standard send; for a
+	// synchronous send (FlagSync in h.Flags) it is completed when the receiver has matched the message.
 	SendEager(h *Header, payload []byte, done Completer) error
-	// SendRendezvous starts a rendezvous send. The device keeps payload until it has written it to the peer, then
-	// completes done. The payload must not change until then.
+	// SendRendezvous starts a rendezvous send: the destination's sink gets an RTS, and once it is matched the
+	// device moves payload straight into the receiver's buffer, then completes done.
 	SendRendezvous(h *Header, payload []byte, done Completer) error
 	// ClearToSend is called by the receiving node once the RTS rts has been matched by a receive whose buffer is dst
-	// (len(dst) == rts.Length). The device reads the payload straight into dst and completes done.
+	// (len(dst) == rts.Length). The device moves the payload straight into dst and completes done.
 	ClearToSend(rts *Header, dst []byte, done Completer) error
 	// Ack tells the sender of the synchronous eager message h that it was matched.
 	Ack(h *Header) error
-	// Control sends an opaque control payload to a node.
-	Control(node int, payload []byte) error
 	// EagerLimit is the largest payload SendEager accepts for dest right now; past the flow-control bound it
-	// shrinks, so that senders switch to rendezvous instead of growing the receiver's unexpected buffers.
+	// drops (to 0), so that senders switch to rendezvous instead of growing the receiver's unexpected buffers.
+	// Rendezvous always makes progress, whatever the eager credit.
 	EagerLimit(dest int) int
-	// Close delivers every frame already handed to the device, then closes its connections.
+	// Close delivers every message already handed to the device, then releases its connections. Methods called
+	// after Close return ErrClosed.
 	Close() error
+}
+
+// Transport is a device as a node process opens it, by name, through node's registry. Open has claimed the local
+// resources (a listening socket, a shared segment) and knows how it can be reached; nothing is delivered before
+// Start.
+//
+// The life of a transport: open; Address, published to every node by the bootstrap; Start with every node's
+// address and the node's Sink; WaitConnected; traffic; Close.
+type Transport interface {
+	Device
+	// Address is this node's address blob for the device, at most MaxAddress bytes, handed to the other nodes.
+	Address() []byte
+	// Start connects to the nodes this transport serves and begins delivering inbound traffic to sink. addrs[n]
+	// is node n's Address blob, nil for this node and for nodes served by another device. Start does not wait
+	// for connections.
+	Start(sink Sink, addrs [][]byte) error
+	// WaitConnected waits until the transport can reach every node it serves, or fails naming those it cannot.
+	WaitConnected(timeout time.Duration) error
 }
 
 // Poller is implemented by a device whose progress a waiting rank can drive itself, as FastMPJ's devices poll
@@ -94,13 +154,36 @@ type Poller interface {
 	Leave(parking bool)
 }
 
+// Registrar is the hook for registering memory ahead of its transfers, implemented by devices for which
+// registration costs (rdma over a NIC pins pages and hands the NIC a key). Persistent requests and long-lived
+// buffers register once; transfers of registered memory then skip the device's registration cache. The memory
+// rules of Device apply: b must be Go heap or static memory.
+type Registrar interface {
+	// Register prepares b for transfers until the Registration is released. Registering the same memory twice is
+	// allowed; each registration is released on its own.
+	Register(b []byte) (Registration, error)
+}
+
+// Registration is memory registered with a device.
+type Registration interface {
+	// Release ends the registration. The memory must not be in a transfer any more.
+	Release()
+}
+
+// Describer is implemented by devices that can say how they work, for `gompj info` and the route table: "shm
+// (CMA single copy)", "tcp".
+type Describer interface {
+	Describe() string
+}
+
 // Sink is the node side of a device: where inbound traffic is delivered. Its methods are called from the device's
-// progress loop, or from a rank driving it (see Poller), and must not block.
+// progress goroutine, or from a rank driving it (see Poller), and must not block. They may call the device back
+// (see Device, re-entrancy).
 type Sink interface {
 	DeliverEager(in *Inbound)
 	DeliverRTS(h *Header)
-	DeliverControl(node int, payload []byte)
-	// PeerLost reports a node whose connection failed (the process died, or sent garbage). The node aborts the job.
+	// PeerLost reports, at most once per node, a node the device can no longer reach (its process died, or it sent
+	// garbage). Everything pending with that node has completed with an error. The node aborts the job.
 	PeerLost(node int, err error)
 }
 

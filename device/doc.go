@@ -1,17 +1,21 @@
-// Package device is the contract between the rank layer and a node's network device.
+// Package device is the contract between the rank layer and a node's network devices.
 //
-// A gompj node process hosts many ranks and exactly one network device (netdev over TCP, or rdma over verbs).
-// Ranks hand inter-node messages to the device through Device; the device hands inbound traffic to the node through
-// Sink. Everything a second device needs to fit beside netdev is here, and nothing else: no sockets, no matching.
+// A gompj node process hosts many ranks and talks to the other node processes through devices: netdev over TCP,
+// rdma over a verbs-model provider (shared memory between node processes on one host, libfabric for RDMA fabrics).
+// Ranks hand inter-node messages to a Device; a device hands inbound traffic to the node through a Sink. Device
+// states the rules every device keeps (order per source and destination, completion, re-entrancy, memory), and
+// the conformance suite in device/devicetest checks them.
+//
+// node opens devices by name (Transport), publishes each one's address blob through the bootstrap, routes every
+// peer node to exactly one device (Router) and only then starts them with the node's Sink: nothing is delivered
+// before the World that receives it exists.
 //
 // Protocols (the device implements them; the sink only sees their effects):
-//   - eager: one frame carries the header and the payload; the sink gets it through DeliverEager. A synchronous
+//   - eager: one message carries the header and the payload; the sink gets it through DeliverEager. A synchronous
 //     eager send (FlagSync) completes on the sender's side when the receiver's sink calls Device.Ack after the match.
 //   - rendezvous: the sender's device sends a request-to-send (RTS) that the sink sees through DeliverRTS; once the
-//     receive is matched the sink calls Device.ClearToSend with the receiver's own slice, the sender's device writes
-//     the payload straight from the sender's slice, the receiving device reads it straight into that slice, and both
-//     sides' Completers run.
-//   - control: opaque node-to-node messages for bootstrap, barriers, finalize and abort.
+//     receive is matched the sink calls Device.ClearToSend with the receiver's own slice, the payload moves
+//     straight from the sender's slice into it, and both sides' Completers run.
 //
 // Imports: only the standard library.
 package device

@@ -122,7 +122,7 @@ func start(c *ranks.Comm, a *collectives.Call, err error) (*ranks.Request, error
 	if err != nil {
 		return nil, err
 	}
-	o.req = c.World().NewOpRequest(o)
+	o.req = c.OpRequest(o)
 	o.run()
 	return o.req, nil
 }
@@ -143,7 +143,7 @@ func build(c *ranks.Comm, a *collectives.Call, persistent bool) (*op, error) {
 	} else {
 		id = collectives.NextOp(c)
 	}
-	o := newOp(c.World(), a.Coll+"/"+algo)
+	o := newOp(c, a.Coll+"/"+algo)
 	s := &Schedule{}
 	sp := &spec{algo: algo, rank: c.Rank(), n: n, id: id, a: a}
 	var err error

@@ -60,6 +60,11 @@ func (hb *hierb) phase(sc *ranks.Comm, a collectives.Call) error {
 	}
 	sb := &sub{m: Machine{s: s}, tr: newTransport(hb.o, sc, len(s.Steps))}
 	sb.m.Reset()
+	if hb.persistent {
+		if err := sb.tr.makePersistent(s); err != nil {
+			return err
+		}
+	}
 	hb.s.Round()
 	hb.s.Run(sb)
 	return nil
@@ -247,8 +252,10 @@ func (hb *hierb) gather() error {
 			return err
 		}
 		if hb.mine == rootNode {
-			out := a.Recv[:n*blk]
-			if hb.rank != root {
+			var out []byte
+			if hb.rank == root {
+				out = a.Recv[:n*blk]
+			} else {
 				out = make([]byte, n*blk)
 			}
 			hb.s.Round()

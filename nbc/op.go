@@ -15,11 +15,14 @@ import (
 // Wait and a worker of the node's pool may meet on an op safely. Three things call run:
 //
 //   - the starting call (the I-call, or Start): the first round is posted before it returns;
-//   - the owner's completion calls (Progress, through the request);
+//   - the completion calls of the op's rank (Progress, through the request; they run all the rank's ops);
 //   - kick, which the op's hook calls when one of its child requests completes (on the completing goroutine: a
 //     sender, the network's progress loop, a driving rank), and shared-memory protocols call when they change
-//     something the op waits for. kick wakes the owner if it waits, and hands the op to the node's worker pool so
-//     that it moves on even while its rank computes and calls nothing.
+//     something the op waits for. If a completion call of the rank is under way, kick signals it (ranks.SignalOp)
+//     and it runs the op; otherwise kick hands the op to the node's worker pool, so that it moves on while its
+//     rank computes and calls nothing (a worker then does the rank's share of a shared-memory collective).
+//
+// The run that sees the machine finish completes the request (ranks.CompleteOp).
 type op struct {
 	m  Machine
 	tr transport
@@ -29,17 +32,15 @@ type op struct {
 	done   atomic.Bool  // the machine has finished; err is set
 	err    error
 
-	hook   *queues.Waker     // armed on child requests: runs kick
-	signal queues.Completion // completed by kick: what the owner parks on (Blocker)
-	exec   ranks.Executor    // the node's worker pool, or nil
-	task   func()            // o.work, made once: handing the op to the pool allocates nothing
-	finish []func()          // run once the machine has finished (releasing shared-memory registrations)
-	req    *ranks.Request    // the request the op completes through
-	watch  []*watchlist      // the shared-memory wait lists the op is on
-	name   string            // the collective and its algorithm, for errors and tests
-	w      *ranks.World
-	// onStart moves a persistent op's shared-memory schedules to their slots' next use, at each Start
-	onStart []func()
+	hook    *queues.Waker  // armed on child requests: runs kick
+	exec    ranks.Executor // the node's worker pool, or nil
+	task    func()         // o.work, made once: handing the op to the pool allocates nothing
+	req     *ranks.Request // the request the op completes through
+	watch   []*watchlist   // the shared-memory wait lists the op is on
+	name    string         // the collective and its algorithm, for errors and tests
+	c       *ranks.Comm
+	onStart []func() // a persistent op's shared-memory schedules move to their slots' next use at each Start
+	release []func() // what Release lets go of
 }
 
 const (
@@ -48,8 +49,8 @@ const (
 	opDirty // running, and something happened since it started: go round again
 )
 
-func newOp(w *ranks.World, name string) *op {
-	o := &op{exec: w.Executor(), name: name, w: w}
+func newOp(c *ranks.Comm, name string) *op {
+	o := &op{exec: c.World().Executor(), name: name, c: c}
 	o.hook = queues.NewHook(o.kick)
 	o.task = o.work
 	return o
@@ -57,8 +58,10 @@ func newOp(w *ranks.World, name string) *op {
 
 // kick says that something the op waits for may have happened. It must not block.
 func (o *op) kick() {
-	o.signal.Complete()
-	if o.exec != nil && !o.done.Load() && o.queued.CompareAndSwap(false, true) {
+	if o.done.Load() || ranks.SignalOp(o.req) {
+		return
+	}
+	if o.exec != nil && o.queued.CompareAndSwap(false, true) {
 		o.exec.Submit(o.task)
 	}
 }
@@ -104,17 +107,13 @@ func (o *op) step() {
 		return
 	}
 	o.err = err
-	for _, f := range o.finish {
-		f()
-	}
 	o.unwatch()
 	o.done.Store(true)
-	o.signal.Complete()
+	ranks.CompleteOp(o.req, err)
 }
 
-// Progress implements ranks.Operation for the owner's completion calls.
+// Progress implements ranks.Operation: the rank's completion calls run the op.
 func (o *op) Progress() (bool, error) {
-	o.signal.Reset() // only the owner parks on signal; a kick from now on completes it again
 	o.run()
 	if o.done.Load() {
 		return true, o.err
@@ -122,12 +121,30 @@ func (o *op) Progress() (bool, error) {
 	return false, nil
 }
 
-// Blocker implements ranks.Operation: the owner parks on the op's signal, which every kick completes.
-func (o *op) Blocker() *queues.Completion { return &o.signal }
+// Blocker implements ranks.Operation. The op's request belongs to a rank (Comm.OpRequest), whose completion calls
+// park on the request itself and on the rank's event, which kick signals: there is nothing else to park on.
+func (o *op) Blocker() *queues.Completion { return nil }
 
-// restart readies a finished op to run its schedule again (persistent collectives).
-func (o *op) restart() {
+// Start implements ranks.PersistentOp: one run of a persistent collective. Its schedule, buffers, child requests
+// and slots were made by its Init call; a run allocates nothing.
+func (o *op) Start() error {
+	if err := o.c.Check(); err != nil {
+		return err
+	}
+	for _, f := range o.onStart {
+		f()
+	}
 	o.m.Reset()
 	o.err = nil
 	o.done.Store(false)
+	o.run()
+	return nil
+}
+
+// Release implements ranks.Releaser: the persistent request was freed (after its last run).
+func (o *op) Release() {
+	for _, f := range o.release {
+		f()
+	}
+	o.release = nil
 }

@@ -118,9 +118,10 @@ type shmb struct {
 	u    uint64
 	prev *op // this member's operation of the previous use of the slot
 	a    *collectives.Call
-	acc  []byte // reductions: the block being combined
-	out  []byte // reduce_scatter in place: the block, until the others are done reading
-	own  []byte // alltoall and exscan in place: a copy of the input
+	acc  []byte   // reductions: the block being combined
+	dsts [][]byte // reductions: where combined blocks go
+	out  []byte   // reduce_scatter in place: the block, until the others are done reading
+	own  []byte   // alltoall and exscan in place: a copy of the input
 }
 
 func (b *shmb) un() uint64 { return b.u * uint64(b.n) }
@@ -309,8 +310,8 @@ func share(total, sz, n, i, first int) (lo, hi int) {
 }
 
 // combine computes, for bytes [lo, hi) of the members' published srcs, src[0] op ... op src[n-1] (rank order),
-// block by block through b.acc, and writes each block to out(j) for every target j.
-func (b *shmb) combine(k func(inout, in []byte), lo, hi, sz int, targets func(yield func(dst []byte, base int))) {
+// block by block through b.acc, and writes each block at its offset less base into every buffer of dsts.
+func (b *shmb) combine(k func(inout, in []byte), lo, hi, sz int, dsts [][]byte, base int) {
 	bs := max((4<<10)/sz, 1) * sz
 	n := b.n
 	for x := lo; x < hi; x += bs {
@@ -320,7 +321,9 @@ func (b *shmb) combine(k func(inout, in []byte), lo, hi, sz int, targets func(yi
 		for i := n - 2; i >= 0; i-- {
 			k(t, b.sl.mem[i].src[x:y])
 		}
-		targets(func(dst []byte, base int) { copy(dst[x-base:y-base], t) })
+		for _, d := range dsts {
+			copy(d[x-base:y-base], t)
+		}
 	}
 }
 
@@ -379,6 +382,7 @@ func (b *shmb) reduction() {
 		return
 	}
 	b.acc = make([]byte, max((4<<10)/sz, 1)*sz)
+	b.dsts = make([][]byte, 0, n)
 	b.acquire()
 	b.s.Do(func() error {
 		b.me.src, b.me.dst = a.Send, a.Recv
@@ -409,15 +413,16 @@ func (b *shmb) reduction() {
 		if hi <= lo {
 			return nil
 		}
-		b.combine(k, lo, hi, sz, func(yield func([]byte, int)) {
-			if !all {
-				yield(b.sl.mem[a.Root].dst, 0)
-				return
+		dsts := b.dsts[:0]
+		if !all {
+			dsts = append(dsts, b.sl.mem[a.Root].dst)
+		} else {
+			for j := 0; j < n; j++ { // this member's first: its own buffer is the nearest
+				dsts = append(dsts, b.sl.mem[(r+j)%n].dst)
 			}
-			for j := 0; j < n; j++ {
-				yield(b.sl.mem[(r+j)%n].dst, 0)
-			}
-		})
+		}
+		b.combine(k, lo, hi, sz, dsts, 0)
+		clear(dsts) // the peers' buffers are not this operation's to keep
 		return nil
 	})
 	b.waitFinished(0)
@@ -546,6 +551,7 @@ func (b *shmb) reduceScatter() {
 		b.out = make([]byte, hi-lo)
 		out = b.out
 	}
+	b.dsts = [][]byte{out}
 	b.acquire()
 	b.s.Do(func() error {
 		b.me.src = a.Send
@@ -560,7 +566,7 @@ func (b *shmb) reduceScatter() {
 			return err
 		}
 		if hi > lo {
-			b.combine(a.Kernel, lo, hi, sz, func(yield func([]byte, int)) { yield(out, lo) })
+			b.combine(a.Kernel, lo, hi, sz, b.dsts[:1], lo)
 		}
 		return nil
 	})

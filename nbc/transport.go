@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/gompj/gompj/queues"
 	"github.com/gompj/gompj/ranks"
 )
 
@@ -12,33 +11,75 @@ import (
 // communicator's collective context, each armed with the op's hook so that its completion kicks the op; waits on
 // shared-memory conditions, through the wait list whose notifier kicks the op; sub-operations, run inside the op
 // (node-aware algorithms' phases on other communicators).
+//
+// A persistent op's sends and receives are persistent requests, made once by its Init call (persist) and
+// started again at each run, so that a run allocates nothing. A nonblocking op's are made as it posts them.
 type transport struct {
-	o    *op
-	c    *ranks.Comm      // on the collective context
-	reqs []*ranks.Request // per step, while posted
+	o       *op
+	c       *ranks.Comm      // on the collective context
+	reqs    []*ranks.Request // per step, while posted
+	persist []*ranks.Request // per step: a persistent op's requests
 }
 
 func newTransport(o *op, c *ranks.Comm, steps int) transport {
 	return transport{o: o, c: c.Coll(), reqs: make([]*ranks.Request, steps)}
 }
 
+// makePersistent makes the persistent requests of s's sends and receives (a persistent op's Init).
+func (t *transport) makePersistent(s *Schedule) error {
+	t.persist = make([]*ranks.Request, len(s.Steps))
+	for i := range s.Steps {
+		st := &s.Steps[i]
+		var r *ranks.Request
+		var err error
+		switch st.Kind {
+		case StepSend:
+			r, err = t.c.SendInit(st.Buf, st.Peer, st.Tag)
+		case StepRecv:
+			r, err = t.c.RecvInit(st.Buf, st.Peer, st.Tag)
+		default:
+			continue
+		}
+		if err != nil {
+			t.free()
+			return err
+		}
+		t.persist[i] = r
+	}
+	t.o.release = append(t.o.release, t.free)
+	return nil
+}
+
+// free frees the persistent requests.
+func (t *transport) free() {
+	for i, r := range t.persist {
+		if r != nil {
+			r.Free()
+			t.persist[i] = nil
+		}
+	}
+}
+
 // Post implements Transport.
 func (t *transport) Post(i int, st *Step) error {
 	var r *ranks.Request
 	var err error
-	switch st.Kind {
-	case StepSend:
+	switch {
+	case t.persist != nil && t.persist[i] != nil:
+		r = t.persist[i]
+		err = r.Start()
+	case st.Kind == StepSend:
 		r, err = t.c.Isend(st.Buf, st.Peer, st.Tag)
-	case StepRecv:
+	case st.Kind == StepRecv:
 		r, err = t.c.IrecvBytes(st.Buf, st.Peer, st.Tag)
-	case StepSendObj:
+	case st.Kind == StepSendObj:
 		r, err = t.c.Isend(st.Obj, st.Peer, st.Tag)
-	case StepRecvObj:
+	case st.Kind == StepRecvObj:
 		r, err = t.c.Irecv(st.Obj, st.Peer, st.Tag)
-	case StepWait:
+	case st.Kind == StepWait:
 		t.o.watchOn(st.List)
 		return nil
-	case StepSub:
+	case st.Kind == StepSub:
 		return st.Sub.Begin()
 	default:
 		return fmt.Errorf("%w: nbc: cannot post a %v step", ranks.ErrInternal, st.Kind)
@@ -47,7 +88,7 @@ func (t *transport) Post(i int, st *Step) error {
 		return err
 	}
 	t.reqs[i] = r
-	completionOf(r).OnComplete(t.o.hook) // already done: the machine sees it when it tests
+	ranks.CompletionOf(r).OnComplete(t.o.hook) // already done: the machine sees it when it tests
 	return nil
 }
 
@@ -60,16 +101,13 @@ func (t *transport) Test(i int, st *Step) (bool, error) {
 		return st.Sub.Poll()
 	}
 	r := t.reqs[i]
-	if !completionOf(r).Done() {
+	if !ranks.CompletionOf(r).Done() {
 		return false, nil
 	}
 	t.reqs[i] = nil
-	_, err := r.Wait() // done: returns at once, with its error (an object receive decodes here)
+	_, err := r.Wait() // done: reports it at once, with its error (an object receive decodes here)
 	return true, err
 }
-
-// completionOf returns a request's completion flag.
-func completionOf(r *ranks.Request) *queues.Completion { return ranks.CompletionOf(r) }
 
 // watchlist is the set of ops waiting on some shared-memory state: whoever changes it calls notify, which kicks
 // them all. An op joins the list when it posts a wait on it and leaves when it finishes.

@@ -44,7 +44,6 @@ type conn struct {
 	closed     bool
 	cur        *device.Inbound
 	curRecv    *rdvRecv
-	ctl        []byte
 }
 
 func (d *Device) newConn(p *peer, stripe int) *conn {
@@ -57,7 +56,6 @@ func (d *Device) newConn(p *peer, stripe int) *conn {
 		maxEager:   uint64(d.eager),
 		maxData:    uint64(d.cfg.ChunkSize),
 		maxMessage: d.cfg.MaxMessage,
-		maxControl: uint64(d.cfg.MaxControl),
 	}
 	return c
 }

@@ -1,6 +1,7 @@
 // Package netdev is gompj's TCP network device: one per node process, shared by all of the node's ranks, carrying
-// every inter-node message keyed by destination world rank. It implements device.Device and delivers inbound
-// traffic to a device.Sink.
+// the inter-node messages of the peers it serves (node processes on other hosts, or every peer with
+// GOMPJ_HOST_SHM=0), keyed by destination world rank. It implements device.Transport (Open listens and gives the
+// Address, host:port; Start takes the other nodes' addresses and the Sink) and device.Poller.
 //
 // # Progress
 //
@@ -21,7 +22,7 @@
 // Every frame is a 48-byte little-endian header followed by payloadLen bytes:
 //
 //	offset size field
-//	0      1    kind     1 eager, 2 RTS, 3 CTS, 4 DATA, 5 ACK, 6 control (device.Kind); 0x20 credit, 0x21 goodbye
+//	0      1    kind     1 eager, 2 RTS, 3 CTS, 4 DATA, 5 ACK (device.Kind); 0x20 credit, 0x21 goodbye
 //	1      1    flags    bit 0 = device.FlagSync; other bits must be 0
 //	2      1    type     element type code (opaque)
 //	3      1    version  1
@@ -30,18 +31,18 @@
 //	12     4    dest     i32 world rank of the receiver of the message
 //	16     4    tag      i32
 //	20     4    credit   u32 receive credit returned to the frame's receiver (see Flow control)
-//	24     8    length   u64: payload bytes of an eager, DATA or control frame; the whole message for RTS/CTS
+//	24     8    length   u64: payload bytes of an eager or DATA frame; the whole message for RTS/CTS
 //	32     8    seq      u64 the sending node's message id; CTS, DATA and ACK echo the id of their message
 //	40     4    srcrank  i32 the sender's rank in the communicator (the matching key); 0 on node-level frames
 //	44     4    reserved must be 0
 //
-// payloadLen is length for eager, DATA and control frames and 0 for the others. Source and dest are always the
-// message's ranks, also in the replies (CTS, ACK) that travel the other way. Node-level frames (control, credit,
-// goodbye) have source = dest = -1 and type, flags, context, tag, seq and srcrank zero.
+// payloadLen is length for eager and DATA frames and 0 for the others. Source and dest are always the message's
+// ranks, also in the replies (CTS, ACK) that travel the other way. Node-level frames (credit, goodbye) have
+// source = dest = -1 and type, flags, context, tag, seq, srcrank and length zero.
 //
 // Decoding validates everything before any payload byte is read: version, kind, flags; ranks in [0, Ranks); for
 // eager, RTS and DATA the source rank lives on the peer and the dest rank on this node, the other way round for CTS
-// and ACK; lengths under the limits (eager limit, chunk size, Config.MaxMessage, Config.MaxControl); CTS, ACK and
+// and ACK; lengths under the limits (eager limit, chunk size, Config.MaxMessage); CTS, ACK and
 // DATA must name a message this node is waiting on with the same ranks, context and tag, and DATA must not overrun
 // it. A bad frame fails the connection's peer: its sockets are closed, everything pending on it completes with a
 // *PeerError wrapping ErrPeerLost, and Sink.PeerLost names the node. Nothing panics.
@@ -56,7 +57,6 @@
 //     the sender streams DATA frames from its slice and completes once the last byte is in the kernel; the receiver
 //     reads DATA straight into the slice (payload remainders of 16 KiB and more bypass the read buffer entirely) and
 //     completes when all bytes arrived. Rendezvous needs no credit, so it always makes progress.
-//   - control: opaque node-to-node payloads, delivered in a fresh slice the sink owns.
 //
 // # Flow control
 //
@@ -72,7 +72,7 @@
 // # Connections and security
 //
 // Config.Stripes connections join each pair of nodes (default 1); a message goes on the stripe chosen by hashing
-// (source rank, dest rank), so each pair's messages stay in order (control and credit frames use stripe 0). Node i
+// (source rank, dest rank), so each pair's messages stay in order (credit frames use stripe 0). Node i
 // dials nodes j < i; with Config.Lazy a node instead dials a stripe the first time it has a frame for it, and if
 // both ends dial at once each keeps writing on the connection it got first and only reads the other. Every
 // connection proves the job secret in both directions (package auth, HMAC-SHA256 challenge-response with a

@@ -33,8 +33,8 @@ func childMain(addr string) int {
 	if err != nil {
 		return 2
 	}
-	d, err := New(Config{Node: 1, Addrs: []string{addr, ln.Addr().String()}, Ranks: 2, NodeOf: func(r int) int { return r },
-		Secret: testSecret, Sink: newSink(), Listener: ln})
+	d, err := newStarted(Config{Node: 1, Ranks: 2, NodeOf: func(r int) int { return r }, Secret: testSecret, Listener: ln},
+		newSink(), []string{addr, ln.Addr().String()})
 	if err != nil {
 		os.Stderr.WriteString(err.Error())
 		return 2
@@ -59,8 +59,8 @@ func TestPeerDeathSIGKILL(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := newSink()
-	d, err := New(Config{Node: 0, Addrs: []string{ln.Addr().String(), "127.0.0.1:1"}, Ranks: 2, NodeOf: func(r int) int { return r },
-		Secret: testSecret, Sink: s, Listener: ln})
+	d, err := newStarted(Config{Node: 0, Ranks: 2, NodeOf: func(r int) int { return r }, Secret: testSecret, Listener: ln},
+		s, []string{ln.Addr().String(), "127.0.0.1:1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,12 +153,12 @@ func oneDevice(t *testing.T, mod func(*Config)) (*Device, *sink) {
 		t.Fatal(err)
 	}
 	s := newSink()
-	cfg := Config{Node: 0, Addrs: []string{ln.Addr().String(), "127.0.0.1:1"}, Ranks: 4, NodeOf: func(r int) int { return r / 2 },
-		Secret: testSecret, Sink: s, Listener: ln, HandshakeTimeout: time.Second, EagerLimit: 1024}
+	cfg := Config{Node: 0, Ranks: 4, NodeOf: func(r int) int { return r / 2 },
+		Secret: testSecret, Listener: ln, HandshakeTimeout: time.Second, EagerLimit: 1024}
 	if mod != nil {
 		mod(&cfg)
 	}
-	d, err := New(cfg)
+	d, err := newStarted(cfg, s, []string{ln.Addr().String(), "127.0.0.1:1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,8 +215,8 @@ func TestBadFrameFromPeer(t *testing.T) {
 				t.Fatalf("PeerLost(%d, %v)", s.lost[0].node, s.lost[0].err)
 			}
 			t.Log(s.lost[0].err)
-			if e, r, c, _ := s.counts(); e != 1 || r != 0 || c != 0 {
-				t.Fatalf("delivered eager %d rts %d control %d", e, r, c)
+			if e, r, _ := s.counts(); e != 1 || r != 0 {
+				t.Fatalf("delivered eager %d rts %d", e, r)
 			}
 			nc.SetReadDeadline(time.Now().Add(5 * time.Second))
 			if _, err := io.ReadAll(nc); err != nil {
@@ -290,8 +290,8 @@ func TestStrangers(t *testing.T) {
 	expectRejected(5)
 	nc.Close()
 
-	if e, r, ctl, l := c.sinks[1].counts(); e+r+ctl+l != 0 {
-		t.Fatalf("strangers caused deliveries: eager %d rts %d control %d lost %d", e, r, ctl, l)
+	if e, r, l := c.sinks[1].counts(); e+r+l != 0 {
+		t.Fatalf("strangers caused deliveries: eager %d rts %d lost %d", e, r, l)
 	}
 	if err := c.devs[0].SendEager(eagerHeader(0, 1, 1), []byte("still fine"), nil); err != nil {
 		t.Fatal(err)

@@ -51,13 +51,12 @@ type limits struct {
 	maxEager   uint64        // largest eager payload
 	maxData    uint64        // largest DATA frame payload
 	maxMessage uint64        // largest rendezvous message (RTS length)
-	maxControl uint64        // largest control payload
 }
 
 // payloadLen is how many payload bytes follow a (validated) header on the wire.
 func payloadLen(h *device.Header) uint64 {
 	switch h.Kind {
-	case device.KindEager, device.KindData, device.KindControl:
+	case device.KindEager, device.KindData:
 		return h.Length
 	}
 	return 0
@@ -108,11 +107,11 @@ func decodeHeader(b []byte, l *limits) (h device.Header, credit uint32, err erro
 		if err := l.ranksOn(&h, l.self, l.peer); err != nil {
 			return h, 0, err
 		}
-	case device.KindControl, kindCredit, kindBye:
+	case kindCredit, kindBye:
 		if h.Flags != 0 || h.Type != 0 || h.Context != 0 || h.Source != -1 || h.Dest != -1 || h.Tag != 0 || h.Seq != 0 || h.SrcRank != 0 {
 			return h, 0, badf(l.peer, "node-level frame kind %d with rank fields set", h.Kind)
 		}
-		if h.Kind != device.KindControl && h.Length != 0 {
+		if h.Length != 0 {
 			return h, 0, badf(l.peer, "frame kind %d with length %d", h.Kind, h.Length)
 		}
 	default:
@@ -134,10 +133,6 @@ func decodeHeader(b []byte, l *limits) (h device.Header, credit uint32, err erro
 	case device.KindAck:
 		if h.Length > l.maxEager {
 			return h, 0, badf(l.peer, "ack for %d bytes over the eager limit %d", h.Length, l.maxEager)
-		}
-	case device.KindControl:
-		if h.Length > l.maxControl {
-			return h, 0, badf(l.peer, "control payload of %d bytes over the limit %d", h.Length, l.maxControl)
 		}
 	}
 	return h, credit, nil

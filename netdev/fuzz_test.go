@@ -4,6 +4,7 @@ package netdev
 
 import (
 	"bytes"
+	"flag"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,7 +14,7 @@ import (
 
 func fuzzLimits() *limits {
 	return &limits{ranks: 4, nodeOf: func(r int) int { return r / 2 }, self: 0, peer: 1,
-		maxEager: 1024, maxData: 4096, maxMessage: 1 << 20, maxControl: 512}
+		maxEager: 1024, maxData: 4096, maxMessage: 1 << 20}
 }
 
 // seedFrames are valid and near-valid frames for the seed corpora.
@@ -25,7 +26,6 @@ func seedFrames() [][]byte {
 		{Kind: device.KindCTS, Source: 0, Dest: 2, Length: 50, Seq: 1},
 		{Kind: device.KindData, Source: 2, Dest: 0, Length: 100, Seq: 7},
 		{Kind: device.KindAck, Source: 1, Dest: 3, Seq: 3},
-		{Kind: device.KindControl, Source: -1, Dest: -1, Length: 4},
 		{Kind: kindCredit, Source: -1, Dest: -1},
 		{Kind: kindBye, Source: -1, Dest: -1},
 		{Kind: device.KindEager, Source: 0, Dest: 2, Length: 3},         // wrong direction
@@ -71,9 +71,12 @@ func FuzzDecodeHeader(f *testing.F) {
 // DATA for seq 7 (100 bytes), an ACK for seq 3.
 func offlineConn(t testing.TB) (*Device, *conn, *sink) {
 	s := newSink()
-	d, err := newDevice(Config{Node: 0, Addrs: []string{"a", "b"}, Ranks: 4, NodeOf: func(r int) int { return r / 2 },
-		Secret: testSecret, Sink: s, EagerLimit: 1024, ChunkSize: 4096, MaxMessage: 1 << 20, MaxControl: 512})
+	d, err := newDevice(Config{Node: 0, Nodes: 2, Ranks: 4, NodeOf: func(r int) int { return r / 2 },
+		Secret: testSecret, EagerLimit: 1024, ChunkSize: 4096, MaxMessage: 1 << 20})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.bind(s, [][]byte{nil, []byte("127.0.0.1:1")}); err != nil {
 		t.Fatal(err)
 	}
 	p := d.peers[1]
@@ -116,31 +119,36 @@ func FuzzStream(f *testing.F) {
 	})
 }
 
-// TestWriteCorpus regenerates the committed seed corpora (GOMPJ_WRITE_CORPUS=1 go test -run WriteCorpus).
-func TestWriteCorpus(t *testing.T) {
-	if os.Getenv("GOMPJ_WRITE_CORPUS") == "" {
-		t.Skip("set GOMPJ_WRITE_CORPUS=1 to rewrite the seed corpora")
-	}
-	write := func(dir, name string, vals ...string) {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		body := "go test fuzz v1\n"
-		for _, v := range vals {
-			body += v + "\n"
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+//go:generate go test -run ^TestSeedCorpus$ -update-corpus .
+
+var updateCorpus = flag.Bool("update-corpus", false, "rewrite the committed seed corpora from seedFrames (go generate)")
+
+// TestSeedCorpus: the committed seed corpora of FuzzDecodeHeader and FuzzStream, and the frame fixtures in
+// ../testdata/netdev/frames, are what seedFrames makes. When the frame format or the seeds change, `go generate
+// ./netdev` rewrites them (this test with -update-corpus), and this test fails until someone does.
+func TestSeedCorpus(t *testing.T) {
+	files := map[string][]byte{}
 	for i, b := range seedFrames() {
-		write("testdata/fuzz/FuzzDecodeHeader", "seed"+string(rune('a'+i)), "[]byte("+quote(b[:HeaderSize])+")")
-		write("testdata/fuzz/FuzzStream", "seed"+string(rune('a'+i)), "[]byte("+quote(b)+")", "uint16(13)")
-		if err := os.MkdirAll("../testdata/netdev/frames", 0o755); err != nil {
-			t.Fatal(err)
+		name := "seed" + string(rune('a'+i))
+		files[filepath.Join("testdata", "fuzz", "FuzzDecodeHeader", name)] =
+			[]byte("go test fuzz v1\n[]byte(" + quote(b[:HeaderSize]) + ")\n")
+		files[filepath.Join("testdata", "fuzz", "FuzzStream", name)] =
+			[]byte("go test fuzz v1\n[]byte(" + quote(b) + ")\nuint16(13)\n")
+		files[filepath.Join("..", "testdata", "netdev", "frames", "frame-"+string(rune('a'+i))+".bin")] = b
+	}
+	for path, want := range files {
+		if *updateCorpus {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
 		}
-		if err := os.WriteFile(filepath.Join("../testdata/netdev/frames", "frame-"+string(rune('a'+i))+".bin"), b, 0o644); err != nil {
-			t.Fatal(err)
+		got, err := os.ReadFile(path)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s is not what seedFrames makes (%v): run go generate ./netdev", path, err)
 		}
 	}
 }

@@ -14,11 +14,6 @@ import (
 
 var testSecret = []byte("0123456789abcdef-test-secret-xyz")
 
-type ctlMsg struct {
-	node    int
-	payload []byte
-}
-
 type lostMsg struct {
 	node int
 	err  error
@@ -29,7 +24,6 @@ type sink struct {
 	mu      sync.Mutex
 	eager   []*device.Inbound
 	rts     []*device.Header
-	ctl     []ctlMsg
 	lost    []lostMsg
 	changed chan struct{}
 
@@ -72,13 +66,6 @@ func (s *sink) DeliverRTS(h *device.Header) {
 	s.poke()
 }
 
-func (s *sink) DeliverControl(node int, p []byte) {
-	s.mu.Lock()
-	s.ctl = append(s.ctl, ctlMsg{node, p})
-	s.mu.Unlock()
-	s.poke()
-}
-
 func (s *sink) PeerLost(node int, err error) {
 	s.mu.Lock()
 	s.lost = append(s.lost, lostMsg{node, err})
@@ -106,10 +93,10 @@ func (s *sink) wait(t testing.TB, timeout time.Duration, what string, cond func(
 	}
 }
 
-func (s *sink) counts() (eager, rts, ctl, lost int) {
+func (s *sink) counts() (eager, rts, lost int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.eager), len(s.rts), len(s.ctl), len(s.lost)
+	return len(s.eager), len(s.rts), len(s.lost)
 }
 
 // waitUntil polls cond (for state with no event to wait on, such as returned credit) until it holds.
@@ -173,14 +160,14 @@ func startCluster(t testing.TB, n, rpn int, mod func(i int, cfg *Config)) *clust
 	for i := range n {
 		s := newSink()
 		cfg := Config{
-			Node: i, Addrs: addrs, Ranks: n * rpn, NodeOf: func(r int) int { return r / rpn },
-			Secret: testSecret, Sink: s, Listener: lns[i],
+			Node: i, Ranks: n * rpn, NodeOf: func(r int) int { return r / rpn },
+			Secret: testSecret, Listener: lns[i],
 			HandshakeTimeout: 2 * time.Second, ConnectTimeout: 10 * time.Second, CloseTimeout: 5 * time.Second,
 		}
 		if mod != nil {
 			mod(i, &cfg)
 		}
-		d, err := New(cfg)
+		d, err := newStarted(cfg, s, addrs)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,6 +187,25 @@ func startCluster(t testing.TB, n, rpn int, mod func(i int, cfg *Config)) *clust
 		}
 	}
 	return c
+}
+
+// newStarted opens and starts a device of a job whose nodes listen at addrs.
+func newStarted(cfg Config, s device.Sink, addrs []string) (*Device, error) {
+	cfg.Nodes = len(addrs)
+	d, err := Open(cfg)
+	if err != nil {
+		return nil, err
+	}
+	blobs := make([][]byte, len(addrs))
+	for i, a := range addrs {
+		if i != cfg.Node {
+			blobs[i] = []byte(a)
+		}
+	}
+	if err := d.Start(s, blobs); err != nil {
+		return nil, err
+	}
+	return d, nil
 }
 
 func payloadFor(src, dst int32, i, n int) []byte {

@@ -392,9 +392,6 @@ func (c *conn) header(h *device.Header, credit uint32) ([]byte, error) {
 		delete(p.syncWait, h.Seq)
 		p.mu.Unlock()
 		e.done.Complete(nil)
-	case device.KindControl:
-		c.ctl = make([]byte, h.Length)
-		return c.ctl, nil
 	}
 	return nil, nil
 }
@@ -430,10 +427,6 @@ func (c *conn) payload(h *device.Header) error {
 				r.done.Complete(nil)
 			}
 		}
-	case device.KindControl:
-		b := c.ctl
-		c.ctl = nil
-		d.sink.DeliverControl(p.id, b)
 	case kindBye:
 		c.byeRecv = true
 		d.onBye(c)
@@ -657,7 +650,8 @@ func (d *Device) acceptLoop() {
 func (d *Device) handshakeIn(nc net.Conn) {
 	h, err := auth.Accept(nc, d.cfg.Secret, Purpose, d.cfg.HandshakeTimeout)
 	d.track(nc, false)
-	if err == nil && (int(h.To) != d.self || h.From < 0 || int(h.From) >= d.nnodes || int(h.From) == d.self || int(h.Stripe) >= d.cfg.Stripes) {
+	if err == nil && (int(h.To) != d.self || h.From < 0 || int(h.From) >= d.nnodes || int(h.From) == d.self || int(h.Stripe) >= d.cfg.Stripes ||
+		d.peers[h.From] == nil) {
 		err = fmt.Errorf("netdev: node %d: authenticated connection from %s claims node %d stripe %d for node %d", d.self, nc.RemoteAddr(), h.From, h.Stripe, h.To)
 	}
 	if err != nil {

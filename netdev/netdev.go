@@ -26,7 +26,6 @@ const (
 	DefaultUnexpectedLimit  = 64 << 20
 	DefaultChunkSize        = 1 << 20
 	DefaultMaxMessage       = 1 << 40
-	DefaultMaxControl       = 1 << 20
 	DefaultBusyPoll         = 50 * time.Microsecond
 	DefaultHandshakeTimeout = 5 * time.Second
 	DefaultConnectTimeout   = 30 * time.Second
@@ -40,16 +39,16 @@ const creditOverhead = 64
 // Config describes one node's device. Every node of a job must use the same Stripes, EagerLimit, UnexpectedLimit,
 // ChunkSize and limits.
 type Config struct {
-	Node   int           // this node's id, in [0, len(Addrs))
-	Addrs  []string      // TCP listen address of every node, indexed by node id
+	Node   int           // this node's id, in [0, Nodes)
+	Nodes  int           // how many nodes the job has
 	Ranks  int           // world size
 	NodeOf func(int) int // world rank -> node id, for every rank in [0, Ranks)
 	Secret []byte        // the job secret (at least auth.MinSecret bytes)
-	Sink   device.Sink
 
-	// Listener, if set, is this node's already-bound listener (its address is what the other nodes were told).
-	// Otherwise New listens on Addrs[Node]. The device closes it on Close.
+	// Listener, if set, is this node's already-bound listener. Otherwise Open listens on Listen (host:port). The
+	// device closes it on Close; its address is the device's Address.
 	Listener net.Listener
+	Listen   string
 
 	Stripes         int           // connections per node pair (default 1)
 	Lazy            bool          // connect to a node on the first frame for it, not in New
@@ -57,7 +56,6 @@ type Config struct {
 	UnexpectedLimit int64         // unexpected eager bytes a node holds, split evenly over its peers (default 64 MiB)
 	ChunkSize       int           // largest rendezvous DATA frame (default 1 MiB)
 	MaxMessage      uint64        // largest rendezvous message accepted (default 1 TiB)
-	MaxControl      int           // largest control payload (default 1 MiB)
 	BusyPoll        time.Duration // poll without sleeping this long after the last event (default 50µs; <0 disables)
 
 	HandshakeTimeout time.Duration // per connection (default 5 s)
@@ -111,6 +109,7 @@ type Device struct {
 	busy     time.Duration
 	ln       net.Listener
 
+	started     bool // Start ran (set before any goroutine of the device exists)
 	seq         atomic.Uint64
 	closing     atomic.Bool
 	inflightRdv atomic.Int64
@@ -226,9 +225,6 @@ func (c *Config) fill() error {
 	if c.MaxMessage == 0 {
 		c.MaxMessage = DefaultMaxMessage
 	}
-	if c.MaxControl == 0 {
-		c.MaxControl = DefaultMaxControl
-	}
 	if c.BusyPoll == 0 {
 		c.BusyPoll = DefaultBusyPoll
 	}
@@ -242,24 +238,20 @@ func (c *Config) fill() error {
 		c.CloseTimeout = DefaultCloseTimeout
 	}
 	switch {
-	case len(c.Addrs) == 0:
-		return errors.New("netdev: no node addresses")
-	case c.Node < 0 || c.Node >= len(c.Addrs):
-		return fmt.Errorf("netdev: node %d outside [0,%d)", c.Node, len(c.Addrs))
+	case c.Nodes <= 0:
+		return fmt.Errorf("netdev: %d nodes", c.Nodes)
+	case c.Node < 0 || c.Node >= c.Nodes:
+		return fmt.Errorf("netdev: node %d outside [0,%d)", c.Node, c.Nodes)
 	case c.Ranks <= 0 || c.Ranks > math.MaxInt32:
 		return fmt.Errorf("netdev: world size %d", c.Ranks)
 	case c.NodeOf == nil:
 		return errors.New("netdev: no rank layout (NodeOf)")
-	case c.Sink == nil:
-		return errors.New("netdev: no Sink")
 	case c.Stripes < 0 || c.Stripes > 64:
 		return fmt.Errorf("netdev: %d stripes (1..64)", c.Stripes)
 	case c.EagerLimit < 0 || c.EagerLimit > 1<<30:
 		return fmt.Errorf("netdev: eager limit %d", c.EagerLimit)
 	case c.ChunkSize <= 0 || c.ChunkSize > 1<<30:
 		return fmt.Errorf("netdev: chunk size %d", c.ChunkSize)
-	case c.MaxControl <= 0 || c.MaxControl > 1<<30:
-		return fmt.Errorf("netdev: control limit %d", c.MaxControl)
 	case c.UnexpectedLimit < 0:
 		return fmt.Errorf("netdev: unexpected limit %d", c.UnexpectedLimit)
 	}
@@ -269,21 +261,87 @@ func (c *Config) fill() error {
 	return nil
 }
 
-// New starts node cfg.Node's device: it listens (or takes cfg.Listener), starts the progress loop and, unless
-// cfg.Lazy, connects to every node with a lower id (higher ids connect to it). Frames for a node not yet connected
-// are queued. Use WaitConnected to wait for the whole mesh.
-func New(cfg Config) (*Device, error) {
+// Open opens node cfg.Node's device: it listens (or takes cfg.Listener) and knows its Address, but connects to
+// nothing and delivers nothing before Start.
+func Open(cfg Config) (*Device, error) {
 	d, err := newDevice(cfg)
 	if err != nil {
+		if cfg.Listener != nil {
+			cfg.Listener.Close()
+		}
 		return nil, err
 	}
-	if err := d.start(); err != nil {
-		return nil, err
+	d.ln = cfg.Listener
+	if d.ln == nil {
+		if d.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+			return nil, fmt.Errorf("netdev: node %d: %w", d.self, err)
+		}
 	}
 	return d, nil
 }
 
-// newDevice builds the device's state without any socket (tests and fuzz targets drive it directly).
+// Address implements device.Transport: the host:port the device listens on.
+func (d *Device) Address() []byte { return []byte(d.ln.Addr().String()) }
+
+// Describe implements device.Describer.
+func (d *Device) Describe() string {
+	if d.cfg.Stripes > 1 {
+		return fmt.Sprintf("tcp (%d stripes)", d.cfg.Stripes)
+	}
+	return "tcp"
+}
+
+// Start implements device.Transport: it starts the progress loop and, unless cfg.Lazy, connects to every node it
+// serves with a lower id (those with higher ids connect to it). addrs[n] is node n's host:port, nil for the nodes
+// this device does not serve. Frames for a node not yet connected are queued; WaitConnected waits for the mesh.
+func (d *Device) Start(sink device.Sink, addrs [][]byte) error {
+	if d.started {
+		return errors.New("netdev: started twice")
+	}
+	if err := d.bind(sink, addrs); err != nil {
+		d.ln.Close()
+		return err
+	}
+	d.started = true
+	return d.start()
+}
+
+// bind sets the sink and the peers this device serves (tests and fuzz targets drive a bound device directly).
+func (d *Device) bind(sink device.Sink, addrs [][]byte) error {
+	if sink == nil {
+		return errors.New("netdev: no Sink")
+	}
+	if len(addrs) != d.nnodes {
+		return fmt.Errorf("netdev: %d addresses for %d nodes", len(addrs), d.nnodes)
+	}
+	d.sink = sink
+	d.peers = make([]*peer, d.nnodes)
+	for i, a := range addrs {
+		if i == d.self || a == nil {
+			continue
+		}
+		addr := string(a)
+		if _, _, err := net.SplitHostPort(addr); err != nil || len(a) > 256 {
+			return fmt.Errorf("netdev: node %d's address %q is not host:port", i, a)
+		}
+		p := &peer{
+			id:       i,
+			addr:     addr,
+			syncWait: map[uint64]*syncEntry{},
+			rdvSend:  map[uint64]*rdvSend{},
+			rdvRecv:  map[uint64]*rdvRecv{},
+		}
+		// Every node starts with the same grant (the configs agree); credit returns keep it topped up.
+		p.credit.Store(d.window)
+		for s := range d.cfg.Stripes {
+			p.slots = append(p.slots, d.newConn(p, s))
+		}
+		d.peers[i] = p
+	}
+	return nil
+}
+
+// newDevice builds the device's state without any socket.
 func newDevice(cfg Config) (*Device, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
@@ -291,10 +349,9 @@ func newDevice(cfg Config) (*Device, error) {
 	d := &Device{
 		cfg:      cfg,
 		self:     cfg.Node,
-		nnodes:   len(cfg.Addrs),
+		nnodes:   cfg.Nodes,
 		ranks:    cfg.Ranks,
 		rankNode: make([]int32, cfg.Ranks),
-		sink:     cfg.Sink,
 		eager:    cfg.EagerLimit,
 		busy:     cfg.BusyPoll,
 		hsConns:  map[net.Conn]struct{}{},
@@ -316,34 +373,16 @@ func newDevice(cfg Config) (*Device, error) {
 		}
 		d.rankNode[r] = int32(n)
 	}
+	// The grant divides the limit by every other node, whichever device serves them, so that both ends of a pair
+	// compute the same grant.
 	if d.nnodes > 1 {
 		d.window = cfg.UnexpectedLimit / int64(d.nnodes-1)
 	}
 	d.batch = max(d.window/4, 1)
-	d.peers = make([]*peer, d.nnodes)
-	for i := range d.nnodes {
-		if i == d.self {
-			continue
-		}
-		p := &peer{
-			id:       i,
-			addr:     cfg.Addrs[i],
-			syncWait: map[uint64]*syncEntry{},
-			rdvSend:  map[uint64]*rdvSend{},
-			rdvRecv:  map[uint64]*rdvRecv{},
-		}
-		// Every node starts with the same grant (the configs agree); credit returns keep it topped up.
-		p.credit.Store(d.window)
-		for s := range cfg.Stripes {
-			p.slots = append(p.slots, d.newConn(p, s))
-		}
-		d.peers[i] = p
-	}
-
 	return d, nil
 }
 
-// start opens the epoll set and the listener and starts the loop, the accept loop and the dials.
+// start opens the epoll set and starts the loop, the accept loop and the dials.
 func (d *Device) start() error {
 	cfg := &d.cfg
 	var err error
@@ -360,18 +399,13 @@ func (d *Device) start() error {
 		unix.Close(d.evfd)
 		return fmt.Errorf("netdev: epoll add: %w", err)
 	}
-	d.ln = cfg.Listener
-	if d.ln == nil {
-		if d.ln, err = net.Listen("tcp", cfg.Addrs[cfg.Node]); err != nil {
-			unix.Close(d.ep)
-			unix.Close(d.evfd)
-			return fmt.Errorf("netdev: node %d: %w", d.self, err)
-		}
-	}
 	go d.loop()
 	d.spawn(d.acceptLoop)
 	if !cfg.Lazy {
 		for j := 0; j < d.self; j++ {
+			if d.peers[j] == nil {
+				continue
+			}
 			for s := range cfg.Stripes {
 				p, s := d.peers[j], s
 				p.slots[s].dialing = true
@@ -494,6 +528,12 @@ func (d *Device) WaitConnected(timeout time.Duration) error {
 func (d *Device) Close() error {
 	d.closeOnce.Do(func() {
 		d.closing.Store(true)
+		if !d.started {
+			if d.ln != nil {
+				d.ln.Close()
+			}
+			return
+		}
 		d.post(d.beginClose)
 		<-d.loopDone
 		d.goMu.Lock()
@@ -528,6 +568,9 @@ func (d *Device) peerOf(rank int32, what string) (*peer, error) {
 	n := int(d.rankNode[rank])
 	if n == d.self {
 		return nil, fmt.Errorf("netdev: %s rank %d lives on this node (%d); local traffic does not use the device", what, rank, d.self)
+	}
+	if d.peers == nil || d.peers[n] == nil {
+		return nil, fmt.Errorf("netdev: %s rank %d lives on node %d, which this device does not serve", what, rank, n)
 	}
 	return d.peers[n], nil
 }
@@ -714,22 +757,6 @@ func (d *Device) Ack(h *device.Header) error {
 	return p.slots[stripeOf(h.Source, h.Dest, len(p.slots))].send(&a, nil)
 }
 
-// Control implements device.Device. The sink of the receiving node owns the payload it is handed.
-func (d *Device) Control(node int, payload []byte) error {
-	if d.closing.Load() {
-		return device.ErrClosed
-	}
-	if node < 0 || node >= d.nnodes || node == d.self {
-		return fmt.Errorf("netdev: control to node %d (this is node %d of %d)", node, d.self, d.nnodes)
-	}
-	if len(payload) > d.cfg.MaxControl {
-		return fmt.Errorf("netdev: control payload of %d bytes over the limit %d", len(payload), d.cfg.MaxControl)
-	}
-	h := nodeHeader(device.KindControl)
-	h.Length = uint64(len(payload))
-	return d.peers[node].slots[0].send(&h, payload)
-}
-
 func nodeHeader(k device.Kind) device.Header {
 	return device.Header{Kind: k, Source: -1, Dest: -1}
 }
@@ -743,6 +770,9 @@ func (d *Device) EagerLimit(dest int) int {
 	n := int(d.rankNode[dest])
 	if n == d.self {
 		return d.eager
+	}
+	if d.peers == nil || d.peers[n] == nil {
+		return 0
 	}
 	if d.peers[n].credit.Load() < int64(d.eager)+creditOverhead {
 		return 0

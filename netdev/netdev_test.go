@@ -5,7 +5,6 @@ package netdev
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -63,7 +62,7 @@ func TestEagerOrderPerPair(t *testing.T) {
 		}
 		in.Done()
 	}
-	if _, _, _, lost := s.counts(); lost != 0 {
+	if _, _, lost := s.counts(); lost != 0 {
 		t.Fatalf("unexpected PeerLost: %v", s.lost)
 	}
 }
@@ -317,30 +316,6 @@ func TestStripesKeepOrder(t *testing.T) {
 	}
 }
 
-func TestControl(t *testing.T) {
-	c := startCluster(t, 3, 1, nil)
-	for from := range 3 {
-		for to := range 3 {
-			if from != to {
-				if err := c.devs[from].Control(to, []byte(fmt.Sprintf("%d->%d", from, to))); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-	}
-	for to, s := range c.sinks {
-		s.wait(t, waitLong, "control messages", func() bool { return len(s.ctl) == 2 })
-		for _, m := range s.ctl {
-			if string(m.payload) != fmt.Sprintf("%d->%d", m.node, to) {
-				t.Fatalf("node %d got %q from node %d", to, m.payload, m.node)
-			}
-		}
-	}
-	if err := c.devs[0].Control(0, nil); err == nil {
-		t.Fatal("control to self accepted")
-	}
-}
-
 func TestLazy(t *testing.T) {
 	c := startCluster(t, 3, 2, func(i int, cfg *Config) { cfg.Lazy = true; cfg.Stripes = 2 })
 	for _, d := range c.devs {
@@ -400,7 +375,8 @@ func TestCloseFlushes(t *testing.T) {
 			}
 		}
 	}
-	// Release at the receiver as messages come, so credit is not what limits this test.
+	// The sink holds every eager message until the end: 3000 of 4 KiB (12 MiB with their overheads) stay under the
+	// default credit toward one peer (64 MiB), so credit is not what limits this test.
 	if err := c.devs[0].Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -432,10 +408,10 @@ func TestCloseFlushes(t *testing.T) {
 	if err := c.devs[1].Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, _, lost := s.counts(); lost != 0 {
+	if _, _, lost := s.counts(); lost != 0 {
 		t.Fatalf("a clean close was reported as a loss: %v", s.lost[0].err)
 	}
-	if _, _, _, lost := c.sinks[0].counts(); lost != 0 {
+	if _, _, lost := c.sinks[0].counts(); lost != 0 {
 		t.Fatalf("a clean close was reported as a loss: %v", c.sinks[0].lost[0].err)
 	}
 }

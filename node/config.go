@@ -70,6 +70,16 @@ type Config struct {
 	// UnexpectedShare, if positive, replaces that share per receiving rank, with no lower bound
 	// (GOMPJ_UNEXPECTED_SHARE; for tests, which set a few KiB so that every stream of messages crosses it).
 	UnexpectedShare int64
+	// Dev is the device between node processes on different hosts: "tcp" (netdev) or "rdma" (libfabric, in a
+	// build with -tags ofi) (GOMPJ_DEV, `gompj run -dev`; default tcp).
+	Dev string
+	// NoHostSHM routes node processes on the same host through Dev too, instead of shared memory
+	// (GOMPJ_HOST_SHM=0; default: same-host peers share memory).
+	NoHostSHM bool
+	// NoCMA makes node processes on the same host copy large messages through their shared rings instead of
+	// reading and writing each other's memory with process_vm_readv/writev (GOMPJ_CMA=0; default: CMA where the
+	// kernel allows it).
+	NoCMA bool
 
 	// NbcSlots is the number of shared-memory slots per communicator for nonblocking collectives: that many may be
 	// outstanding on a communicator inside a node before further ones queue (GOMPJ_NBC_SLOTS; default 16).
@@ -133,6 +143,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Nodes > 1 && c.NodeID >= c.Nodes {
 		return c, fmt.Errorf("gompj: node id %d outside [0,%d)", c.NodeID, c.Nodes)
+	}
+	if c.Dev != DevTCP && c.Dev != DevRDMA {
+		return c, fmt.Errorf("gompj: unknown device %q (%s, -dev: tcp or rdma)", c.Dev, env.Dev.Name)
 	}
 	return c, nil
 }

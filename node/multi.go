@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,72 +27,13 @@ const (
 	forever       = 100 * 365 * 24 * time.Hour
 )
 
-// hostRanks counts the ranks of every node whose address names the same host as node self's.
-func hostRanks(table []string, self int, layout Layout) int {
-	host := func(addr string) string {
-		if h, _, err := net.SplitHostPort(addr); err == nil {
-			return h
-		}
-		return addr
-	}
-	me, n := host(table[self]), 0
-	for i, a := range table {
-		if host(a) == me {
-			lo, hi := layout.Range(i)
-			n += hi - lo
-		}
-	}
-	return n
-}
-
-// lateSink is the device's Sink until the World exists: the device must be built before the World (the World
-// takes it in ranks.Options.Device) and the World is the real Sink. No rank traffic can arrive before attach: the
-// peers send only after the start barrier, which this node enters after attach.
-type lateSink struct {
-	w    atomic.Pointer[ranks.World]
-	mu   sync.Mutex
-	lost func(node int, err error)
-}
-
-func (s *lateSink) DeliverEager(in *device.Inbound) {
-	if w := s.w.Load(); w != nil {
-		w.DeliverEager(in)
-		return
-	}
-	in.Done()
-	s.PeerLost(int(-1), fmt.Errorf("a message from rank %d arrived before the job started", in.Header.Source))
-}
-
-func (s *lateSink) DeliverRTS(h *device.Header) {
-	if w := s.w.Load(); w != nil {
-		w.DeliverRTS(h)
-		return
-	}
-	s.PeerLost(-1, fmt.Errorf("a request-to-send from rank %d arrived before the job started", h.Source))
-}
-
-func (s *lateSink) DeliverControl(node int, payload []byte) {
-	if w := s.w.Load(); w != nil {
-		w.DeliverControl(node, payload)
-	}
-}
-
-func (s *lateSink) PeerLost(node int, err error) {
-	s.mu.Lock()
-	f := s.lost
-	s.mu.Unlock()
-	if f != nil {
-		f(node, err)
-	}
-}
-
 // job is one node's share of a multi-node job.
 type job struct {
 	cfg    Config
 	layout Layout
 	w      *ranks.World
 	cl     *bootstrap.Client
-	// early holds a loss reported before the World existed.
+	// early holds an abort the coordinator reported before the World existed.
 	early atomic.Pointer[RemoteError]
 }
 
@@ -107,17 +48,10 @@ func (j *job) describeRanks(node int) string {
 	return fmt.Sprintf("ranks %d-%d", lo, hi-1)
 }
 
-// peerLost is the device's report of a node whose connection failed.
+// peerLost is a device's report, through the World's PeerLost, of a node it can no longer reach. Devices deliver
+// nothing before Start, which runs once the World exists.
 func (j *job) peerLost(node int, err error) {
-	e := &RemoteError{Node: node, Ranks: j.describeRanks(node), Lost: true, Code: -1, Reason: err.Error()}
-	if node < 0 {
-		e = &RemoteError{Node: -1, Reason: err.Error()}
-	}
-	if j.w == nil {
-		j.early.CompareAndSwap(nil, e)
-		return
-	}
-	j.w.Abort(e)
+	j.w.Abort(&RemoteError{Node: node, Ranks: j.describeRanks(node), Lost: true, Code: -1, Reason: err.Error()})
 }
 
 // remoteAbort is the coordinator's notice that another node aborted the job or was lost.
@@ -152,8 +86,10 @@ func (j *job) forwardAborts(stop <-chan struct{}) {
 	j.cl.Abort(abortCode(cause), cause.Error()) // the coordinator's notice names this node
 }
 
-// runMulti runs this node's ranks of a multi-node job: bootstrap through the coordinator, the network device, a
-// barrier, the ranks, and a finalize that delivers every message in flight before the connections close.
+// runMulti runs this node's ranks of a multi-node job: the devices opened, the bootstrap through the coordinator
+// (which publishes each node's host and device addresses), a route for every peer node, the devices started with
+// the World as their sink, a barrier, the ranks, and a finalize that delivers every message in flight before the
+// devices close.
 func runMulti(cfg Config, body Body) error {
 	layout, err := NewLayout(cfg.Ranks, cfg.Nodes, cfg.RanksPerNode)
 	if err != nil {
@@ -176,20 +112,15 @@ func runMulti(cfg Config, body Body) error {
 		return fmt.Errorf("gompj: %s: a multi-node job needs a job secret of at least %d bytes (GOMPJ_SECRET), got %d",
 			me, auth.MinSecret, len(cfg.Secret))
 	}
-	laddr, err := listenAddress(cfg)
+	trs, err := openDevices(&openSpec{cfg: cfg, layout: layout})
 	if err != nil {
 		return fmt.Errorf("gompj: %s: %w", me, err)
 	}
-	ln, err := net.Listen("tcp", laddr)
-	if err != nil {
-		return fmt.Errorf("gompj: %s: network listener: %w", me, err)
+	defer func() { closeAll(trs, nil) }() // those not handed to the World's device: the job failed before
+	self := bootstrap.Endpoint{Host: hostIdentity(), Addrs: map[string][]byte{}}
+	for name, tr := range trs {
+		self.Addrs[name] = tr.Address()
 	}
-	lnOwned := true
-	defer func() {
-		if lnOwned {
-			ln.Close()
-		}
-	}()
 
 	var co *bootstrap.Coordinator
 	if cfg.ServeCoordinator && cfg.NodeID == 0 {
@@ -201,56 +132,87 @@ func runMulti(cfg Config, body Body) error {
 		defer co.Close()
 	}
 	cl, err := bootstrap.Join(bootstrap.ClientConfig{Coordinator: cfg.Coordinator, Node: cfg.NodeID, Nodes: cfg.Nodes,
-		Addr: ln.Addr().String(), Secret: cfg.Secret, Timeout: cfg.Timeout + 5*time.Second})
+		Self: self, Secret: cfg.Secret, Timeout: cfg.Timeout + 5*time.Second})
 	if err != nil {
 		return fmt.Errorf("gompj: %s: bootstrap: %w", me, err)
 	}
 	j := &job{cfg: cfg, layout: layout, cl: cl}
-	sink := &lateSink{lost: j.peerLost}
 	cl.OnAbort(j.remoteAbort)
-
-	lnOwned = false // the device owns it now
-	dev, err := openNetwork(cfg, layout, cl.Table(), sink, ln)
-	if err != nil {
-		ln.Close()
-		cl.Abort(1, fmt.Sprintf("%s: network device: %v", me, err))
+	fail := func(err error) error {
+		cl.Abort(1, fmt.Sprintf("%s: %v", me, err))
 		cl.Leave()
-		return fmt.Errorf("gompj: %s: network device: %w", me, err)
+		return fmt.Errorf("gompj: %s: %w", me, err)
 	}
+
+	table := cl.Table()
+	rt, err := plan(cfg.NodeID, table, cfg.Dev, !cfg.NoHostSHM, layout)
+	if err != nil {
+		return fail(err)
+	}
+	used := rt.used()
+	closeAll(trs, func(name string) bool { return slices.Contains(used, name) })
+	byNode := make([]device.Device, cfg.Nodes)
+	for n, name := range rt.names {
+		if name != "" {
+			byNode[n] = trs[name]
+		}
+	}
+	var dev device.Device
+	if len(used) == 1 {
+		dev = trs[used[0]]
+	} else {
+		order := make([]device.Device, len(used))
+		for i, name := range used {
+			order[i] = trs[name]
+		}
+		if dev, err = device.NewRouter(layout.NodeOf, byNode, order); err != nil {
+			return fail(err)
+		}
+	}
+	routes := rt.describe(trs)
+	started := trs
+	trs = nil // dev owns them from here on: every path below closes dev
+
 	lo, hi := layout.Range(cfg.NodeID)
 	// Whether ranks may spin depends on every rank on this host, not only this node's: several node processes
 	// on one box (gompj run -nodes, or two Slurm tasks per host) share its cores.
-	pol := policy(cfg, hostRanks(cl.Table(), cfg.NodeID, layout))
+	pol := policy(cfg, rt.sameHost())
 	var w *ranks.World
 	pool, exec, err := executor(cfg, func(err error) { w.Abort(err) })
 	if err != nil {
 		dev.Close()
-		cl.Leave()
-		return err
+		return fail(err)
 	}
 	defer pool.close()
 	w, err = ranks.NewWorld(ranks.Options{Size: cfg.Ranks, Lo: lo, Hi: hi, EagerLimit: cfg.EagerLimit,
-		Policy: pol, NetSpin: netSpin(cfg, pol), Device: dev, NodeOf: layout.NodeOf,
+		Policy: pol, NetSpin: netSpin(cfg, pol), Device: dev, NodeOf: layout.NodeOf, Routes: routes,
 		UnexpectedLimit: cfg.UnexpectedLimit, UnexpectedShare: cfg.UnexpectedShare, Executor: exec, NbcSlots: cfg.NbcSlots})
 	if err != nil {
 		dev.Close()
-		cl.Leave()
-		return err
+		return fail(err)
 	}
+	// The World is every device's sink: a lost peer reaches it through PeerLost, which the hook makes this job's.
 	w.SetHooks(ranks.Hooks{PeerLost: j.peerLost})
 	j.w = w
-	sink.w.Store(w)
 	if e := j.early.Load(); e != nil {
 		w.Abort(e)
 	}
 	stop := make(chan struct{})
 	defer close(stop)
 	go j.forwardAborts(stop)
+	for _, name := range used {
+		if err := started[name].Start(w, rt.addrs(name, table)); err != nil {
+			w.Abort(fmt.Errorf("%s: %s device: %w", me, name, err))
+			return j.teardown(dev, co)
+		}
+	}
 
-	// Start: the mesh is up and every node is here.
-	if err := dev.WaitConnected(cfg.Timeout); err != nil {
-		w.Abort(fmt.Errorf("%s: connecting the mesh: %w", me, err))
-		return j.teardown(dev, co)
+	// Start: every device reaches its peers and every node is here.
+	for _, name := range used {
+		if err := started[name].WaitConnected(cfg.Timeout); err != nil {
+			w.Abort(fmt.Errorf("%s: connecting: %w", me, err))
+			return j.teardown(dev, co)
+		}
 	}
 	if err := cl.Barrier("start", cfg.Timeout); err != nil {
 		w.Abort(j.barrierErr(err, "start"))
@@ -273,7 +235,7 @@ func runMulti(cfg Config, body Body) error {
 		waitTimeout(func() { co.Wait() }, cfg.Timeout)
 	}
 	if closeErr != nil {
-		return fmt.Errorf("gompj: %s: closing the network device: %w", me, closeErr)
+		return fmt.Errorf("gompj: %s: closing the devices: %w", me, closeErr)
 	}
 	return nil
 }
@@ -289,16 +251,9 @@ func (j *job) barrierErr(err error, name string) error {
 	return fmt.Errorf("%s: %s barrier: %w", j.layout.Describe(j.cfg.NodeID), name, err)
 }
 
-// network is the device between this node and the others (see openNetwork).
-type network interface {
-	device.Device
-	// WaitConnected returns once a connection to every peer node is up, or after timeout with an error.
-	WaitConnected(timeout time.Duration) error
-}
-
 // teardown ends an aborted job quickly: the abort has been forwarded; the device and the coordinator connection
 // get a short grace to close.
-func (j *job) teardown(dev network, co *bootstrap.Coordinator) error {
+func (j *job) teardown(dev device.Device, co *bootstrap.Coordinator) error {
 	cause := j.w.AbortCause()
 	// Make sure the other nodes heard of a local cause before this process goes away.
 	var re *RemoteError

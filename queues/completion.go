@@ -19,7 +19,7 @@ const (
 // One Waker at a time is armed on a completion: a parked waiter's, or a hook (NewHook) that runs a function on the
 // goroutine that completes it (OnComplete). A nonblocking collective arms its hook on its child requests, which
 // nobody else waits on, so that a child's completion drives the collective on at once. The completion stays two
-// words, so a Request's first cache line keeps it.
+// words, so a Request's first cache line keeps it. Several goroutines wait on one thing through an Event.
 type Completion struct {
 	state atomic.Uint32
 	waker atomic.Pointer[Waker]
@@ -263,6 +263,15 @@ func WaitAny(cs []*Completion, p *Policy, abort <-chan struct{}) int {
 // WaitAnyStop is WaitAny that also gives up, returning -1, once stop is closed (a nil stop never is): a caller
 // waiting under a context. The caller tells abort from stop by looking at them.
 func WaitAnyStop(cs []*Completion, p *Policy, abort, stop <-chan struct{}) int {
+	return WaitAnyEvent(cs, nil, 0, p, abort, stop)
+}
+
+// EventFired is what WaitAnyEvent returns when its event was signalled.
+const EventFired = -2
+
+// WaitAnyEvent is WaitAnyStop that also returns, with EventFired, once ev has been signalled since generation gen
+// (ev.Gen() read before the caller last looked at what ev stands for). A nil ev is never signalled.
+func WaitAnyEvent(cs []*Completion, ev *Event, gen uint64, p *Policy, abort, stop <-chan struct{}) int {
 	found := -1
 	scan := func() bool {
 		for i, c := range cs {
@@ -270,6 +279,10 @@ func WaitAnyStop(cs []*Completion, p *Policy, abort, stop <-chan struct{}) int {
 				found = i
 				return true
 			}
+		}
+		if ev != nil && ev.gen.Load() != gen {
+			found = EventFired
+			return true
 		}
 		return false
 	}
@@ -284,16 +297,92 @@ func WaitAnyStop(cs []*Completion, p *Policy, abort, stop <-chan struct{}) int {
 				return i
 			}
 		}
-		if !w.parkStop(abort, stop) {
-			if scan() {
-				return found
-			}
-			return -1
+		if ev != nil && !ev.arm(w, gen) {
+			return EventFired
+		}
+		ok := w.parkStop(abort, stop)
+		if ev != nil {
+			ev.disarm(w)
 		}
 		if scan() {
 			return found
 		}
+		if !ok {
+			return -1
+		}
 	}
+}
+
+// Event is a broadcast signal that any number of goroutines may wait on at once (WaitAnyEvent): Signal wakes every
+// one of them. Its generation counts the signals, so that a waiter that reads it, then looks at what the event
+// stands for, then waits, misses no signal in between. A rank's nonblocking collectives signal their rank's
+// event whenever one of them can move on, and every goroutine of the rank waiting in a completion call then runs
+// them (MPI's progress rule: a rank waiting for anything moves all its operations on).
+type Event struct {
+	gen     atomic.Uint64
+	waiting atomic.Int32 // goroutines inside a wait that looks at the event (Enter, Leave)
+	parked  atomic.Int32 // len(wakers), read without the lock
+	mu      sync.Mutex
+	wakers  []*Waker
+}
+
+// Gen returns the number of signals so far.
+func (e *Event) Gen() uint64 { return e.gen.Load() }
+
+// Signal wakes every goroutine waiting on e.
+func (e *Event) Signal() {
+	e.gen.Add(1)
+	if e.parked.Load() == 0 {
+		return
+	}
+	e.mu.Lock()
+	for i, w := range e.wakers {
+		w.Wake()
+		e.wakers[i] = nil
+	}
+	e.wakers = e.wakers[:0]
+	e.parked.Store(0)
+	e.mu.Unlock()
+}
+
+// Enter and Leave bracket a wait that looks at the event, spinning or parked; Waiting reports whether one is under
+// way, so that a signaller knows whether someone will act on its signal.
+func (e *Event) Enter()        { e.waiting.Add(1) }
+func (e *Event) Leave()        { e.waiting.Add(-1) }
+func (e *Event) Waiting() bool { return e.waiting.Load() > 0 }
+
+// arm registers w to be woken by the next signal, unless there has been one since gen (then it returns false).
+// parked is raised before gen is read: a signaller that moved gen after this read then sees the waker.
+func (e *Event) arm(w *Waker, gen uint64) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.wakers = append(e.wakers, w)
+	e.parked.Store(int32(len(e.wakers)))
+	if e.gen.Load() != gen {
+		e.wakers[len(e.wakers)-1] = nil
+		e.wakers = e.wakers[:len(e.wakers)-1]
+		e.parked.Store(int32(len(e.wakers)))
+		return false
+	}
+	return true
+}
+
+// disarm takes w off the list if a signal has not already.
+func (e *Event) disarm(w *Waker) {
+	if e.parked.Load() == 0 {
+		return
+	}
+	e.mu.Lock()
+	for i, x := range e.wakers {
+		if x == w {
+			last := len(e.wakers) - 1
+			e.wakers[i], e.wakers[last] = e.wakers[last], nil
+			e.wakers = e.wakers[:last]
+			break
+		}
+	}
+	e.parked.Store(int32(len(e.wakers)))
+	e.mu.Unlock()
 }
 
 // SpinFor busy-waits on cond for the policy's window, then yields; it reports whether cond became true. It never

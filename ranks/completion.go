@@ -24,9 +24,10 @@ func (r *Request) poll() bool {
 }
 
 // blocker returns the completion a waiter parks on while r is not done, or nil when r can only be polled (an
-// operation waiting on nothing in particular).
+// operation waiting on nothing in particular). An operation of a rank (OpRequest) completes its request itself,
+// and signals its rank's event whenever it can move on (ops.go): its waiter parks on both.
 func (r *Request) blocker() *queues.Completion {
-	if r.kind == kindOp && !r.done.Done() {
+	if r.kind == kindOp && !r.done.Done() && r.owner == nil {
 		return r.ext.op.Blocker()
 	}
 	return &r.done
@@ -51,7 +52,7 @@ var errStopped = errors.New("stopped")
 // await blocks until r is done (or stop closes: errStopped).
 func (r *Request) await(stop <-chan struct{}) error {
 	w := r.w
-	if r.kind != kindOp && stop == nil && w.orphans.n.Load() == 0 {
+	if r.kind != kindOp && stop == nil && w.orphans.n.Load() == 0 && (r.owner == nil || r.owner.ops.n.Load() == 0) {
 		if !r.done.Wait(w.waitPolicy(r.remote), w.abortCh) {
 			return w.abortError()
 		}
@@ -72,9 +73,33 @@ func awaitAny(reqs []*Request, stop <-chan struct{}) (int, error) {
 		cs = make([]*queues.Completion, len(reqs))
 	}
 	cs = cs[:len(reqs)]
+	// The rank's event: whenever one of its operations can move on, the loop runs them all (ops.go). Until this
+	// call leaves, signallers count on it to; it looks once more on its way out if one came after its last sweep.
+	var rk *Rank
+	for _, r := range reqs {
+		if r != nil && r.owner != nil {
+			rk = r.owner
+			break
+		}
+	}
+	var ev *queues.Event
+	var gen uint64
+	if rk != nil {
+		ev = &rk.ops.ev
+		ev.Enter()
+		defer func() {
+			ev.Leave()
+			if ev.Gen() != gen {
+				rk.ops.sweep()
+			}
+		}()
+	}
 	for {
 		var w *World
-		polling, remote := false, false
+		polling, remote, swept := false, false, false
+		if ev != nil {
+			gen = ev.Gen()
+		}
 		for i, r := range reqs {
 			cs[i] = nil
 			if r == nil {
@@ -87,6 +112,10 @@ func awaitAny(reqs []*Request, stop <-chan struct{}) (int, error) {
 				continue
 			}
 			w = r.w
+			if !swept {
+				r.sweep()
+				swept = true
+			}
 			if r.poll() {
 				return i, nil
 			}
@@ -100,7 +129,6 @@ func awaitAny(reqs []*Request, stop <-chan struct{}) (int, error) {
 		}
 		if w.orphans.n.Load() != 0 {
 			// Orphaned operations progress only inside completion calls: poll rather than park while there are any.
-			w.sweepOrphans()
 			polling = true
 		}
 		if w.aborted.Load() {
@@ -115,7 +143,7 @@ func awaitAny(reqs []*Request, stop <-chan struct{}) (int, error) {
 			runtime.Gosched() // an operation with nothing to park on: poll everything again
 			continue
 		}
-		queues.WaitAnyStop(cs, w.waitPolicy(remote), w.abortCh, stop) // then look again: it may be an op's child
+		queues.WaitAnyEvent(cs, ev, gen, w.waitPolicy(remote), w.abortCh, stop) // then look again
 	}
 }
 
@@ -167,7 +195,7 @@ func Testall(reqs ...*Request) (bool, error) {
 		}
 		if w == nil {
 			w = r.w
-			w.sweepOrphans()
+			r.sweep()
 		}
 		if !r.poll() {
 			if w.aborted.Load() {
@@ -230,7 +258,7 @@ func Testsome(reqs ...*Request) ([]int, []Status, error) {
 			return nil, nil, err
 		} else if ok {
 			active = true
-			r.w.sweepOrphans()
+			r.sweep()
 			break
 		}
 	}
@@ -294,7 +322,7 @@ func Testany(reqs ...*Request) (int, Status, bool, error) {
 		}
 		if w == nil {
 			w = r.w
-			w.sweepOrphans()
+			r.sweep()
 		}
 		if !r.poll() {
 			continue

@@ -132,7 +132,15 @@ func (w *World) NewPersistentRequest(op PersistentOp) *Request {
 	return r
 }
 
-func (o *opRequest) start(*Request) error { return o.pop.Start() }
+func (o *opRequest) start(r *Request) error {
+	if err := o.pop.Start(); err != nil {
+		return err
+	}
+	if rk := r.owner; rk != nil {
+		rk.ops.add(r)
+	}
+	return nil
+}
 
 func (o *opRequest) release() {
 	if rel, ok := o.pop.(Releaser); ok {
@@ -146,6 +154,7 @@ func (r *Request) reset() {
 	r.done.Reset()
 	r.err, r.finished, r.canceled = nil, false, false
 	if r.kind == kindOp {
+		r.ext.opDone.Store(false)
 		return
 	}
 	r.src.Store(0)

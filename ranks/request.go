@@ -113,16 +113,19 @@ type Request struct {
 
 	life     atomic.Uint32 // lifeActive ... lifeFreed
 	kind     reqKind
-	finished bool     // the reporter has run finish
-	internal bool     // pooled; owned by a blocking call
-	remote   bool     // may complete through the network device: its waiter drives the device (see World.waitPolicy)
-	_        [24]byte // to 256 bytes, a size class whose objects are 64-byte aligned (TestRequestLayout)
+	finished bool // the reporter has run finish
+	internal bool // pooled; owned by a blocking call
+	remote   bool // may complete through the network device: its waiter drives the device (see World.waitPolicy)
+	// owner is the rank that made the request: its completion calls move the rank's operations on (ops.go).
+	owner *Rank
+	_     [16]byte // to 256 bytes, a size class whose objects are 64-byte aligned (TestRequestLayout)
 }
 
 // reqExt is the cold part of a request that is more than a one-shot point-to-point transfer. Nonblocking
 // collectives' on-complete hooks and waiters belong here too.
 type reqExt struct {
-	op Operation // kindOp: the operation the request completes with
+	op     Operation   // kindOp: the operation the request completes with
+	opDone atomic.Bool // CompleteOp has completed the request (for this run)
 	// persist runs one instance of a persistent request at each Start; nil for a one-shot request.
 	persist starter
 }
@@ -155,7 +158,9 @@ func (r *Request) status() Status {
 		canceled: r.canceled}
 	switch {
 	case r.styp == TypeObject:
-		st.count = 1
+		if r.bytes > 0 { // 0: an object truncated into nil, of which nothing was delivered
+			st.count = 1
+		}
 	case r.styp.Size() > 0:
 		st.count = int(r.bytes) / r.styp.Size()
 	}
@@ -197,7 +202,7 @@ func (rk *Rank) newReq(kind reqKind) *Request {
 		if ch != nil {
 			if i := ch.used.Add(1) - 1; i < reqChunkLen {
 				r := &ch.reqs[i]
-				r.w, r.kind = rk.w, kind
+				r.w, r.kind, r.owner = rk.w, kind, rk
 				return r
 			}
 		}
@@ -208,7 +213,7 @@ func (rk *Rank) newReq(kind reqKind) *Request {
 		}
 		rk.chunk.CompareAndSwap(ch, nc)
 	}
-	return &Request{w: rk.w, kind: kind} // 256 bytes, no header: aligned (TestRequestLayout)
+	return &Request{w: rk.w, kind: kind, owner: rk} // 256 bytes, no header: aligned (TestRequestLayout)
 }
 
 // maxFree bounds a rank's list of recycled requests beyond the spare: as many as its goroutines block in
@@ -357,12 +362,10 @@ func (r *Request) pollOp() bool {
 	if r.done.Done() {
 		return true
 	}
-	done, err := r.ext.op.Progress()
-	if done {
-		r.err = err
-		r.done.Complete()
+	if done, err := r.ext.op.Progress(); done {
+		CompleteOp(r, err)
 	}
-	return done
+	return r.done.Done()
 }
 
 func errFreed() error { return fmt.Errorf("%w: the request was freed", ErrRequest) }
@@ -393,7 +396,7 @@ func (r *Request) Test() (Status, bool, error) {
 	if ok, err := r.pending(); !ok {
 		return Status{}, err == nil, err
 	}
-	r.w.sweepOrphans()
+	r.sweep()
 	if !r.poll() {
 		if r.w.aborted.Load() {
 			return Status{}, false, r.w.abortError()

@@ -7,13 +7,14 @@ import (
 	"github.com/gompj/gompj/queues"
 )
 
-// Hooks are what a World forwards from its device that is not rank traffic.
+// Hooks are what a World forwards from its devices that is not rank traffic.
 type Hooks struct {
-	Control  func(node int, payload []byte)
+	// PeerLost is told of a node a device can no longer reach (it aborts the job naming the node); without it
+	// the World aborts with a plain error.
 	PeerLost func(node int, err error)
 }
 
-// SetHooks installs the node's handlers; call before the device starts delivering.
+// SetHooks installs the node's handlers; call before the devices start delivering.
 func (w *World) SetHooks(h Hooks) { w.hooks = h }
 
 var _ device.Sink = (*World)(nil)
@@ -79,13 +80,6 @@ func (w *World) arrive(r *Rank, m *msg) {
 	}
 	r.pushUnexpected(m)
 	r.mu.Unlock()
-}
-
-// DeliverControl implements device.Sink.
-func (w *World) DeliverControl(node int, payload []byte) {
-	if w.hooks.Control != nil {
-		w.hooks.Control(node, payload)
-	}
 }
 
 // PeerLost implements device.Sink.

@@ -21,6 +21,7 @@ type Options struct {
 	NetSpin    time.Duration // how long a wait that may complete through the device spins (0: Policy.Spin)
 	Device     device.Device // the node's network device; nil for a one-node job
 	NodeOf     func(rank int) int
+	Routes     string // which device serves which peer nodes, as node describes it (informational)
 	// UnexpectedLimit is the unexpected eager data, in bytes, that the node's ranks may hold from each other,
 	// divided among them: see UnexpectedShare.
 	UnexpectedLimit int64
@@ -56,6 +57,7 @@ type World struct {
 	abortErr  error
 
 	hooks    Hooks
+	routes   string
 	exec     Executor
 	nbcSlots int
 
@@ -109,9 +111,11 @@ type Rank struct {
 	ctxMu     sync.Mutex // guards nextCtx, ctxHolder and agreeing (agree.go)
 	nextCtx   uint32
 	world     *Comm
-	ctxHolder *agreement   // the context agreement holding this rank's right to allocate, if any
-	agreeing  []*agreement // the context agreements in flight on this rank
-	_         [24]byte     // to a multiple of 64 bytes (TestRankLayout)
+	ctxHolder *agreement                 // the context agreement holding this rank's right to allocate, if any
+	agreeing  []*agreement               // the context agreements in flight on this rank
+	bsend     atomic.Pointer[bsendState] // the buffer attached for buffered sends (bsend.go), made on first use
+	ops       *rankOps                   // the rank's active operation requests (ops.go)
+	_         [8]byte                    // to a multiple of 64 bytes (TestRankLayout)
 }
 
 // MinUnexpectedShare is the least unexpected eager data a rank may hold from its own node, whatever
@@ -134,7 +138,7 @@ func NewWorld(o Options) (*World, error) {
 	}
 	w := &World{size: o.Size, lo: o.Lo, hi: o.Hi, dev: o.Device, nodeOf: o.NodeOf, eager: o.EagerLimit,
 		policy: o.Policy, abortCh: make(chan struct{}), exec: o.Executor,
-		nbcSlots: o.NbcSlots}
+		nbcSlots: o.NbcSlots, routes: o.Routes}
 	w.netPolicy = w.policy
 	if p, ok := o.Device.(device.Poller); ok {
 		w.netPolicy = w.policy.Driven(p)
@@ -151,7 +155,7 @@ func NewWorld(o Options) (*World, error) {
 		share = UnexpectedShare(o.UnexpectedLimit, len(w.ranks))
 	}
 	for i := range w.ranks {
-		r := &Rank{w: w, id: o.Lo + i, nextCtx: 1, share: share}
+		r := &Rank{w: w, id: o.Lo + i, nextCtx: 1, share: share, ops: &rankOps{}}
 		r.world = &Comm{r: r, w: w, rank: r.id, size: o.Size, ctx: 0}
 		w.ranks[i] = r
 	}
@@ -180,6 +184,9 @@ func (w *World) NodeOf(rank int) int { return w.nodeOf(rank) }
 
 // Device returns the node's network device (nil in a one-node job).
 func (w *World) Device() device.Device { return w.dev }
+
+// Routes says which device serves which peer nodes ("" in a one-node job).
+func (w *World) Routes() string { return w.routes }
 
 // Executor returns the node's worker pool, or nil when there is none (GOMPJ_ASYNC_PROGRESS=0).
 func (w *World) Executor() Executor { return w.exec }

@@ -26,6 +26,7 @@ import (
 // processes, or on node processes started over ssh on hosts.
 type launch struct {
 	np, nodes, rpn int
+	dev            string   // the device between hosts, for every node process (GOMPJ_DEV)
 	hosts          []string // ssh targets, one node process each; empty: local processes
 	prefix         string   // "", "ranks" or "node": what each forwarded output line starts with
 	ssh            []string // the ssh command (default "ssh")
@@ -107,6 +108,10 @@ func (l *launch) runMulti() int {
 	if err != nil {
 		fmt.Fprintf(l.stderr, "gompj run: %v\n", err)
 		return 2
+	}
+	if l.dev != "" {
+		// GOMPJ_DEV is a tuning variable: every node process, local or over ssh, gets the launcher's own.
+		os.Setenv(env.Dev.Name, l.dev)
 	}
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {

@@ -141,8 +141,15 @@ const hangBound = 30 * time.Second
 // startReady starts `gompj run ... faulty ready` and returns once every rank printed READY, with each rank's pid.
 func startReady(t *testing.T, args ...string) (*exec.Cmd, map[int]int, *strings.Builder, *strings.Builder, chan error) {
 	t.Helper()
+	return startReadyEnv(t, nil, args...)
+}
+
+// startReadyEnv is startReady with extra environment variables.
+func startReadyEnv(t *testing.T, env []string, args ...string) (*exec.Cmd, map[int]int, *strings.Builder, *strings.Builder, chan error) {
+	t.Helper()
 	cmd := exec.Command(bin.gompj, append(append([]string{"run"}, args...), bin.faulty, "ready")...)
 	cmd.Dir = bin.root
+	cmd.Env = append(os.Environ(), env...)
 	var so, se strings.Builder
 	var mu sync.Mutex
 	pr, pw := io.Pipe()
@@ -207,8 +214,20 @@ func waitExit(t *testing.T, cmd *exec.Cmd, done chan error) int {
 	return cmd.ProcessState.ExitCode()
 }
 
+// TestKillNodeAbortsJob: a node process killed with SIGKILL ends the job within 5 s, every other rank's call
+// returning an error that names the lost node, whichever device served it: shared memory (node processes on one
+// host, the default) or TCP.
 func TestKillNodeAbortsJob(t *testing.T) {
-	cmd, pids, so, se, done := startReady(t, "-np", "6", "-nodes", "3")
+	for _, dev := range []struct {
+		name string
+		env  []string
+	}{{"shm", nil}, {"tcp", []string{"GOMPJ_HOST_SHM=0"}}} {
+		t.Run(dev.name, func(t *testing.T) { killNode(t, dev.env) })
+	}
+}
+
+func killNode(t *testing.T, env []string) {
+	cmd, pids, so, se, done := startReadyEnv(t, env, "-np", "6", "-nodes", "3")
 	victim := pids[4] // node 2 hosts ranks 4-5
 	if victim == 0 || pids[5] != victim {
 		t.Fatalf("pids %v", pids)
@@ -305,7 +324,31 @@ func TestInfoAndHelp(t *testing.T) {
 			t.Errorf("help run does not document %s", f)
 		}
 	}
-	if r := runGompj(t, nil, "run", "-np", "2", "-dev", "rdma", bin.hello); r.code != 2 || !strings.Contains(r.stderr, "not built") {
+	if r := runGompj(t, nil, "run", "-np", "2", "-dev", "rdma", bin.hello); r.code != 2 || !strings.Contains(r.stderr, "built without ofi: rebuild with -tags ofi") {
 		t.Errorf("-dev rdma: exit %d %s", r.code, r.stderr)
+	}
+}
+
+// TestInfoRoutes: gompj info says how the host device works here and, with -nodes, starts a job whose node
+// processes print which device serves which peers: shared memory on one host, tcp with GOMPJ_HOST_SHM=0, the rings
+// alone with GOMPJ_CMA=0.
+func TestInfoRoutes(t *testing.T) {
+	r := runGompj(t, nil, "info")
+	if r.code != 0 || !regexp.MustCompile(`(?m)^  shm\s+same host: .*built; large messages`).MatchString(r.stdout) ||
+		!strings.Contains(r.stdout, "routes: a peer node process on this host: shm") {
+		t.Fatalf("info: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, c := range []struct {
+		env  []string
+		want string
+	}{
+		{nil, `shm +nodes 1-2: shm: rings in shared memory, large messages in one copy`},
+		{[]string{"GOMPJ_HOST_SHM=0"}, `tcp +nodes 1-2: tcp`},
+		{[]string{"GOMPJ_CMA=0"}, `shm +nodes 1-2: shm: .*copied through the rings \(CMA off: GOMPJ_CMA=0\)`},
+	} {
+		r := runGompj(t, c.env, "info", "-np", "3", "-nodes", "3")
+		if r.code != 0 || strings.Count(r.stdout, "routes of node") != 3 || !regexp.MustCompile(c.want).MatchString(r.stdout) {
+			t.Errorf("info -nodes 3 with %v: exit %d, want %q\n%s%s", c.env, r.code, c.want, r.stdout, r.stderr)
+		}
 	}
 }

@@ -76,7 +76,8 @@ func (o *runOpts) addFlags(fs *flag.FlagSet, defNP int) {
 	fs.StringVar(&o.hosts, "hosts", "", "comma-separated ssh targets ([user@]host), one node process each")
 	fs.StringVar(&o.hostfile, "hostfile", "", "file of ssh targets, one per line (# comments)")
 	fs.IntVar(&o.rpn, "ranks-per-node", 0, "ranks per node process (default: np spread evenly, remainder to the first nodes)")
-	fs.StringVar(&o.dev, "dev", "tcp", "inter-node device: tcp (the only one built)")
+	fs.StringVar(&o.dev, "dev", env.Dev.Text(os.LookupEnv), "device between node processes on different hosts: tcp, or rdma "+
+		"(libfabric; a build with -tags ofi)\n(node processes on the same host share memory unless "+env.HostSHM.Name+"=0) (env "+env.Dev.Name+")")
 	fs.BoolVar(&o.prefix, "prefix", false, "start every output line of a node process with its ranks, \"[lo-hi] \"")
 	fs.BoolVar(&o.prefixNode, "prefix-node", false, "start every output line with \"[node i] \"")
 	fs.StringVar(&o.ssh, "ssh", env.SSH.Text(os.LookupEnv), "ssh command and options for -hosts (env "+env.SSH.Name+")")
@@ -93,7 +94,7 @@ func runFlags(o *runOpts) *flagSet {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	o.addFlags(fs, 0)
 	return &flagSet{FlagSet: fs,
-		synopsis: "gompj run -np N [-nodes K | -hosts h1,h2 | -hostfile F] [-ranks-per-node K] [-dev tcp] [-prefix] PROGRAM [args]",
+		synopsis: "gompj run -np N [-nodes K | -hosts h1,h2 | -hostfile F] [-ranks-per-node K] [-dev tcp|rdma] [-prefix] PROGRAM [args]",
 		extra: `PROGRAM is an executable, or a Go package path or directory, which is built first into a temporary directory
 (as go run does). With -np alone the program runs as one process whose N ranks are goroutines (GOMPJ_NP=N).
 
@@ -113,8 +114,8 @@ func (o *runOpts) target() (nodes int, hosts []string, err error) {
 	for _, name := range unknownVariables(os.Environ()) {
 		fmt.Fprintf(os.Stderr, "gompj: warning: %s is not a gompj variable (misspelt? see gompj help env)\n", name)
 	}
-	if o.dev != "tcp" {
-		return 0, nil, fmt.Errorf("device %q is not built (only tcp)", o.dev)
+	if err := node.CheckDevice(o.dev); err != nil {
+		return 0, nil, err
 	}
 	if o.hosts != "" && o.hostfile != "" {
 		return 0, nil, errors.New("-hosts and -hostfile exclude each other")
@@ -170,7 +171,7 @@ func (o *runOpts) target() (nodes int, hosts []string, err error) {
 }
 
 func (o *runOpts) launch(program string, args []string) *launch {
-	l := &launch{np: o.np, rpn: o.rpn, ssh: splitWords(o.ssh), iface: o.iface, timeout: o.timeout,
+	l := &launch{np: o.np, rpn: o.rpn, dev: o.dev, ssh: splitWords(o.ssh), iface: o.iface, timeout: o.timeout,
 		program: program, args: args, stdout: os.Stdout, stderr: os.Stderr}
 	switch {
 	case o.prefixNode:

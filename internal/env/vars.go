@@ -62,6 +62,14 @@ var (
 		Meaning: "how long a rank waiting on the network polls the device itself before it parks, a Go duration"})
 	BusyPoll = def(Var{Name: "GOMPJ_BUSY_POLL", Field: "BusyPoll", Kind: DurationOff, Value: "50us", Group: MultiNode,
 		Meaning: "how long the network progress loop polls before sleeping, when no rank drives it (0: off)"})
+	Dev = def(Var{Name: "GOMPJ_DEV", Field: "Dev", Kind: String, Value: "tcp", Job: true, Group: MultiNode,
+		Meaning: "device between node processes on different hosts: tcp, or rdma (libfabric; a build with -tags ofi); " +
+			"also `gompj run -dev`"})
+	HostSHM = def(Var{Name: "GOMPJ_HOST_SHM", Field: "NoHostSHM", Not: true, Kind: Bool, Value: "1", Job: true,
+		Group: MultiNode, Meaning: "0: node processes on the same host talk through GOMPJ_DEV instead of shared memory"})
+	CMA = def(Var{Name: "GOMPJ_CMA", Field: "NoCMA", Not: true, Kind: Bool, Value: "1", Group: MultiNode,
+		Meaning: "0: node processes on the same host copy large messages through their shared rings instead of " +
+			"one process_vm_readv/writev copy (CMA), as they do where the kernel refuses CMA"})
 	Timeout = def(Var{Name: "GOMPJ_TIMEOUT", Field: "Timeout", Kind: Duration, Value: "30s", Group: MultiNode,
 		Meaning: "bootstrap timeout (registration, connections, start barrier), a Go duration; also `gompj run -timeout`"})
 )
@@ -115,6 +123,4 @@ var (
 		Meaning: "internal/harness: the node process's id, for messages"})
 	NetdevChild = def(Var{Name: "GOMPJ_NETDEV_CHILD", Kind: String, Role: Test, Group: Tests,
 		Meaning: "netdev's fault tests: the address a child process connects to"})
-	WriteCorpus = def(Var{Name: "GOMPJ_WRITE_CORPUS", Kind: Bool, Role: Test, Group: Tests,
-		Meaning: "netdev's fuzz tests: rewrite the seed corpus"})
 )

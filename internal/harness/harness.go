@@ -29,8 +29,9 @@ const marker = "gompj-harness: node "
 // suite fast.
 const PureMax = 6
 
-// Run runs body in three subtests: "onenode" (np goroutine ranks), "nodes" (3 node processes, ranks in blocks;
-// fewer if np < 3) and "pure" (np node processes of one rank; skipped for np > PureMax).
+// Run runs body in four subtests: "onenode" (np goroutine ranks), "nodes" (3 node processes, ranks in blocks;
+// fewer if np < 3) and "pure" (np node processes of one rank; skipped for np > PureMax), both over TCP, and
+// "shm" (as "nodes", the node processes sharing memory).
 func Run(t *testing.T, np int, body func(c *gompj.Comm) error) {
 	t.Helper()
 	run(t, np, PureMax, body)
@@ -62,6 +63,9 @@ func run(t *testing.T, np, pureMax int, body func(c *gompj.Comm) error) {
 		}
 		Procs(t, Spec{Ranks: np, Nodes: np}, body).Check(t)
 	})
+	t.Run("shm", func(t *testing.T) {
+		Procs(t, Spec{Ranks: np, Nodes: min(3, np), HostSHM: true}, body).Check(t)
+	})
 }
 
 func isChild() bool { _, ok := env.HarnessJob.Get(os.LookupEnv); return ok }
@@ -82,6 +86,9 @@ type Spec struct {
 	CoordinatorTimeout time.Duration
 	// CoordinatorAddr is where the coordinator listens (default 127.0.0.1:0).
 	CoordinatorAddr string
+	// HostSHM lets the node processes, all on this host, talk through shared memory (the shm device). Without it
+	// they talk through the network device (GOMPJ_HOST_SHM=0), as they would on different hosts.
+	HostSHM bool
 }
 
 // Job is a multi-process job started by Procs (in the parent).
@@ -199,6 +206,9 @@ func Procs(t *testing.T, s Spec, body func(c *gompj.Comm) error) *Job {
 		cmd.Env = env.Job{Ranks: s.Ranks, Nodes: s.Nodes, Node: i, RanksPerNode: s.RanksPerNode,
 			Coordinator: co.Addr(), Secret: secret, Timeout: s.CoordinatorTimeout}.Environ(cmd.Env)
 		cmd.Env = append(cmd.Env, env.HarnessJob.Name+"="+t.Name(), env.HarnessNode.Name+"="+strconv.Itoa(i))
+		if !s.HostSHM {
+			cmd.Env = append(cmd.Env, env.HostSHM.Name+"=0")
+		}
 		cmd.Env = append(cmd.Env, s.Env...)
 		if s.NodeEnv != nil {
 			cmd.Env = append(cmd.Env, s.NodeEnv(i)...)

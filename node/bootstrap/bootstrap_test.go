@@ -1,6 +1,7 @@
 package bootstrap
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -24,6 +25,13 @@ func coordinator(t *testing.T, nodes int, timeout time.Duration) *Coordinator {
 	return c
 }
 
+// ep is an endpoint on host "host" with a tcp address and a small shm blob.
+func ep(tcp string) *Endpoint {
+	var j byte
+	fmt.Sscanf(tcp, "10.0.0.%d", &j)
+	return &Endpoint{Host: "host", Addrs: map[string][]byte{"tcp": []byte(tcp), "shm": {0, j, 0xff}}}
+}
+
 func joinAll(t *testing.T, co *Coordinator, ids []int, nodes int) ([]*Client, []error) {
 	t.Helper()
 	cls := make([]*Client, len(ids))
@@ -33,7 +41,7 @@ func joinAll(t *testing.T, co *Coordinator, ids []int, nodes int) ([]*Client, []
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cls[i], errs[i] = Join(ClientConfig{Coordinator: co.Addr(), Node: id, Nodes: nodes, Addr: fmt.Sprintf("10.0.0.%d:700%d", id, id), Secret: secret, Timeout: 10 * time.Second})
+			cls[i], errs[i] = Join(ClientConfig{Coordinator: co.Addr(), Node: id, Nodes: nodes, Self: *ep(fmt.Sprintf("10.0.0.%d:700%d", id, id)), Secret: secret, Timeout: 10 * time.Second})
 		}()
 	}
 	wg.Wait()
@@ -66,8 +74,9 @@ func TestRegisterTableBarrierLeave(t *testing.T) {
 			t.Fatalf("node %d got %d addresses", i, len(tab))
 		}
 		for j, a := range tab {
-			if a != fmt.Sprintf("10.0.0.%d:700%d", j, j) {
-				t.Fatalf("node %d: table[%d] = %q", i, j, a)
+			if string(a.Addrs["tcp"]) != fmt.Sprintf("10.0.0.%d:700%d", j, j) || a.Host != "host" || len(a.Addrs) != 2 ||
+				!bytes.Equal(a.Addrs["shm"], []byte{0, byte(j), 0xff}) {
+				t.Fatalf("node %d: table[%d] = %+v", i, j, a)
 			}
 		}
 	}
@@ -195,7 +204,7 @@ func TestAbortPropagates(t *testing.T) {
 
 func TestWrongSecretRejected(t *testing.T) {
 	co := coordinator(t, 1, 10*time.Second)
-	_, err := Join(ClientConfig{Coordinator: co.Addr(), Node: 0, Nodes: 1, Addr: "x:1", Secret: []byte("wrong-secret-wrong-secret"), Timeout: 5 * time.Second})
+	_, err := Join(ClientConfig{Coordinator: co.Addr(), Node: 0, Nodes: 1, Self: *ep("x:1"), Secret: []byte("wrong-secret-wrong-secret"), Timeout: 5 * time.Second})
 	if !errors.Is(err, auth.ErrAuth) {
 		t.Fatalf("wrong secret: %v", err)
 	}
@@ -223,7 +232,7 @@ func TestWrongSecretRejected(t *testing.T) {
 	if ids := co.registered(); len(ids) != 0 {
 		t.Fatalf("registered %v", ids)
 	}
-	cl, err := Join(ClientConfig{Coordinator: co.Addr(), Node: 0, Nodes: 1, Addr: "x:1", Secret: secret, Timeout: 5 * time.Second})
+	cl, err := Join(ClientConfig{Coordinator: co.Addr(), Node: 0, Nodes: 1, Self: *ep("x:1"), Secret: secret, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,14 +246,14 @@ func TestDuplicateNodeRejected(t *testing.T) {
 	co := coordinator(t, 2, 10*time.Second)
 	first := make(chan error, 1)
 	go func() {
-		_, err := Join(ClientConfig{Coordinator: co.Addr(), Node: 0, Nodes: 2, Addr: "a:1", Secret: secret, Timeout: 5 * time.Second})
+		_, err := Join(ClientConfig{Coordinator: co.Addr(), Node: 0, Nodes: 2, Self: *ep("a:1"), Secret: secret, Timeout: 5 * time.Second})
 		first <- err
 	}()
 	deadline := time.Now().Add(5 * time.Second)
 	for len(co.registered()) == 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	_, err := Join(ClientConfig{Coordinator: co.Addr(), Node: 0, Nodes: 2, Addr: "b:1", Secret: secret, Timeout: 5 * time.Second})
+	_, err := Join(ClientConfig{Coordinator: co.Addr(), Node: 0, Nodes: 2, Self: *ep("b:1"), Secret: secret, Timeout: 5 * time.Second})
 	if err == nil || !strings.Contains(err.Error(), "registered twice") {
 		t.Fatalf("duplicate: %v", err)
 	}
@@ -254,8 +263,10 @@ func TestDuplicateNodeRejected(t *testing.T) {
 
 func FuzzDecodeMessage(f *testing.F) {
 	for _, m := range []message{
-		{Kind: msgRegister, Node: 1, Addr: "127.0.0.1:4000"},
-		{Kind: msgTable, Table: []string{"a:1", "b:2", "c:3"}},
+		{Kind: msgRegister, Node: 1, Self: &Endpoint{Host: "h", Addrs: map[string][]byte{"tcp": []byte("127.0.0.1:4000")}}},
+		{Kind: msgTable, Table: []Endpoint{*ep("a:1"), *ep("b:2"), *ep("c:3")}},
+		{Kind: msgTable, Table: []Endpoint{*ep("a:1"), {Host: "h"}, *ep("c:3")}},
+		{Kind: msgRegister, Node: 1, Self: &Endpoint{Host: "h", Addrs: map[string][]byte{"TCP": []byte("x")}}},
 		{Kind: msgBarrier, Name: "start"},
 		{Kind: msgRelease, Name: "start"},
 		{Kind: msgAbort, Node: 2, Code: 3, Reason: "boom"},
@@ -275,8 +286,25 @@ func FuzzDecodeMessage(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if m.Kind < msgRegister || m.Kind > msgError || m.Node >= 3 || len(m.Addr) > maxAddr || len(m.Reason) > maxReason {
+		if m.Kind < msgRegister || m.Kind > msgError || m.Node >= 3 || len(m.Reason) > maxReason {
 			t.Fatalf("accepted %+v", m)
+		}
+		eps := m.Table
+		if m.Self != nil {
+			eps = append(eps, *m.Self)
+		}
+		for _, e := range eps {
+			if e.Host == "" || len(e.Host) > maxHost || len(e.Addrs) == 0 || len(e.Addrs) > maxDevices {
+				t.Fatalf("accepted endpoint %+v", e)
+			}
+			for k, v := range e.Addrs {
+				if k == "" || len(k) > maxDevName || len(v) == 0 || len(v) > maxBlob {
+					t.Fatalf("accepted device %q address of %d bytes", k, len(v))
+				}
+			}
+		}
+		if m.Kind == msgRegister && m.Self == nil {
+			t.Fatal("accepted a register without an endpoint")
 		}
 		if m.Kind == msgTable && len(m.Table) != 3 {
 			t.Fatalf("accepted a table of %d", len(m.Table))

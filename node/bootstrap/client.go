@@ -31,10 +31,10 @@ func (e *AbortError) Unwrap() error { return ErrAborted }
 
 // ClientConfig configures a node's side of the bootstrap.
 type ClientConfig struct {
-	Coordinator string // the coordinator's address
-	Node        int    // this node's id
-	Nodes       int    // how many nodes the job has
-	Addr        string // this node's netdev listen address, handed to the others
+	Coordinator string   // the coordinator's address
+	Node        int      // this node's id
+	Nodes       int      // how many nodes the job has
+	Self        Endpoint // this node's host identity and device addresses, handed to the others
 	Secret      []byte
 	// Timeout bounds Join: reaching the coordinator (retried while it comes up) and waiting for the table
 	// (default 60 s; the coordinator's own registration timeout normally fires first).
@@ -46,7 +46,7 @@ type ClientConfig struct {
 type Client struct {
 	cfg   ClientConfig
 	conn  net.Conn
-	table []string
+	table []Endpoint
 	wmu   sync.Mutex
 
 	mu       sync.Mutex
@@ -63,8 +63,8 @@ func Join(cfg ClientConfig) (*Client, error) {
 	if cfg.Nodes <= 0 || cfg.Node < 0 || cfg.Node >= cfg.Nodes {
 		return nil, fmt.Errorf("bootstrap: node %d of %d", cfg.Node, cfg.Nodes)
 	}
-	if err := checkAddr(cfg.Addr); err != nil {
-		return nil, fmt.Errorf("bootstrap: node %d: listen address %q: %w", cfg.Node, cfg.Addr, err)
+	if err := checkEndpoint(&cfg.Self); err != nil {
+		return nil, fmt.Errorf("bootstrap: node %d: endpoint: %w", cfg.Node, err)
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 60 * time.Second
@@ -92,7 +92,7 @@ func Join(cfg ClientConfig) (*Client, error) {
 		return nil, fmt.Errorf("bootstrap: node %d: coordinator %s: %w", cfg.Node, cfg.Coordinator, err)
 	}
 	c := &Client{cfg: cfg, conn: nc, tableCh: make(chan error, 1), barriers: map[string]chan error{}, done: make(chan struct{})}
-	if err := c.send(&message{Kind: msgRegister, Node: cfg.Node, Addr: cfg.Addr}); err != nil {
+	if err := c.send(&message{Kind: msgRegister, Node: cfg.Node, Self: &cfg.Self}); err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("bootstrap: node %d: registering: %w", cfg.Node, err)
 	}
@@ -112,8 +112,8 @@ func Join(cfg ClientConfig) (*Client, error) {
 	return c, nil
 }
 
-// Table is every node's netdev address, indexed by node id.
-func (c *Client) Table() []string { return c.table }
+// Table is every node's endpoint (host identity and device addresses), indexed by node id.
+func (c *Client) Table() []Endpoint { return c.table }
 
 func (c *Client) send(m *message) error {
 	b, err := encodeMessage(m)

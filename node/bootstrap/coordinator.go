@@ -52,7 +52,7 @@ type Coordinator struct {
 
 type member struct {
 	id   int
-	addr string
+	self Endpoint
 	conn net.Conn
 	wmu  sync.Mutex
 	left bool
@@ -207,7 +207,7 @@ func (c *Coordinator) admit(nc net.Conn) (*member, error) {
 	if msg.Kind != msgRegister || int(h.From) != msg.Node {
 		return nil, fmt.Errorf("bootstrap: %s: expected the registration of node %d", nc.RemoteAddr(), h.From)
 	}
-	m := &member{id: msg.Node, addr: msg.Addr, conn: nc}
+	m := &member{id: msg.Node, self: *msg.Self, conn: nc}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var reason string
@@ -232,9 +232,9 @@ func (c *Coordinator) admit(nc net.Conn) (*member, error) {
 	}
 	c.timer.Stop()
 	c.tableOut = true
-	table := make([]string, len(c.nodes))
+	table := make([]Endpoint, len(c.nodes))
 	for i, o := range c.nodes {
-		table[i] = o.addr
+		table[i] = o.self
 	}
 	for _, o := range c.nodes {
 		o.send(&message{Kind: msgTable, Table: table})

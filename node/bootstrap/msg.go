@@ -14,14 +14,17 @@ import (
 const Purpose = "bootstrap"
 
 const (
-	maxMsg    = 4 << 20
-	maxAddr   = 256
-	maxName   = 256
-	maxReason = 8 << 10
+	maxMsg     = 16 << 20
+	maxHost    = 256
+	maxDevices = 8
+	maxDevName = 32
+	maxBlob    = 4 << 10 // device.MaxAddress
+	maxName    = 256
+	maxReason  = 8 << 10
 )
 
 const (
-	msgRegister = 1 + iota // node -> coordinator: Node, Addr
+	msgRegister = 1 + iota // node -> coordinator: Node, Self
 	msgTable               // coordinator -> node: Table
 	msgBarrier             // node -> coordinator: Name
 	msgRelease             // coordinator -> node: Name
@@ -33,14 +36,22 @@ const (
 // ErrBadMessage is wrapped by every error about a malformed coordinator message.
 var ErrBadMessage = errors.New("bootstrap: bad message")
 
+// Endpoint is what a node publishes through the bootstrap: the host it runs on (an identity that node processes
+// able to share memory have in common) and one address blob per device it opened, by device name, each sized by
+// its device (at most 4 KiB).
+type Endpoint struct {
+	Host  string            `msgpack:"h"`
+	Addrs map[string][]byte `msgpack:"d"`
+}
+
 type message struct {
-	Kind   uint8    `msgpack:"k"`
-	Node   int      `msgpack:"n"`
-	Addr   string   `msgpack:"a,omitempty"`
-	Table  []string `msgpack:"t,omitempty"`
-	Name   string   `msgpack:"b,omitempty"`
-	Code   int      `msgpack:"c,omitempty"`
-	Reason string   `msgpack:"r,omitempty"`
+	Kind   uint8      `msgpack:"k"`
+	Node   int        `msgpack:"n"`
+	Self   *Endpoint  `msgpack:"a,omitempty"`
+	Table  []Endpoint `msgpack:"t,omitempty"`
+	Name   string     `msgpack:"b,omitempty"`
+	Code   int        `msgpack:"c,omitempty"`
+	Reason string     `msgpack:"r,omitempty"`
 }
 
 func bad(format string, args ...any) error {
@@ -68,15 +79,15 @@ func decodeMessage(b []byte, nodes int) (m message, err error) {
 	case msgRegister:
 		extra = m.Table != nil || m.Name != "" || m.Code != 0 || m.Reason != ""
 	case msgTable:
-		extra = m.Node != 0 || m.Addr != "" || m.Name != "" || m.Code != 0 || m.Reason != ""
+		extra = m.Node != 0 || m.Self != nil || m.Name != "" || m.Code != 0 || m.Reason != ""
 	case msgBarrier, msgRelease:
-		extra = m.Node != 0 || m.Addr != "" || m.Table != nil || m.Code != 0 || m.Reason != ""
+		extra = m.Node != 0 || m.Self != nil || m.Table != nil || m.Code != 0 || m.Reason != ""
 	case msgAbort:
-		extra = m.Addr != "" || m.Table != nil || m.Name != ""
+		extra = m.Self != nil || m.Table != nil || m.Name != ""
 	case msgLeave:
-		extra = m.Node != 0 || m.Addr != "" || m.Table != nil || m.Name != "" || m.Code != 0 || m.Reason != ""
+		extra = m.Node != 0 || m.Self != nil || m.Table != nil || m.Name != "" || m.Code != 0 || m.Reason != ""
 	case msgError:
-		extra = m.Node != 0 || m.Addr != "" || m.Table != nil || m.Name != "" || m.Code != 0
+		extra = m.Node != 0 || m.Self != nil || m.Table != nil || m.Name != "" || m.Code != 0
 	}
 	if extra {
 		return m, bad("kind %d with fields of another kind", m.Kind)
@@ -86,15 +97,18 @@ func decodeMessage(b []byte, nodes int) (m message, err error) {
 		if !inRange {
 			return m, bad("register for node %d of %d", m.Node, nodes)
 		}
-		if err := checkAddr(m.Addr); err != nil {
+		if m.Self == nil {
+			return m, bad("register without an endpoint")
+		}
+		if err := checkEndpoint(m.Self); err != nil {
 			return m, err
 		}
 	case msgTable:
 		if len(m.Table) != nodes {
-			return m, bad("table of %d addresses for %d nodes", len(m.Table), nodes)
+			return m, bad("table of %d endpoints for %d nodes", len(m.Table), nodes)
 		}
-		for _, a := range m.Table {
-			if err := checkAddr(a); err != nil {
+		for i := range m.Table {
+			if err := checkEndpoint(&m.Table[i]); err != nil {
 				return m, err
 			}
 		}
@@ -120,9 +134,25 @@ func decodeMessage(b []byte, nodes int) (m message, err error) {
 	return m, nil
 }
 
-func checkAddr(a string) error {
-	if a == "" || len(a) > maxAddr {
-		return bad("address of %d bytes", len(a))
+func checkEndpoint(e *Endpoint) error {
+	if e.Host == "" || len(e.Host) > maxHost {
+		return bad("host identity of %d bytes", len(e.Host))
+	}
+	if len(e.Addrs) == 0 || len(e.Addrs) > maxDevices {
+		return bad("%d device addresses (1..%d)", len(e.Addrs), maxDevices)
+	}
+	for name, blob := range e.Addrs {
+		if name == "" || len(name) > maxDevName {
+			return bad("device name of %d bytes", len(name))
+		}
+		for _, r := range name {
+			if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+				return bad("device name %q", name)
+			}
+		}
+		if len(blob) == 0 || len(blob) > maxBlob {
+			return bad("device %s: address of %d bytes (1..%d)", name, len(blob), maxBlob)
+		}
 	}
 	return nil
 }

@@ -1,0 +1,81 @@
+package device
+
+import (
+	"errors"
+	"sync/atomic"
+	"testing"
+)
+
+// fake records which calls reach it.
+type fake struct {
+	name                      string
+	eager, rdv, cts, ack      atomic.Int32
+	polls, enters, leaves     atomic.Int32
+	regs, releases, closeCall atomic.Int32
+	closeErr                  error
+	limit                     int
+}
+
+func (f *fake) SendEager(*Header, []byte, Completer) error      { f.eager.Add(1); return nil }
+func (f *fake) SendRendezvous(*Header, []byte, Completer) error { f.rdv.Add(1); return nil }
+func (f *fake) ClearToSend(*Header, []byte, Completer) error    { f.cts.Add(1); return nil }
+func (f *fake) Ack(*Header) error                               { f.ack.Add(1); return nil }
+func (f *fake) EagerLimit(int) int                              { return f.limit }
+func (f *fake) Close() error                                    { f.closeCall.Add(1); return f.closeErr }
+func (f *fake) Enter()                                          { f.enters.Add(1) }
+func (f *fake) Poll() bool                                      { f.polls.Add(1); return false }
+func (f *fake) Leave(bool)                                      { f.leaves.Add(1) }
+
+type fakeReg struct{ f *fake }
+
+func (g fakeReg) Release() { g.f.releases.Add(1) }
+
+func (f *fake) Register([]byte) (Registration, error) { f.regs.Add(1); return fakeReg{f}, nil }
+
+// TestRouter: each call goes to the device of the peer it concerns (the destination of a send, the source of a
+// CTS or an ACK); the first device is polled every time, the others every fourth; Close and Register reach all.
+func TestRouter(t *testing.T) {
+	shm := &fake{name: "shm", limit: 4096, closeErr: errors.New("shm close")}
+	tcp := &fake{name: "tcp", limit: 1 << 17}
+	nodeOf := func(r int) int { return r / 2 } // 4 nodes of 2 ranks; this is node 0
+	r, err := NewRouter(nodeOf, []Device{nil, shm, tcp, tcp}, []Device{shm, tcp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.SendEager(&Header{Source: 0, Dest: 2}, nil, nil)                         // node 1: shm
+	r.SendEager(&Header{Source: 0, Dest: 7}, nil, nil)                         // node 3: tcp
+	r.SendRendezvous(&Header{Source: 1, Dest: 4}, nil, nil)                    // node 2: tcp
+	r.ClearToSend(&Header{Source: 3, Dest: 0}, nil, nil)                       // from node 1: shm
+	r.Ack(&Header{Source: 5, Dest: 1})                                         // from node 2: tcp
+	if err := r.SendEager(&Header{Source: 2, Dest: 0}, nil, nil); err == nil { // this node: no device
+		t.Error("a send to this node's rank was routed")
+	}
+	if err := r.SendEager(&Header{Source: 0, Dest: 9}, nil, nil); err == nil {
+		t.Error("a send outside the job was routed")
+	}
+	if shm.eager.Load() != 1 || tcp.eager.Load() != 1 || tcp.rdv.Load() != 1 || shm.cts.Load() != 1 || tcp.ack.Load() != 1 {
+		t.Errorf("routing: shm %d/%d tcp %d/%d/%d", shm.eager.Load(), shm.cts.Load(), tcp.eager.Load(), tcp.rdv.Load(), tcp.ack.Load())
+	}
+	if r.EagerLimit(3) != 4096 || r.EagerLimit(6) != 1<<17 || r.EagerLimit(0) != 0 || r.EagerLimit(-1) != 0 {
+		t.Error("EagerLimit not routed")
+	}
+	r.Enter()
+	for range 8 {
+		r.Poll()
+	}
+	r.Leave(true)
+	if shm.polls.Load() != 8 || tcp.polls.Load() != 2 || shm.enters.Load() != 1 || tcp.leaves.Load() != 1 {
+		t.Errorf("polls: shm %d tcp %d", shm.polls.Load(), tcp.polls.Load())
+	}
+	g, err := r.Register(make([]byte, 8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Release()
+	if shm.regs.Load() != 1 || tcp.regs.Load() != 1 || shm.releases.Load() != 1 || tcp.releases.Load() != 1 {
+		t.Error("Register does not reach every device")
+	}
+	if err := r.Close(); err == nil || err.Error() != "shm close" || shm.closeCall.Load() != 1 || tcp.closeCall.Load() != 1 {
+		t.Errorf("Close: %v", err)
+	}
+}

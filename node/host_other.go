@@ -1,0 +1,14 @@
+//go:build !linux
+
+package node
+
+import (
+	"fmt"
+	"os"
+)
+
+// hostIdentity names the host: node processes on it could share memory, though no host device is built here.
+func hostIdentity() string {
+	name, _ := os.Hostname()
+	return fmt.Sprintf("%s/uid:%d", name, os.Getuid())
+}

@@ -1,0 +1,83 @@
+package rdma_test
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/gompj/gompj/device"
+	"github.com/gompj/gompj/device/devicetest"
+	"github.com/gompj/gompj/rdma"
+	"github.com/gompj/gompj/rdma/memprov"
+)
+
+var (
+	_ device.Transport = (*rdma.Device)(nil)
+	_ device.Poller    = (*rdma.Device)(nil)
+	_ device.Registrar = (*rdma.Device)(nil)
+)
+
+// memJob is a conformance job of 3 nodes of 2 ranks over an in-memory fabric.
+func memJob(t *testing.T, o memprov.Options) devicetest.Job {
+	const nodes, rpn, eager, limit = 3, 2, 4 << 10, 512 << 10
+	var eps sync.Map // *rdma.Device -> rdma.Endpoint
+	var mu sync.Mutex
+	var f *memprov.Fabric
+	fabric := func(node int) *memprov.Fabric {
+		mu.Lock()
+		defer mu.Unlock()
+		if node == 0 || f == nil {
+			f = memprov.New(o) // a fresh fabric per job: node 0 opens first
+		}
+		return f
+	}
+	// Each node grants limit/(nodes-1)/buffer credits, between 8 and 64; a receiver holds at most that many.
+	grant := min(max(limit/(nodes-1)/(eager+72), 8), 64)
+	return devicetest.Job{
+		Nodes: nodes, RanksPerNode: rpn, EagerMax: eager, HeldBound: int64(grant * eager),
+		Open: func(t testing.TB, node int) device.Transport {
+			fb := fabric(node)
+			ep, err := fb.Open(rdma.EndpointConfig{Node: node, Nodes: nodes})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := rdma.New(ep, rdma.Config{Node: node, Nodes: nodes, Ranks: nodes * rpn, NodeOf: func(r int) int { return r / rpn },
+				EagerLimit: eager, UnexpectedLimit: limit, SplitMin: 64 << 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			eps.Store(d, struct {
+				f  *memprov.Fabric
+				ep rdma.Endpoint
+			}{fb, ep})
+			return d
+		},
+		Kill: func(t testing.TB, node int, tr device.Transport) {
+			v, _ := eps.Load(tr)
+			x := v.(struct {
+				f  *memprov.Fabric
+				ep rdma.Endpoint
+			})
+			x.f.Kill(x.ep)
+		},
+	}
+}
+
+// TestConformanceMem runs the device conformance suite over in-memory fabrics that behave as the providers may:
+// ordered or not, completions delayed and reordered, RMA or none (DATA streamed), RMA split between both ends,
+// registered local buffers and virtual addresses, small RMA limits, a busy provider.
+func TestConformanceMem(t *testing.T) {
+	cases := []struct {
+		name string
+		o    memprov.Options
+	}{
+		{"ordered-rma", memprov.Options{Seed: 1, Ordered: true, RMA: true, InjectSize: 8 << 10}},
+		{"unordered-delayed-split", memprov.Options{Seed: 2, Delay: 3, RMA: true, SplitCopy: true, VirtAddr: true}},
+		{"no-rma", memprov.Options{Seed: 3, Delay: 2, InjectSize: 100}},
+		{"localmr-maxrma-busy", memprov.Options{Seed: 4, Ordered: true, RMA: true, LocalMR: true, MaxRMA: 100 << 10,
+			SplitCopy: true, QueueLimit: 4, InjectSize: 64}},
+		{"rma-refused-one-way", memprov.Options{Seed: 5, Delay: 1, RMA: true, NoRMA: func(a, b int) bool { return a == 1 }}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { devicetest.Run(t, memJob(t, c.o)) })
+	}
+}

@@ -1,0 +1,550 @@
+package rdma
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/gompj/gompj/device"
+)
+
+// heldMsg is a message that arrived before its turn (unordered providers), copied out of its receive buffer.
+type heldMsg struct {
+	h       hdr
+	payload []byte
+}
+
+// maxHeld bounds how far ahead of its turn a message may arrive: more means a peer that lies about its order.
+const maxHeld = 1 << 16
+
+// standDownCheck is how often a progress goroutine that stood down for driving ranks looks again.
+const standDownCheck = time.Millisecond
+
+// loop is the progress goroutine: it polls while no rank does, busy for BusyPoll after the last event, then
+// sleeps in the endpoint's Wait. On Close it keeps going until nothing is in flight (or CloseTimeout).
+func (d *Device) loop() {
+	defer close(d.done)
+	var deadline time.Time
+	for {
+		closing := d.closing.Load()
+		if closing {
+			if deadline.IsZero() {
+				deadline = time.Now().Add(d.cfg.CloseTimeout)
+			}
+			if d.quiet() {
+				return
+			}
+			if time.Now().After(deadline) {
+				d.closeErr = fmt.Errorf("rdma: node %d: close timed out after %v with %d transfers in flight", d.self,
+					d.cfg.CloseTimeout, d.inflight.Load())
+				return
+			}
+		} else if d.drivers.Load() > 0 {
+			// A rank drives the device: stand down until the last driver parks, or look again soon.
+			t := time.NewTimer(standDownCheck)
+			select {
+			case <-d.kick:
+			case <-t.C:
+			case <-d.quit:
+			}
+			t.Stop()
+			continue
+		}
+		d.pollMu.Lock()
+		got := d.pollOnce()
+		d.pollMu.Unlock()
+		now := time.Now()
+		if got {
+			d.lastActive = now
+			continue
+		}
+		if d.cfg.BusyPoll > 0 && now.Sub(d.lastActive) < d.cfg.BusyPoll {
+			continue
+		}
+		wait := 100 * time.Millisecond
+		if closing || d.pending.Load() > 0 {
+			wait = time.Millisecond // a busy provider does not wake us when it frees up
+		}
+		d.ep.Wait(wait)
+	}
+}
+
+// quiet reports whether nothing handed to the device is still in flight.
+func (d *Device) quiet() bool {
+	return d.inflight.Load() == 0 && d.pending.Load() == 0
+}
+
+// Enter implements device.Poller.
+func (d *Device) Enter() { d.drivers.Add(1) }
+
+// Leave implements device.Poller.
+func (d *Device) Leave(parking bool) {
+	if d.drivers.Add(-1) == 0 && parking {
+		select {
+		case d.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Poll implements device.Poller.
+func (d *Device) Poll() bool {
+	if !d.pollMu.TryLock() {
+		return false
+	}
+	defer d.pollMu.Unlock()
+	if !d.started || d.closing.Load() {
+		return false
+	}
+	return d.pollOnce()
+}
+
+// localCompletion queues a completion the device makes itself.
+func (d *Device) localCompletion(c Completion) {
+	d.localMu.Lock()
+	d.local = append(d.local, c)
+	d.hasLoc.Store(true)
+	d.localMu.Unlock()
+	d.ep.Wake()
+}
+
+// pollOnce handles what the completion queue holds and flushes the backlogs. Called with pollMu held.
+func (d *Device) pollOnce() bool {
+	n, err := d.ep.Poll(d.cq)
+	if err != nil {
+		for _, p := range d.active {
+			d.failPeer(p, &PeerError{Node: p.id, Kind: ErrPeerLost, Err: err}, true)
+		}
+		return true
+	}
+	for i := range n {
+		d.handle(&d.cq[i])
+		d.cq[i] = Completion{}
+	}
+	got := n > 0
+	if d.hasLoc.Load() {
+		d.localMu.Lock()
+		loc := d.local
+		d.local = nil
+		d.hasLoc.Store(false)
+		d.localMu.Unlock()
+		for i := range loc {
+			d.handle(&loc[i])
+		}
+		got = true
+	}
+	if d.pending.Load() > 0 {
+		var fin []*rdvSend
+		for _, p := range d.active {
+			if p.failed {
+				continue
+			}
+			f, progressed, lost := d.flush(p, fin[:0])
+			got = got || progressed
+			for _, s := range f {
+				d.finishSend(p, s)
+			}
+			if lost != nil {
+				d.failPeer(p, &PeerError{Node: p.id, Kind: ErrPeerLost, Err: lost}, true)
+			}
+		}
+	}
+	return got
+}
+
+func (d *Device) peerByNode(n int) *peer {
+	if n < 0 || n >= len(d.peers) {
+		return nil
+	}
+	return d.peers[n]
+}
+
+// handle processes one completion.
+func (d *Device) handle(c *Completion) {
+	p := d.peerByNode(c.Node)
+	switch c.Op {
+	case OpRecv:
+		rb := d.rx.get(c.Ctx)
+		if rb == nil || c.Len < 0 || c.Len > len(rb.buf) {
+			d.fatal(fmt.Errorf("rdma: node %d: the provider completed an unknown receive (ctx %#x, %d bytes)", d.self, c.Ctx, c.Len))
+			return
+		}
+		if c.Err != nil || p == nil || p.failed {
+			d.rx.repost(rb)
+			if c.Err != nil && p != nil {
+				d.failPeer(p, &PeerError{Node: p.id, Kind: ErrPeerLost, Err: c.Err}, true)
+			}
+			return
+		}
+		d.received(p, rb, rb.buf[:c.Len])
+	case OpSend:
+		d.tx.put(c.Ctx)
+		if c.Err != nil && p != nil {
+			d.failPeer(p, &PeerError{Node: p.id, Kind: ErrPeerLost, Err: c.Err}, true)
+		}
+	case OpRead, OpWrite:
+		d.rmaDone(p, c)
+	case OpPeerLost:
+		if p != nil {
+			err := c.Err
+			if err == nil {
+				err = fmt.Errorf("the provider lost it")
+			}
+			d.failPeer(p, &PeerError{Node: p.id, Kind: ErrPeerLost, Err: err}, true)
+		}
+	case OpPeerClosed:
+		if p != nil {
+			d.failPeer(p, &PeerError{Node: p.id, Kind: ErrPeerClosed, Err: fmt.Errorf("it closed its device")}, false)
+		}
+	}
+}
+
+// fatal: the provider itself misbehaves; every peer is lost.
+func (d *Device) fatal(err error) {
+	for _, p := range d.active {
+		d.failPeer(p, &PeerError{Node: p.id, Kind: ErrPeerLost, Err: err}, true)
+	}
+}
+
+// received decodes a message in receive buffer rb and acts on it, in the peer's order.
+func (d *Device) received(p *peer, rb *rxBuf, m []byte) {
+	h, payload, err := decode(m, &p.lim)
+	if err != nil {
+		d.rx.repost(rb)
+		d.failPeer(p, &PeerError{Node: p.id, Kind: ErrPeerLost, Err: err}, true)
+		return
+	}
+	if !d.caps.Ordered && h.pseq != p.pseqIn {
+		if ahead := h.pseq - p.pseqIn; ahead > maxHeld || p.held[h.pseq].h.Kind != 0 {
+			d.rx.repost(rb)
+			d.failPeer(p, &PeerError{Node: p.id, Kind: ErrPeerLost, Err: badf(p.id, "message number %d while expecting %d", h.pseq, p.pseqIn)}, true)
+			return
+		}
+		p.held[h.pseq] = heldMsg{h: h, payload: append([]byte(nil), payload...)}
+		d.rx.repost(rb)
+		return
+	}
+	p.pseqIn++
+	d.process(p, &h, payload, rb)
+	for !p.failed {
+		m, ok := p.held[p.pseqIn]
+		if !ok {
+			break
+		}
+		delete(p.held, p.pseqIn)
+		p.pseqIn++
+		d.process(p, &m.h, m.payload, nil)
+	}
+}
+
+// process acts on one message in order. rb is its receive buffer, or nil for a held copy.
+func (d *Device) process(p *peer, h *hdr, payload []byte, rb *rxBuf) {
+	if h.credit > 0 {
+		if c := p.credit.Add(int32(h.credit)); c > p.grant || h.credit > uint32(p.grant) {
+			if rb != nil {
+				d.rx.repost(rb)
+			}
+			d.failPeer(p, &PeerError{Node: p.id, Kind: ErrPeerLost, Err: badf(p.id, "returned %d credits, more than it was granted", h.credit)}, true)
+			return
+		}
+	}
+	if h.Kind == device.KindEager {
+		var in *device.Inbound
+		if rb != nil {
+			rb.peer = p.id
+			rb.copied = false
+			in = &rb.in
+		} else {
+			nb := &rxBuf{peer: p.id, copied: true}
+			in = &nb.in
+		}
+		in.Header = h.Header
+		in.Payload = payload
+		in.Release = d.release
+		d.sink.DeliverEager(in)
+		return
+	}
+	if rb != nil {
+		d.rx.repost(rb)
+	}
+	switch h.Kind {
+	case device.KindRTS:
+		info := new(hdr)
+		*info = *h
+		p.mu.Lock()
+		_, dup := p.rtsIn[h.Seq]
+		if !dup && p.err == nil {
+			p.rtsIn[h.Seq] = info
+		}
+		p.mu.Unlock()
+		if dup {
+			d.failPeer(p, &PeerError{Node: p.id, Kind: ErrPeerLost, Err: badf(p.id, "RTS %d twice", h.Seq)}, true)
+			return
+		}
+		rts := new(device.Header)
+		*rts = h.Header
+		d.sink.DeliverRTS(rts)
+	case device.KindCTS:
+		d.cleared(p, h)
+	case device.KindData:
+		p.mu.Lock()
+		r := p.rdvRecv[h.Seq]
+		ok := r != nil && r.chunked && sameMessage(&r.h, &device.Header{Source: h.Source, Dest: h.Dest, Context: h.Context,
+			Tag: h.Tag, Seq: h.Seq, Length: r.h.Length}) && h.offset == uint64(r.got) && h.offset+h.Length <= uint64(len(r.dst))
+		if ok {
+			copy(r.dst[r.got:], payload)
+			r.got += len(payload)
+		}
+		p.mu.Unlock()
+		if !ok {
+			d.failPeer(p, &PeerError{Node: p.id, Kind: ErrPeerLost, Err: badf(p.id, "data for message %d at offset %d that is not expected", h.Seq, h.offset)}, true)
+			return
+		}
+		d.finishRecv(p, r)
+	case kindFin:
+		p.mu.Lock()
+		s := p.rdvSend[h.Seq]
+		ok := s != nil && s.needFin && !s.finGot && sameMessage(&s.h, &h.Header)
+		if ok {
+			s.finGot = true
+		}
+		p.mu.Unlock()
+		if !ok {
+			d.failPeer(p, &PeerError{Node: p.id, Kind: ErrPeerLost, Err: badf(p.id, "FIN for unknown message %d", h.Seq)}, true)
+			return
+		}
+		d.finishSend(p, s)
+	case kindWDone:
+		p.mu.Lock()
+		r := p.rdvRecv[h.Seq]
+		ok := r != nil && r.needWDone && !r.wdone && sameMessage(&r.h, &h.Header)
+		if ok {
+			r.wdone = true
+		}
+		p.mu.Unlock()
+		if !ok {
+			d.failPeer(p, &PeerError{Node: p.id, Kind: ErrPeerLost, Err: badf(p.id, "WDONE for unknown message %d", h.Seq)}, true)
+			return
+		}
+		d.finishRecv(p, r)
+	case device.KindAck:
+		p.mu.Lock()
+		e := p.syncWait[h.Seq]
+		ok := e != nil && e.h.Source == h.Source && e.h.Dest == h.Dest && e.h.Tag == h.Tag && e.h.Context == h.Context
+		if ok {
+			delete(p.syncWait, h.Seq)
+		}
+		p.mu.Unlock()
+		if !ok {
+			d.failPeer(p, &PeerError{Node: p.id, Kind: ErrPeerLost, Err: badf(p.id, "ACK for unknown message %d", h.Seq)}, true)
+			return
+		}
+		d.inflight.Add(-1)
+		e.done.Complete(nil)
+	case kindCredit:
+	}
+}
+
+// cleared handles the CTS of one of our rendezvous sends: Write our part (split), stream DATA (no RMA), or
+// finish (an empty message).
+func (d *Device) cleared(p *peer, h *hdr) {
+	p.mu.Lock()
+	s := p.rdvSend[h.Seq]
+	if s == nil || !sameMessage(&s.h, &h.Header) || s.wantWrite || s.streaming || (h.Flags&flagRMA == 0 && h.offset != 0) {
+		p.mu.Unlock()
+		d.failPeer(p, &PeerError{Node: p.id, Kind: ErrPeerLost, Err: badf(p.id, "CTS for unknown message %d", h.Seq)}, true)
+		return
+	}
+	var writes []*rmaOp
+	switch {
+	case len(s.payload) == 0:
+	case h.Flags&flagRMA != 0:
+		if !s.needFin || !p.rma.Load() || h.offset >= uint64(len(s.payload)) {
+			p.mu.Unlock()
+			d.failPeer(p, &PeerError{Node: p.id, Kind: ErrPeerLost, Err: badf(p.id, "CTS asking for a write of message %d that was not offered", h.Seq)}, true)
+			return
+		}
+		s.wantWrite = true
+		s.id = d.opID.Add(1)
+		d.ops.Store(s.id, s)
+		writes = d.splitRMA(true, s.payload[h.offset:], s.reg.mr, h.raddr, h.rkey, ctxWrite|s.id)
+		s.writing = len(writes)
+	default:
+		// The receiver cannot Read us (no RMA its way, or it chose not to): stream the payload.
+		s.needFin = false
+		d.startStream(p, s)
+	}
+	p.mu.Unlock()
+	if len(writes) > 0 {
+		d.issueAll(p, writes)
+		return
+	}
+	d.finishSend(p, s)
+}
+
+// rmaDone handles the completion of a Read (receiver) or Write (sender).
+func (d *Device) rmaDone(p *peer, c *Completion) {
+	id := c.Ctx &^ ctxKind
+	v, ok := d.ops.Load(id)
+	if !ok || p == nil {
+		d.fatal(fmt.Errorf("rdma: node %d: the provider completed an unknown %s (ctx %#x)", d.self, c.Op, c.Ctx))
+		return
+	}
+	if c.Err != nil {
+		d.failPeer(p, &PeerError{Node: p.id, Kind: ErrPeerLost, Err: c.Err}, true)
+		return
+	}
+	switch op := v.(type) {
+	case *rdvRecv:
+		p.mu.Lock()
+		op.reading--
+		last := op.reading == 0
+		if last {
+			op.readAll = true
+			d.ops.Delete(id)
+		}
+		p.mu.Unlock()
+		if !last {
+			return
+		}
+		fin := hdr{Header: op.h}
+		fin.Kind = kindFin
+		fin.Flags &= device.FlagSync
+		if err := d.send(p, &fin, nil); err != nil {
+			d.failPeer(p, &PeerError{Node: p.id, Kind: ErrPeerLost, Err: err}, true)
+			return
+		}
+		d.finishRecv(p, op)
+	case *rdvSend:
+		p.mu.Lock()
+		op.writing--
+		last := op.writing == 0
+		if last {
+			op.wroteAll = true
+			d.ops.Delete(id)
+		}
+		p.mu.Unlock()
+		if !last {
+			return
+		}
+		wd := hdr{Header: op.h}
+		wd.Kind = kindWDone
+		wd.Flags &= device.FlagSync
+		if err := d.send(p, &wd, nil); err != nil {
+			d.failPeer(p, &PeerError{Node: p.id, Kind: ErrPeerLost, Err: err}, true)
+			return
+		}
+		d.finishSend(p, op)
+	}
+}
+
+// finishSend completes a rendezvous send whose every part is done.
+func (d *Device) finishSend(p *peer, s *rdvSend) {
+	p.mu.Lock()
+	done := (!s.needFin || s.finGot) && (!s.wantWrite || s.wroteAll) && (!s.streaming || s.streamed) &&
+		(s.needFin || s.wantWrite || s.streaming || len(s.payload) == 0)
+	if done {
+		if _, mine := p.rdvSend[s.h.Seq]; !mine {
+			done = false // failPeer took it
+		}
+		delete(p.rdvSend, s.h.Seq)
+	}
+	p.mu.Unlock()
+	if !done {
+		return
+	}
+	s.release(d)
+	d.inflight.Add(-1)
+	if s.done != nil {
+		s.done.Complete(nil)
+	}
+}
+
+// finishRecv completes a rendezvous receive whose every part is in place.
+func (d *Device) finishRecv(p *peer, r *rdvRecv) {
+	p.mu.Lock()
+	done := (!r.wantRead || r.readAll) && (!r.needWDone || r.wdone) && (!r.chunked || r.got == len(r.dst))
+	if done {
+		if _, mine := p.rdvRecv[r.h.Seq]; !mine {
+			done = false
+		}
+		delete(p.rdvRecv, r.h.Seq)
+	}
+	p.mu.Unlock()
+	if !done {
+		return
+	}
+	r.release(d)
+	d.inflight.Add(-1)
+	if r.done != nil {
+		r.done.Complete(nil)
+	}
+}
+
+// releaseInbound is every Inbound's Release: the buffer goes back to the provider and the credit to the peer.
+func (d *Device) releaseInbound(in *device.Inbound) {
+	rb := inboundBuf(in)
+	in.Release = nil
+	in.Payload = nil
+	p := d.peerByNode(rb.peer)
+	if !rb.copied {
+		d.rx.repost(rb)
+	}
+	if p == nil {
+		return
+	}
+	if p.owed.Add(1) >= d.batch && !d.closing.Load() {
+		p.mu.Lock()
+		if p.err == nil && len(p.backlog) == 0 && p.owed.Load() >= d.batch {
+			h := hdr{Header: device.Header{Kind: kindCredit, Source: -1, Dest: -1}}
+			d.sendLocked(p, &h, nil, false)
+		}
+		p.mu.Unlock()
+	}
+}
+
+// failPeer makes p unusable: everything pending with it completes with err and, for a loss (not a clean close),
+// the sink hears of it once. Called by the poller (pollMu held) or after the loop ended.
+func (d *Device) failPeer(p *peer, err error, lost bool) {
+	if p.failed {
+		return
+	}
+	p.failed = true
+	p.mu.Lock()
+	if p.err == nil {
+		p.err = err
+	}
+	sw, rs, rr := p.syncWait, p.rdvSend, p.rdvRecv
+	p.syncWait, p.rdvSend, p.rdvRecv = map[uint64]*syncEntry{}, map[uint64]*rdvSend{}, map[uint64]*rdvRecv{}
+	p.rtsIn = map[uint64]*hdr{}
+	p.backlog = nil
+	if p.queued {
+		p.queued = false
+		d.pending.Add(-1)
+	}
+	p.mu.Unlock()
+	p.held = map[uint32]heldMsg{}
+	for _, e := range sw {
+		d.inflight.Add(-1)
+		e.done.Complete(err)
+	}
+	for _, s := range rs {
+		d.ops.Delete(s.id)
+		s.release(d)
+		d.inflight.Add(-1)
+		if s.done != nil {
+			s.done.Complete(err)
+		}
+	}
+	for _, r := range rr {
+		d.ops.Delete(r.id)
+		r.release(d)
+		d.inflight.Add(-1)
+		if r.done != nil {
+			r.done.Complete(err)
+		}
+	}
+	if lost && !p.reported {
+		p.reported = true
+		d.sink.PeerLost(p.id, err)
+	}
+}

@@ -1,0 +1,540 @@
+package rdma
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"github.com/gompj/gompj/device"
+)
+
+// out is a message waiting in a peer's backlog (the provider was busy, or messages ahead of it were): its header,
+// finished at transmission (pseq, credit), and a payload the device owns. A stream is the DATA chunks of a cleared
+// rendezvous without RMA; an rma entry is a Read or Write to retry.
+type out struct {
+	h       hdr
+	payload []byte
+	stream  *rdvSend
+	rma     *rmaOp
+}
+
+// rdvSend is a rendezvous send, from SendRendezvous (or an eager send that found no credit) until it completes.
+type rdvSend struct {
+	p       *peer
+	h       device.Header // as sent in the RTS
+	payload []byte
+	owned   bool // payload is the device's copy
+	done    device.Completer
+	reg     *regEntry
+	pin     runtime.Pinner
+	id      uint64 // rma op id of its Writes
+
+	needFin   bool // the receiver Reads our payload: wait for its FIN
+	finGot    bool
+	writing   int // Writes in flight (a split CTS asked us to Write a part)
+	wroteAll  bool
+	wantWrite bool
+	streaming bool // DATA chunks are being sent
+	sent      int
+	streamed  bool
+}
+
+// rdvRecv is a cleared rendezvous receive, from ClearToSend until it completes.
+type rdvRecv struct {
+	p    *peer
+	h    device.Header // the RTS
+	dst  []byte
+	done device.Completer
+	reg  *regEntry
+	pin  runtime.Pinner
+	id   uint64
+
+	reading   int // Reads in flight
+	readAll   bool
+	wantRead  bool
+	needWDone bool
+	wdone     bool
+	chunked   bool
+	got       int
+}
+
+// rmaOp is a Read or Write to issue (or retry): a part of a rendezvous.
+type rmaOp struct {
+	write bool
+	local []byte
+	mr    MR
+	raddr uint64
+	rkey  uint64
+	ctx   uint64
+}
+
+// SendEager implements device.Device.
+func (d *Device) SendEager(h *device.Header, payload []byte, done device.Completer) error {
+	if d.closing.Load() {
+		return device.ErrClosed
+	}
+	if h == nil {
+		return errors.New("rdma: nil header")
+	}
+	if err := d.checkSource(h.Source); err != nil {
+		return err
+	}
+	p, err := d.peerOf(h.Dest, "destination")
+	if err != nil {
+		return err
+	}
+	if len(payload) > p.eagerMax {
+		return fmt.Errorf("rdma: eager payload of %d bytes over the limit %d", len(payload), p.eagerMax)
+	}
+	sync := h.Flags&device.FlagSync != 0 && done != nil
+	if !p.takeCredit() {
+		// The last credit went to another sender since EagerLimit said yes: the message goes by rendezvous, from a
+		// copy (so that the caller may reuse its buffer now), and needs no credit.
+		cp := make([]byte, len(payload))
+		copy(cp, payload)
+		rh := *h
+		var rdone device.Completer
+		if sync {
+			rdone = done
+		}
+		if err := d.rendezvous(p, &rh, cp, true, rdone); err != nil {
+			return err
+		}
+		if !sync && done != nil {
+			done.Complete(nil)
+		}
+		return nil
+	}
+	hh := hdr{Header: *h}
+	hh.Kind = device.KindEager
+	hh.Flags &= device.FlagSync
+	hh.Length = uint64(len(payload))
+	hh.Seq = d.seq.Add(1)
+	p.mu.Lock()
+	if p.err != nil {
+		err := p.err
+		p.mu.Unlock()
+		p.credit.Add(1)
+		return err
+	}
+	if sync {
+		p.syncWait[hh.Seq] = &syncEntry{h: hh.Header, done: done}
+		d.inflight.Add(1)
+	}
+	err = d.sendLocked(p, &hh, payload, true)
+	if err != nil && sync {
+		delete(p.syncWait, hh.Seq)
+		d.inflight.Add(-1)
+	}
+	p.mu.Unlock()
+	if err != nil {
+		p.credit.Add(1)
+		return err
+	}
+	if !sync && done != nil {
+		done.Complete(nil)
+	}
+	return nil
+}
+
+// takeCredit takes an eager credit toward p, if one is left.
+func (p *peer) takeCredit() bool {
+	for {
+		c := p.credit.Load()
+		if c <= 0 {
+			return false
+		}
+		if p.credit.CompareAndSwap(c, c-1) {
+			return true
+		}
+	}
+}
+
+// SendRendezvous implements device.Device.
+func (d *Device) SendRendezvous(h *device.Header, payload []byte, done device.Completer) error {
+	if d.closing.Load() {
+		return device.ErrClosed
+	}
+	if h == nil {
+		return errors.New("rdma: nil header")
+	}
+	if uint64(len(payload)) > d.cfg.MaxMessage {
+		return fmt.Errorf("rdma: message of %d bytes over the limit %d", len(payload), d.cfg.MaxMessage)
+	}
+	if err := d.checkSource(h.Source); err != nil {
+		return err
+	}
+	p, err := d.peerOf(h.Dest, "destination")
+	if err != nil {
+		return err
+	}
+	return d.rendezvous(p, h, payload, false, done)
+}
+
+// rendezvous sends the RTS of a rendezvous send. A payload longer than an eager message is registered, which
+// also proves it is heap memory; with RMA toward the peer the RTS carries its address and key. A payload that is
+// not heap memory is copied first (the caller is the sending goroutine, so reading it here is safe).
+func (d *Device) rendezvous(p *peer, h *device.Header, payload []byte, owned bool, done device.Completer) error {
+	s := &rdvSend{p: p, h: *h, payload: payload, owned: owned, done: done}
+	s.h.Kind = device.KindRTS
+	s.h.Flags &= device.FlagSync
+	s.h.Length = uint64(len(payload))
+	s.h.Seq = d.seq.Add(1)
+	rh := hdr{Header: s.h}
+	if len(payload) > p.eagerMax || (len(payload) > 0 && !owned) {
+		e, err := d.cache.get(payload, regAccess)
+		if errors.Is(err, errNotHeap) && !owned {
+			cp := make([]byte, len(payload))
+			copy(cp, payload)
+			s.payload, s.owned = cp, true
+			e, err = d.cache.get(cp, regAccess)
+		}
+		if err != nil {
+			return fmt.Errorf("rdma: registering a %d-byte payload for node %d: %w", len(payload), p.id, err)
+		}
+		s.reg = e
+		s.pin.Pin(&s.payload[0])
+		if p.rma.Load() && len(payload) > p.eagerMax {
+			rh.Flags |= flagRMA
+			rh.raddr = e.mr.Addr(unsafePtr(s.payload))
+			rh.rkey = e.mr.Key()
+			s.needFin = true
+		}
+	}
+	p.mu.Lock()
+	if p.err != nil {
+		err := p.err
+		p.mu.Unlock()
+		s.release(d)
+		return err
+	}
+	p.rdvSend[s.h.Seq] = s
+	d.inflight.Add(1)
+	err := d.sendLocked(p, &rh, nil, false)
+	if err != nil {
+		delete(p.rdvSend, s.h.Seq)
+		d.inflight.Add(-1)
+	}
+	p.mu.Unlock()
+	if err != nil {
+		s.release(d)
+	}
+	return err
+}
+
+func (s *rdvSend) release(d *Device) {
+	s.pin.Unpin()
+	d.cache.put(s.reg)
+	s.reg = nil
+}
+
+func (r *rdvRecv) release(d *Device) {
+	r.pin.Unpin()
+	d.cache.put(r.reg)
+	r.reg = nil
+}
+
+// ClearToSend implements device.Device. With RMA the receiver Reads the payload (all of it, or the first part
+// while the sender Writes the rest, on shared memory); without, the sender streams DATA messages.
+func (d *Device) ClearToSend(rts *device.Header, dst []byte, done device.Completer) error {
+	if d.closing.Load() {
+		return device.ErrClosed
+	}
+	if rts == nil || rts.Kind != device.KindRTS {
+		return errors.New("rdma: ClearToSend needs the RTS header delivered by the device")
+	}
+	if uint64(len(dst)) != rts.Length {
+		return fmt.Errorf("rdma: receive buffer of %d bytes for a message of %d", len(dst), rts.Length)
+	}
+	p, err := d.peerOf(rts.Source, "source")
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	info := p.rtsIn[rts.Seq]
+	if info == nil || !sameMessage(&info.Header, rts) {
+		p.mu.Unlock()
+		return fmt.Errorf("rdma: ClearToSend for message %d from node %d, which the device did not deliver (or cleared already)", rts.Seq, p.id)
+	}
+	delete(p.rtsIn, rts.Seq)
+	p.mu.Unlock()
+
+	r := &rdvRecv{p: p, h: info.Header, dst: dst, done: done}
+	var e *regEntry
+	if len(dst) > 0 {
+		e, err = d.cache.get(dst, regAccess)
+		if err != nil {
+			return fmt.Errorf("rdma: registering a %d-byte receive buffer for node %d: %w", len(dst), p.id, err)
+		}
+		r.reg = e
+		r.pin.Pin(&dst[0])
+	}
+	cts := hdr{Header: info.Header}
+	cts.Kind = device.KindCTS
+	cts.Flags &= device.FlagSync
+	var reads []*rmaOp
+	switch {
+	case len(dst) == 0:
+	case info.Flags&flagRMA != 0 && p.rma.Load():
+		readLen := len(dst)
+		if d.caps.SplitCopy && len(dst) >= d.cfg.SplitMin {
+			readLen = (len(dst) / 2) &^ 63
+		}
+		r.id = d.opID.Add(1)
+		if readLen < len(dst) {
+			r.needWDone = true
+			cts.Flags |= flagRMA
+			cts.raddr = e.mr.Addr(unsafePtr(dst[readLen:]))
+			cts.rkey = e.mr.Key()
+			cts.offset = uint64(readLen)
+		}
+		r.wantRead = true
+		reads = d.splitRMA(false, dst[:readLen], e.mr, info.raddr, info.rkey, ctxRead|r.id)
+		r.reading = len(reads)
+	default:
+		r.chunked = true
+	}
+	p.mu.Lock()
+	if p.err != nil {
+		err := p.err
+		p.mu.Unlock()
+		r.release(d)
+		return err
+	}
+	if len(dst) > 0 {
+		p.rdvRecv[info.Seq] = r
+		d.inflight.Add(1)
+		if r.wantRead {
+			d.ops.Store(r.id, r)
+		}
+	}
+	// The CTS goes first, so that a sender that Writes its part starts while we Read ours. A message the receiver
+	// reads whole needs no CTS: the FIN answers the RTS.
+	if !r.wantRead || r.needWDone {
+		err = d.sendLocked(p, &cts, nil, false)
+	}
+	if err != nil {
+		delete(p.rdvRecv, info.Seq)
+		d.inflight.Add(-1)
+		d.ops.Delete(r.id)
+	}
+	p.mu.Unlock()
+	if err != nil {
+		r.release(d)
+		return err
+	}
+	// The Reads go outside the lock: on shared memory they copy right here.
+	d.issueAll(p, reads)
+	if len(dst) == 0 && done != nil {
+		done.Complete(nil)
+	}
+	return nil
+}
+
+// issueAll issues Reads or Writes of a rendezvous: at once, or queued while the provider is busy. A final error is
+// reported as the failed completion of the operation, for the poller to handle.
+func (d *Device) issueAll(p *peer, ops []*rmaOp) {
+	for i, op := range ops {
+		err := d.issue(p, op)
+		if err == ErrAgain {
+			p.mu.Lock()
+			for _, o := range ops[i:] {
+				d.queue(p, &out{rma: o})
+			}
+			p.mu.Unlock()
+			return
+		}
+		if err != nil {
+			kind := OpRead
+			if op.write {
+				kind = OpWrite
+			}
+			d.localCompletion(Completion{Op: kind, Ctx: op.ctx, Node: p.id, Err: err})
+		}
+	}
+}
+
+// splitRMA cuts a Read or Write into pieces the provider takes.
+func (d *Device) splitRMA(write bool, local []byte, mr MR, raddr, rkey, ctx uint64) []*rmaOp {
+	step := len(local)
+	if d.caps.MaxRMA > 0 && step > d.caps.MaxRMA {
+		step = d.caps.MaxRMA
+	}
+	var ops []*rmaOp
+	for off := 0; off < len(local); off += step {
+		n := min(step, len(local)-off)
+		ops = append(ops, &rmaOp{write: write, local: local[off : off+n], mr: mr, raddr: raddr + uint64(off), rkey: rkey, ctx: ctx})
+	}
+	return ops
+}
+
+func sameMessage(a, b *device.Header) bool {
+	return a.Source == b.Source && a.Dest == b.Dest && a.Context == b.Context && a.Tag == b.Tag && a.Seq == b.Seq &&
+		a.Length == b.Length
+}
+
+// Ack implements device.Device.
+func (d *Device) Ack(h *device.Header) error {
+	if d.closing.Load() {
+		return device.ErrClosed
+	}
+	if h == nil || h.Kind != device.KindEager || h.Flags&device.FlagSync == 0 {
+		return errors.New("rdma: Ack needs the header of a synchronous eager message")
+	}
+	p, err := d.peerOf(h.Source, "source")
+	if err != nil {
+		return err
+	}
+	a := hdr{Header: *h}
+	a.Kind = device.KindAck
+	a.Flags = device.FlagSync
+	return d.send(p, &a, nil)
+}
+
+// EagerLimit implements device.Device: the eager limit toward dest's node while a credit is left, else 0.
+func (d *Device) EagerLimit(dest int) int {
+	if dest < 0 || dest >= d.ranks {
+		return 0
+	}
+	n := int(d.rankNode[dest])
+	if n == d.self {
+		return d.cfg.EagerLimit
+	}
+	if d.peers == nil || d.peers[n] == nil || d.peers[n].credit.Load() <= 0 {
+		return 0
+	}
+	return d.peers[n].eagerMax
+}
+
+// send sends a control message (no payload the caller keeps).
+func (d *Device) send(p *peer, h *hdr, payload []byte) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil {
+		return p.err
+	}
+	return d.sendLocked(p, h, payload, true)
+}
+
+// sendLocked transmits a message now if nothing waits ahead of it, else (or if the provider is busy) queues it,
+// with a copy of its payload when copy is set. Called with p.mu held.
+func (d *Device) sendLocked(p *peer, h *hdr, payload []byte, copyPayload bool) error {
+	if len(p.backlog) == 0 {
+		err := d.transmit(p, h, payload)
+		if err != ErrAgain {
+			return err
+		}
+	}
+	o := &out{h: *h, payload: payload}
+	if copyPayload && len(payload) > 0 {
+		o.payload = append([]byte(nil), payload...)
+	}
+	d.queue(p, o)
+	return nil
+}
+
+func (d *Device) queue(p *peer, o *out) {
+	p.backlog = append(p.backlog, o)
+	if !p.queued {
+		p.queued = true
+		d.pending.Add(1)
+		d.ep.Wake()
+	}
+}
+
+// transmit hands one message to the provider: injected if it fits, else through a bounce buffer. It finishes the
+// header (order number, returned credit). Called with p.mu held.
+func (d *Device) transmit(p *peer, h *hdr, payload []byte) error {
+	h.pseq = p.pseqOut
+	h.credit = uint32(p.owed.Swap(0))
+	n := h.size() + len(payload)
+	var err error
+	if n <= d.caps.InjectSize {
+		hs := h.put(p.hbuf[:])
+		err = d.ep.Inject(p.id, p.hbuf[:hs], payload)
+	} else if b := d.tx.get(); b == nil {
+		err = ErrAgain
+	} else {
+		hs := h.put(b.buf)
+		copy(b.buf[hs:], payload)
+		if err = d.ep.Send(p.id, b.buf[:n], d.tx.sl.mr, ctxSend|uint64(b.idx)); err != nil {
+			d.tx.put(ctxSend | uint64(b.idx))
+		}
+	}
+	if err != nil {
+		p.owed.Add(int32(h.credit))
+		return err
+	}
+	p.pseqOut++
+	return nil
+}
+
+func (d *Device) issue(p *peer, op *rmaOp) error {
+	if op.write {
+		return d.ep.Write(p.id, op.local, op.mr, op.raddr, op.rkey, op.ctx)
+	}
+	return d.ep.Read(p.id, op.local, op.mr, op.raddr, op.rkey, op.ctx)
+}
+
+// flush sends what p's backlog holds, in order, until the provider is busy again. Streams send their DATA chunks
+// straight from the sender's payload. It returns the sends that finished streaming, for the caller to complete,
+// and a final provider error toward p (the caller fails the peer).
+func (d *Device) flush(p *peer, fin []*rdvSend) (_ []*rdvSend, progressed bool, lost error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for len(p.backlog) > 0 && p.err == nil {
+		o := p.backlog[0]
+		var err error
+		switch {
+		case o.stream != nil:
+			s := o.stream
+			for s.sent < len(s.payload) {
+				n := min(p.chunk, len(s.payload)-s.sent)
+				h := hdr{Header: s.h}
+				h.Kind = device.KindData
+				h.Flags &= device.FlagSync
+				h.Length = uint64(n)
+				h.offset = uint64(s.sent)
+				if err = d.transmit(p, &h, s.payload[s.sent:s.sent+n]); err != nil {
+					break
+				}
+				s.sent += n
+				progressed = true
+			}
+			if err == nil {
+				s.streamed = true
+				fin = append(fin, s)
+			}
+		case o.rma != nil:
+			err = d.issue(p, o.rma)
+		default:
+			err = d.transmit(p, &o.h, o.payload)
+		}
+		if err == ErrAgain {
+			break
+		}
+		if err != nil {
+			// A final provider error toward the peer: it is unreachable.
+			lost = err
+			break
+		}
+		progressed = true
+		p.backlog[0] = nil
+		p.backlog = p.backlog[1:]
+	}
+	if len(p.backlog) == 0 && p.queued {
+		p.backlog = nil
+		p.queued = false
+		d.pending.Add(-1)
+	}
+	return fin, progressed, lost
+}
+
+// startStream queues the DATA chunks of a send cleared without RMA. Called with p.mu held.
+func (d *Device) startStream(p *peer, s *rdvSend) {
+	s.streaming = true
+	d.queue(p, &out{stream: s})
+}
+
+func unsafePtr(b []byte) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(b)) }

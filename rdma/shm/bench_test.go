@@ -1,0 +1,133 @@
+//go:build linux
+
+package shm
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gompj/gompj/device"
+	"github.com/gompj/gompj/rdma"
+)
+
+// pingSink counts deliveries and clears every RTS into its buffer.
+type pingSink struct {
+	d     *rdma.Device
+	buf   []byte
+	got   atomic.Int64
+	ready atomic.Int64
+}
+
+func (s *pingSink) DeliverEager(in *device.Inbound) { in.Done(); s.got.Add(1) }
+func (s *pingSink) DeliverRTS(h *device.Header) {
+	if err := s.d.ClearToSend(h, s.buf[:h.Length], s); err != nil {
+		panic(err)
+	}
+}
+func (s *pingSink) PeerLost(node int, err error) { panic(fmt.Sprint("lost ", node, err)) }
+func (s *pingSink) Complete(err error) {
+	if err != nil {
+		panic(err)
+	}
+	s.got.Add(1)
+}
+
+type doneFlag struct{ n atomic.Int64 }
+
+func (d *doneFlag) Complete(error) { d.n.Add(1) }
+
+// BenchmarkPingPong is the half round trip between two shm devices of this process, each driven by its own
+// goroutine polling it (the rank layer is not involved): go test -run X -bench PingPong ./rdma/shm
+func BenchmarkPingPong(b *testing.B) {
+	for _, cma := range []bool{true, false} {
+		for _, size := range []int{0, 8, 1 << 10, 64 << 10, 1 << 20} {
+			b.Run(fmt.Sprintf("cma=%v/%d", cma, size), func(b *testing.B) { pingPong(b, !cma, size) })
+		}
+	}
+}
+
+func pingPong(b *testing.B, noCMA bool, size int) {
+	var devs [2]*rdma.Device
+	var sinks [2]*pingSink
+	addrs := make([][]byte, 2)
+	for i := range 2 {
+		ep, err := Provider{Opts: Options{NoCMA: noCMA}}.Open(rdma.EndpointConfig{Node: i, Nodes: 2, Secret: testSecret})
+		if err != nil {
+			b.Fatal(err)
+		}
+		d, err := rdma.New(ep, rdma.Config{Node: i, Nodes: 2, Ranks: 2, NodeOf: func(r int) int { return r }})
+		if err != nil {
+			b.Fatal(err)
+		}
+		devs[i] = d
+		sinks[i] = &pingSink{d: d, buf: make([]byte, size)}
+		addrs[i] = d.Address()
+	}
+	for i, d := range devs {
+		mine := [][]byte{addrs[0], addrs[1]}
+		mine[i] = nil
+		if err := d.Start(sinks[i], mine); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, d := range devs {
+		if err := d.WaitConnected(10 * time.Second); err != nil {
+			b.Fatal(err)
+		}
+	}
+	defer func() {
+		for _, d := range devs {
+			d.Close()
+		}
+	}()
+	payload := make([]byte, size)
+	send := func(i int, done *doneFlag) {
+		d := devs[i]
+		h := &device.Header{Kind: device.KindEager, Type: 1, Source: int32(i), Dest: int32(1 - i), SrcRank: int32(i)}
+		if lim := d.EagerLimit(1 - i); lim > 0 && size <= lim {
+			if err := d.SendEager(h, payload, nil); err != nil {
+				panic(err)
+			}
+			return
+		}
+		h.Kind, h.Length = device.KindRTS, uint64(size)
+		if err := d.SendRendezvous(h, payload, done); err != nil {
+			panic(err)
+		}
+	}
+	// wait polls device i until its sink has seen n messages and its rendezvous sends completed.
+	wait := func(i int, n int64, done *doneFlag, sends int64) {
+		d := devs[i]
+		for sinks[i].got.Load() < n || done.n.Load() < sends {
+			d.Poll()
+		}
+	}
+	iters := b.N + 100
+	echo := make(chan struct{})
+	var sent1 doneFlag
+	go func() {
+		defer close(echo)
+		devs[1].Enter()
+		defer devs[1].Leave(true)
+		for k := range iters {
+			wait(1, int64(k+1), &sent1, 0)
+			send(1, &sent1)
+		}
+		wait(1, int64(iters), &sent1, sent1.n.Load())
+	}()
+	var sent0 doneFlag
+	devs[0].Enter()
+	for k := range iters {
+		if k == 100 {
+			b.ResetTimer()
+		}
+		send(0, &sent0)
+		wait(0, int64(k+1), &sent0, 0)
+	}
+	b.StopTimer()
+	devs[0].Leave(true)
+	<-echo
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(2*b.N)/1000, "us/half-rt")
+}

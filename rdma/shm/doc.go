@@ -1,0 +1,42 @@
+// Package shm is the rdma provider for node processes on one host, in pure Go (Linux, default build).
+//
+// # Memory
+//
+// Each node has one segment: a memfd (it has no name in any file system, so nothing is left in /dev/shm or
+// anywhere else, even after SIGKILL), mode 0600 and sealed against shrinking (a peer holding it cannot truncate it
+// under our mappings, which would crash us with SIGBUS). It starts with a control page (the doorbell) and gains
+// one inbound ring per peer as peers connect. A node writes only into its peers' rings and reads only its own.
+//
+// A ring carries messages in cache-line cells, lock-free (ring.go has the layout): producers reserve cells with a
+// compare-and-swap on a tail in their own memory and publish an entry by storing its sequence number last; the
+// consumer reads the cell at its head and nothing else, copies the entry into a posted receive, clears the cells
+// and advances the head. A waiting rank polls the rings itself, so a small message costs no system call: the
+// producer looks at the consumer's sleeping flag and rings the doorbell (a futex) only while the consumer's
+// progress goroutine sleeps.
+//
+// Every entry is validated before use, as netdev validates frames: a sequence number that is not the next one, a
+// length over the limit or cells that do not match it, a head the producer cannot have reached. A corrupt entry
+// makes the peer lost (the job aborts naming it); nothing is read or written outside the ring and the posted
+// buffer. FuzzRingConsumer feeds the consumer arbitrary ring contents.
+//
+// # Connections
+//
+// Each node listens on an abstract Unix socket (a random name in the network namespace, gone with the process).
+// The lower node id dials; both ends prove the job secret (netdev/auth, purpose "shm") and the acceptor checks
+// that the peer runs as the same user (SO_PEERCRED). Each end then makes the other's inbound ring in its segment
+// and passes the segment's descriptor (SCM_RIGHTS); each maps the other's. The connection stays open: a goodbye on
+// it is a clean close, its end without one is a dead peer (SIGKILL): the peer is reported lost at once.
+//
+// # Large messages
+//
+// With cross-memory attach (CMA), Read and Write are process_vm_readv and process_vm_writev between the two
+// processes: one copy, by the CPU of whichever end issues it (the device splits a large message between both).
+// The peer's pid comes from the socket's credentials, and each end checks at connect time that it can read the
+// other. Where CMA is refused (Yama ptrace_scope 2 or 3, a seccomp filter, containers), or GOMPJ_CMA=0 forces it
+// off, the provider has no RMA and the device streams large messages through the rings instead; Describe (shown by
+// `gompj info` and the route table) says which, and why. Where Yama allows ptrace of descendants only (scope 1),
+// the provider lets any process of the user attach (PR_SET_PTRACER_ANY), as a job's node processes are not each
+// other's descendants.
+//
+// Imports: gompj/rdma, gompj/netdev/auth, golang.org/x/sys/unix and the standard library.
+package shm

@@ -1,0 +1,77 @@
+package rdma
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/gompj/gompj/device"
+)
+
+func fuzzLimits() *limits {
+	return &limits{ranks: 4, nodeOf: func(r int) int { return r / 2 }, self: 0, peer: 1, maxEager: 1024, maxData: 1024,
+		maxMessage: 1 << 20}
+}
+
+func seedMessages() [][]byte {
+	hs := []hdr{
+		{Header: device.Header{Kind: device.KindEager, Source: 2, Dest: 0, Tag: 5, Context: 1, Length: 3, Seq: 1}, credit: 2},
+		{Header: device.Header{Kind: device.KindEager, Flags: device.FlagSync, Source: 3, Dest: 1, Seq: 3}, pseq: 9},
+		{Header: device.Header{Kind: device.KindRTS, Flags: flagRMA, Source: 2, Dest: 1, Length: 100, Seq: 7}, raddr: 0x1000, rkey: 42},
+		{Header: device.Header{Kind: device.KindCTS, Flags: flagRMA, Source: 0, Dest: 2, Length: 50, Seq: 1}, raddr: 0x2000, rkey: 7, offset: 25},
+		{Header: device.Header{Kind: device.KindData, Source: 2, Dest: 0, Length: 4, Seq: 7}, offset: 96},
+		{Header: device.Header{Kind: device.KindAck, Source: 1, Dest: 3, Seq: 3}},
+		{Header: device.Header{Kind: kindFin, Source: 0, Dest: 2, Length: 100, Seq: 7}},
+		{Header: device.Header{Kind: kindWDone, Source: 2, Dest: 0, Length: 100, Seq: 7}},
+		{Header: device.Header{Kind: kindCredit, Source: -1, Dest: -1}, credit: 5},
+		{Header: device.Header{Kind: device.KindEager, Source: 0, Dest: 2, Length: 3}},    // wrong direction
+		{Header: device.Header{Kind: device.KindEager, Source: 2, Dest: 0, Length: 5000}}, // over the limit
+	}
+	var out [][]byte
+	for i := range hs {
+		b := make([]byte, extHdrSize)
+		n := hs[i].put(b)
+		b = b[:n]
+		if hs[i].Kind == device.KindEager || hs[i].Kind == device.KindData {
+			b = append(b, bytes.Repeat([]byte{byte(i)}, int(min(hs[i].Length, 64)))...)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// FuzzDecode: any bytes from a peer decode to a valid message or an error naming the peer, never a panic; what
+// decodes re-encodes to the same bytes.
+func FuzzDecode(f *testing.F) {
+	for _, b := range seedMessages() {
+		f.Add(b)
+	}
+	f.Add([]byte{})
+	l := fuzzLimits()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, payload, err := decode(b, l)
+		if err != nil {
+			if !bytes.Contains([]byte(err.Error()), []byte("node 1")) {
+				t.Fatalf("error does not name the peer: %v", err)
+			}
+			return
+		}
+		re := make([]byte, extHdrSize)
+		n := h.put(re)
+		if !bytes.Equal(re[:n], b[:n]) || !bytes.Equal(payload, b[n:]) {
+			t.Fatalf("decode/encode mismatch:\n%x\n%x", b, re[:n])
+		}
+		if h.Kind == device.KindEager && h.Length > l.maxEager {
+			t.Fatalf("accepted an eager payload of %d bytes", h.Length)
+		}
+	})
+}
+
+func TestSeedsDecode(t *testing.T) {
+	l := fuzzLimits()
+	for i, b := range seedMessages() {
+		_, _, err := decode(b, l)
+		if (err == nil) != (i < 9) {
+			t.Errorf("seed %d: %v", i, err)
+		}
+	}
+}
