@@ -136,6 +136,7 @@ func start(c *ranks.Comm, a *collectives.Call, err error) (*ranks.Request, error
 	ranks.Launch(o.req)
 	keep(c, o, a, algo)
 	o.run()
+	o.started()
 	return o.req, nil
 }
 

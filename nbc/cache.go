@@ -61,6 +61,7 @@ func reuse(c *ranks.Comm, a *collectives.Call, algo string) *op {
 		o.req = c.OpRequest(o)
 		ranks.Launch(o.req)
 		o.held()
+		o.started()
 		return o
 	}
 	return nil

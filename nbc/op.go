@@ -123,6 +123,14 @@ func (o *op) step() {
 	ranks.CompleteOp(o.req, err)
 }
 
+// started follows the starting call's first run: an op still under way over the network needs the device's
+// progress loop running while its rank goes on computing (ranks.World.ResumeNetwork).
+func (o *op) started() {
+	if !o.done.Load() && o.c.World().Device() != nil {
+		o.c.World().ResumeNetwork()
+	}
+}
+
 // Progress implements ranks.Operation: the rank's completion calls run the op.
 func (o *op) Progress() (bool, error) {
 	o.run()
@@ -149,6 +157,7 @@ func (o *op) Start() error {
 	o.err = nil
 	o.done.Store(false)
 	o.run()
+	o.started()
 	return nil
 }
 
