@@ -14,6 +14,7 @@ import (
 	"github.com/gompj/gompj/collectives"
 	"github.com/gompj/gompj/internal/env"
 	"github.com/gompj/gompj/internal/harness"
+	"github.com/gompj/gompj/ranks"
 )
 
 // The nonblocking collectives against the blocking ones, in the harness's three modes, one job per mode with every
@@ -711,4 +712,68 @@ func TestNonblockingRepeated(t *testing.T) {
 	t.Run("nodes", func(t *testing.T) {
 		harness.Procs(t, harness.Spec{Ranks: 5, Nodes: 2}, body).Check(t)
 	})
+}
+
+// TestNonblockingProgressWithoutCalls: collectives complete while ranks compute and call nothing. Every rank but
+// rank 0 starts them and then only watches their completion flags, which no gompj call of its own moves on; only
+// the worker pool (and the other ranks) can complete them, including these ranks' own shares of shared-memory
+// collectives (a bcast reader's copy, an allreduce's chunk, an alltoall's blocks). Rank 0 waits as usual.
+func TestNonblockingProgressWithoutCalls(t *testing.T) {
+	body := func(c *Comm) error {
+		np, me := c.Size(), c.Rank()
+		n := 40000 // above the eager limits and the shared-memory reduction chunk
+		buf := make([]float64, n)
+		if me == 0 {
+			for i := range buf {
+				buf[i] = float64(i)
+			}
+		}
+		send, sum := make([]float64, n), make([]float64, n)
+		for i := range send {
+			send[i] = float64(me + i)
+		}
+		a2s, a2r := make([]float64, 3*np), make([]float64, 3*np)
+		for i := range a2s {
+			a2s[i] = float64(me*100 + i)
+		}
+		var reqs []*Request
+		for _, start := range []func() (*Request, error){
+			func() (*Request, error) { return c.Ibcast(buf, 0) },
+			func() (*Request, error) { return c.Iallreduce(send, sum, Sum) },
+			func() (*Request, error) { return c.Ialltoall(a2s, a2r) },
+			c.Ibarrier,
+		} {
+			r, err := start()
+			if err != nil {
+				return err
+			}
+			reqs = append(reqs, r)
+		}
+		if me != 0 {
+			for _, r := range reqs { // computing: no gompj call until every collective is done
+				for !ranks.CompletionOf(r).Done() {
+					runtime.Gosched()
+				}
+			}
+		}
+		if err := Waitall(reqs...); err != nil {
+			return err
+		}
+		for i := range buf {
+			want := float64(np*(np-1)/2 + np*i)
+			if buf[i] != float64(i) || sum[i] != want {
+				t.Errorf("np=%d rank=%d element %d: bcast %v, allreduce %v (want %v)", np, me, i, buf[i], sum[i], want)
+				break
+			}
+		}
+		for j := 0; j < np; j++ {
+			for k := 0; k < 3; k++ {
+				if got, want := a2r[j*3+k], float64(j*100+me*3+k); got != want {
+					t.Errorf("np=%d rank=%d alltoall block %d: got %v, want %v", np, me, j, got, want)
+				}
+			}
+		}
+		return nil
+	}
+	harness.Run(t, 4, body)
 }
