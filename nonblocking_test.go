@@ -777,3 +777,75 @@ func TestNonblockingProgressWithoutCalls(t *testing.T) {
 	}
 	harness.Run(t, 4, body)
 }
+
+// TestNonblockingThreadMultiple: several goroutines of each rank run nonblocking collectives at once, each on a
+// communicator of its own (MPI orders collectives per communicator), waiting in their own completion calls: the
+// rank's operations and its event are shared by all of them. A request freed while active still completes for the
+// others.
+func TestNonblockingThreadMultiple(t *testing.T) {
+	body := func(c *Comm) error {
+		const workers, iters = 3, 30
+		np, me := c.Size(), c.Rank()
+		comms := make([]*Comm, workers)
+		for i := range comms {
+			d, err := c.Dup()
+			if err != nil {
+				return err
+			}
+			comms[i] = d
+		}
+		errs := make(chan error, workers)
+		for w := 0; w < workers; w++ {
+			go func(w int, d *Comm) {
+				errs <- func() error {
+					n := 1 + w*5000 // small, and above the shared-memory reduction chunk
+					s, r := make([]int64, n), make([]int64, n)
+					for it := 0; it < iters; it++ {
+						for i := range s {
+							s[i] = int64(me + it + i)
+						}
+						req, err := d.Iallreduce(s, r, Sum)
+						if err != nil {
+							return err
+						}
+						b, err := d.Ibarrier()
+						if err != nil {
+							return err
+						}
+						if it%7 == 3 {
+							if err := b.Free(); err != nil { // nobody waits for it: it still runs to its end
+								return err
+							}
+							b = nil
+						}
+						if err := Waitall(req, b); err != nil {
+							return err
+						}
+						for i := range r {
+							if want := int64(np*(np-1)/2 + np*(it+i)); r[i] != want {
+								return fmt.Errorf("goroutine %d iteration %d element %d: %d, want %d", w, it, i, r[i], want)
+							}
+						}
+					}
+					return nil
+				}()
+			}(w, comms[w])
+		}
+		var first error
+		for w := 0; w < workers; w++ {
+			if err := <-errs; err != nil && first == nil {
+				first = err
+			}
+		}
+		if first != nil {
+			return first
+		}
+		for _, d := range comms {
+			if err := d.Barrier(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	harness.Run(t, 3, body)
+}

@@ -131,12 +131,11 @@ func (o *op) started() {
 	}
 }
 
-// Progress implements ranks.Operation: the rank's completion calls run the op.
+// Progress implements ranks.Operation: the rank's completion calls run the op. It never reports the op finished:
+// the run that finishes it completes its request itself (step), which the caller then sees. (Reading the outcome
+// here, outside the run, would race with a reuse of the finished op for a new call: cache.go.)
 func (o *op) Progress() (bool, error) {
 	o.run()
-	if o.done.Load() {
-		return true, o.err
-	}
 	return false, nil
 }
 
