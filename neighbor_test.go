@@ -173,9 +173,24 @@ func layoutOf(t nbrTopo, coll string, r, m, call int) nbrLayout {
 
 const sentinel = -7
 
+// strided returns a View of n elements over every other element of a fresh slice (offset 1) filled with fill,
+// the slice, and the slice index of view element i.
+func strided[T any](n int, fill T) (*View, []T, func(i int) int) {
+	back := make([]T, 2*n+3)
+	for i := range back {
+		back[i] = fill
+	}
+	v, err := Vector(back[1:], n, 1, 2)
+	if err != nil {
+		panic(err)
+	}
+	return v, back, func(i int) int { return 1 + 2*i }
+}
+
 // nbrCheck runs one neighbourhood collective on g (a comm with topology t) and checks rank's result. conv makes
-// the element type from an int.
-func nbrCheck[T comparable](g *Comm, t nbrTopo, coll string, m, call int, conv func(int) T) error {
+// the element type from an int. With views, send and receive buffers are strided Views over larger slices, whose
+// other elements must stay untouched.
+func nbrCheck[T comparable](g *Comm, t nbrTopo, coll string, m, call int, conv func(int) T, views ...bool) error {
 	r := g.Rank()
 	l := layoutOf(t, coll, r, m, call)
 	val := func(s, i int) T { return conv(mix(s, call, i) % 1000) }
@@ -187,19 +202,41 @@ func nbrCheck[T comparable](g *Comm, t nbrTopo, coll string, m, call int, conv f
 	for i := range recv {
 		recv[i] = conv(sentinel)
 	}
+	var sbuf, rbuf any = send, recv
+	var rback []T
+	var rat func(int) int
+	if len(views) > 0 && views[0] {
+		sv, sback, sat := strided(l.sendLen, conv(sentinel))
+		for i, x := range send {
+			sback[sat(i)] = x
+		}
+		var rv *View
+		rv, rback, rat = strided(l.recvLen, conv(sentinel))
+		sbuf, rbuf = sv, rv
+	}
 	var err error
 	switch coll {
 	case "allgather":
-		err = g.NeighborAllgather(send, recv)
+		err = g.NeighborAllgather(sbuf, rbuf)
 	case "allgatherv":
-		err = g.NeighborAllgatherv(send, recv, l.rCounts, l.rDispls)
+		err = g.NeighborAllgatherv(sbuf, rbuf, l.rCounts, l.rDispls)
 	case "alltoall":
-		err = g.NeighborAlltoall(send, recv)
+		err = g.NeighborAlltoall(sbuf, rbuf)
 	case "alltoallv":
-		err = g.NeighborAlltoallv(send, l.sCounts, l.sDispls, recv, l.rCounts, l.rDispls)
+		err = g.NeighborAlltoallv(sbuf, l.sCounts, l.sDispls, rbuf, l.rCounts, l.rDispls)
 	}
 	if err != nil {
 		return err
+	}
+	if rback != nil {
+		for i, x := range rback {
+			if (i%2 == 0 || i == len(rback)-1) && x != conv(sentinel) {
+				return fmt.Errorf("rank %d: element %d outside the receive view was written: %v", r, i, x)
+			}
+		}
+		for i := range recv {
+			recv[i] = rback[rat(i)]
+		}
 	}
 	want := make([]T, l.recvLen)
 	for i := range want {
@@ -254,8 +291,9 @@ func neighborSuite(c *Comm) error {
 			for _, m := range sizes {
 				for _, coll := range nbrColls {
 					call++
-					if err := nbrCheck(g, t, coll, m, call, func(i int) float64 { return float64(i) / 4 }); err != nil {
-						return fmt.Errorf("%s %s %s m=%d: %w", t.name, algo, coll, m, err)
+					views := (call+ti)%3 == 0 // a third of the calls with strided views for both buffers
+					if err := nbrCheck(g, t, coll, m, call, func(i int) float64 { return float64(i) / 4 }, views); err != nil {
+						return fmt.Errorf("%s %s %s m=%d views %v: %w", t.name, algo, coll, m, views, err)
 					}
 				}
 			}
@@ -295,21 +333,22 @@ func TestModesNeighborTypes(t *testing.T) {
 				}
 				for _, m := range sizes {
 					call++
+					views := call%2 == 0
 					errs := []error{
-						nbrCheck(g, topo, coll, m, call, func(i int) byte { return byte(i) }),
-						nbrCheck(g, topo, coll, m, call, func(i int) int8 { return int8(i) }),
-						nbrCheck(g, topo, coll, m, call, func(i int) int16 { return int16(i) }),
-						nbrCheck(g, topo, coll, m, call, func(i int) int32 { return int32(i) }),
-						nbrCheck(g, topo, coll, m, call, func(i int) int64 { return int64(i) }),
-						nbrCheck(g, topo, coll, m, call, func(i int) uint16 { return uint16(i) }),
-						nbrCheck(g, topo, coll, m, call, func(i int) uint32 { return uint32(i) }),
-						nbrCheck(g, topo, coll, m, call, func(i int) uint64 { return uint64(i) }),
-						nbrCheck(g, topo, coll, m, call, func(i int) int { return i }),
-						nbrCheck(g, topo, coll, m, call, func(i int) uint { return uint(i) }),
-						nbrCheck(g, topo, coll, m, call, func(i int) float32 { return float32(i) }),
-						nbrCheck(g, topo, coll, m, call, func(i int) complex64 { return complex(float32(i), 1) }),
-						nbrCheck(g, topo, coll, m, call, func(i int) complex128 { return complex(1, float64(i)) }),
-						nbrCheck(g, topo, coll, m, call, func(i int) bool { return i%3 == 0 }),
+						nbrCheck(g, topo, coll, m, call, func(i int) byte { return byte(i) }, views),
+						nbrCheck(g, topo, coll, m, call, func(i int) int8 { return int8(i) }, views),
+						nbrCheck(g, topo, coll, m, call, func(i int) int16 { return int16(i) }, views),
+						nbrCheck(g, topo, coll, m, call, func(i int) int32 { return int32(i) }, views),
+						nbrCheck(g, topo, coll, m, call, func(i int) int64 { return int64(i) }, views),
+						nbrCheck(g, topo, coll, m, call, func(i int) uint16 { return uint16(i) }, views),
+						nbrCheck(g, topo, coll, m, call, func(i int) uint32 { return uint32(i) }, views),
+						nbrCheck(g, topo, coll, m, call, func(i int) uint64 { return uint64(i) }, views),
+						nbrCheck(g, topo, coll, m, call, func(i int) int { return i }, views),
+						nbrCheck(g, topo, coll, m, call, func(i int) uint { return uint(i) }, views),
+						nbrCheck(g, topo, coll, m, call, func(i int) float32 { return float32(i) }, views),
+						nbrCheck(g, topo, coll, m, call, func(i int) complex64 { return complex(float32(i), 1) }, views),
+						nbrCheck(g, topo, coll, m, call, func(i int) complex128 { return complex(1, float64(i)) }, views),
+						nbrCheck(g, topo, coll, m, call, func(i int) bool { return i%3 == 0 }, views),
 						nbrCheck(g, topo, coll, m, call, func(i int) Loc[float64] { return Loc[float64]{Value: float64(i), Index: i} }),
 					}
 					if err := errors.Join(errs...); err != nil {

@@ -60,6 +60,45 @@ type nbrPlan struct {
 	rOff, rLen []int
 }
 
+// nbuf is a neighbourhood collective's buffer: contiguous memory (vec), or a View (m).
+type nbuf struct {
+	vec
+	view bool
+	m    ranks.Mem
+}
+
+// nbufOf resolves a send or receive argument.
+func nbufOf(buf any, what, role string) (nbuf, error) {
+	if v, ok := buf.(*ranks.View); ok {
+		m, _ := ranks.MemOf(v)
+		if m.Type == ranks.TypeNone {
+			return nbuf{}, fmt.Errorf("%w: a nil or zero *View as the %s%s buffer", ranks.ErrBuffer, what, role)
+		}
+		return nbuf{vec: vec{k: kind(m.Type), n: m.N, sz: m.Type.Size()}, view: true, m: m}, nil
+	}
+	v, err := viewOfRole(buf, what, role)
+	return nbuf{vec: v}, err
+}
+
+// mem is the typed memory of elements [off, off+n) of b (a window of a View is a value: it costs nothing). Loc
+// pairs travel as bytes.
+func (b nbuf) mem(off, n int) ranks.Mem {
+	if b.view {
+		return b.m.Window(off, n)
+	}
+	return memOf(b.vec, off, n)
+}
+
+// copyBlock copies n elements from element so of src to element do of dst: straight between strided buffers
+// when either is a View.
+func copyBlock(dst nbuf, do int, src nbuf, so, n int) {
+	if !dst.view && !src.view {
+		copy(dst.b[do*dst.sz:(do+n)*dst.sz], src.b[so*src.sz:(so+n)*src.sz])
+		return
+	}
+	ranks.CopyMem(dst.mem(do, n), src.mem(so, n), n*src.sz)
+}
+
 // nbrShared is what the members of a communicator on one node share for their neighbourhood collectives.
 type nbrShared struct {
 	mu    sync.Mutex
@@ -86,7 +125,7 @@ type nbrSlot struct {
 	// Written once by the owner, before its first publication.
 	dsts, stags []int
 	// Written by the owner before each publication, read by its local destinations until they acknowledge.
-	send       vec
+	send       nbuf
 	sOff, sLen []int
 }
 
@@ -196,7 +235,7 @@ func memOf(v vec, off, n int) ranks.Mem {
 }
 
 // run moves the blocks p.sOff/sLen of send to the destinations and receives p.rOff/rLen of recv from the sources.
-func (p *nbrPlan) run(c *ranks.Comm, st *commState, coll string, send, recv vec) error {
+func (p *nbrPlan) run(c *ranks.Comm, st *commState, coll string, send, recv nbuf) error {
 	algo, err := st.choose(coll, st.sel(true, 0))
 	if err != nil {
 		return err
@@ -219,7 +258,7 @@ func (p *nbrPlan) run(c *ranks.Comm, st *commState, coll string, send, recv vec)
 		if s == ranks.ProcNull || (hybrid && p.srcSlot[j] != nil) {
 			continue
 		}
-		r, err := cc.IrecvMem(memOf(recv, p.rOff[j], p.rLen[j]), s, tagNeighbor+p.rtag[j])
+		r, err := cc.IrecvMem(recv.mem(p.rOff[j], p.rLen[j]), s, tagNeighbor+p.rtag[j])
 		if err != nil {
 			return firstErr(err, st.waitReqs(reqs))
 		}
@@ -229,7 +268,7 @@ func (p *nbrPlan) run(c *ranks.Comm, st *commState, coll string, send, recv vec)
 		if d == ranks.ProcNull || (hybrid && p.dstLocal[k]) {
 			continue
 		}
-		r, err := cc.IsendMem(memOf(send, p.sOff[k], p.sLen[k]), d, tagNeighbor+p.stag[k])
+		r, err := cc.IsendMem(send.mem(p.sOff[k], p.sLen[k]), d, tagNeighbor+p.stag[k])
 		if err != nil {
 			return firstErr(err, st.waitReqs(reqs))
 		}
@@ -263,8 +302,7 @@ func (p *nbrPlan) run(c *ranks.Comm, st *commState, coll string, send, recv vec)
 			case n > p.rLen[j]:
 				first = firstErr(first, errTrunc("%s: %d elements from rank %d into a block of %d", coll, n, p.srcs[j], p.rLen[j]))
 			default:
-				off := sl.sOff[k]
-				copy(recv.b[p.rOff[j]*recv.sz:(p.rOff[j]+n)*recv.sz], src.b[off*src.sz:(off+n)*src.sz])
+				copyBlock(recv, p.rOff[j], src, sl.sOff[k], n)
 			}
 			p.ack(sl)
 		}
@@ -297,27 +335,25 @@ func (p *nbrPlan) wait(w *ranks.World, cond func() bool) error {
 }
 
 // nbrArgs resolves the buffers of a neighbourhood collective.
-func nbrArgs(c *ranks.Comm, what string, send, recv any) (*commState, *nbrPlan, vec, vec, error) {
-	st, err := start(c)
-	if err != nil {
-		return nil, nil, vec{}, vec{}, err
+func nbrArgs(c *ranks.Comm, what string, send, recv any) (st *commState, p *nbrPlan, sv, rv nbuf, err error) {
+	if st, err = start(c); err != nil {
+		return
 	}
-	p, err := st.neighbors(c)
-	if err != nil {
-		return nil, nil, vec{}, vec{}, err
+	if p, err = st.neighbors(c); err != nil {
+		return
 	}
-	sv, err := viewOfRole(send, what, " send")
-	if err != nil {
-		return nil, nil, vec{}, vec{}, err
+	if sv, err = nbufOf(send, what, " send"); err != nil {
+		return
 	}
-	rv, err := viewOfRole(recv, what, " receive")
-	if err != nil {
-		return nil, nil, vec{}, vec{}, err
+	if rv, err = nbufOf(recv, what, " receive"); err != nil {
+		return
 	}
-	if err := sameKind(sv, rv); err != nil {
-		return nil, nil, vec{}, vec{}, err
+	if v, ok := recv.(*ranks.View); ok && rv.view && v.Overlaps() {
+		err = fmt.Errorf("%w: %s: receiving into %v, whose blocks overlap", ranks.ErrBuffer, what, v)
+		return
 	}
-	return st, p, sv, rv, nil
+	err = sameKind(sv.vec, rv.vec)
+	return
 }
 
 // blocks fills offs and lens from counts and displacements (nil displs: packed) and checks them against a buffer
