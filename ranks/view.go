@@ -463,6 +463,9 @@ func scatterFast(v *viewData, src []byte, pos int) bool {
 // copyViews copies n bytes from byte sp of src's selection to byte dp of dst's, piece by piece: straight from
 // strided source to strided destination, no packing.
 func copyViews(dst *viewData, dp int, src *viewData, sp int, n int) {
+	if dst.fast(dp) && src.fast(sp) && dst.sz == src.sz && n%dst.sz == 0 && copyStrided(dst, dp, src, sp, n/dst.sz) {
+		return
+	}
 	dc, sc := dst.cursorAt(dp, n), src.cursorAt(sp, n)
 	var d, s []byte // the current pieces (advanced by slicing: no pointer ever leaves its object)
 	for n > 0 {
@@ -477,6 +480,36 @@ func copyViews(dst *viewData, dp int, src *viewData, sp int, n int) {
 		k := copy(d, s)
 		d, s, n = d[k:], s[k:], n-k
 	}
+}
+
+// copyStrided copies n single-element blocks from one one-level strided view to another with typed loads and
+// stores: a column into a column.
+func copyStrided(dst *viewData, dp int, src *viewData, sp int, n int) bool {
+	sz := dst.sz
+	d := unsafe.Add(dst.base, (dst.start+dp/sz*dst.stride[0])*sz)
+	s := unsafe.Add(src.base, (src.start+sp/sz*src.stride[0])*sz)
+	ds, ss := dst.stride[0]*sz, src.stride[0]*sz
+	switch {
+	case sz == 8 && dst.typ != TypeComplex64:
+		for i := range n {
+			*(*uint64)(unsafe.Add(d, i*ds)) = *(*uint64)(unsafe.Add(s, i*ss))
+		}
+	case sz == 4:
+		for i := range n {
+			*(*uint32)(unsafe.Add(d, i*ds)) = *(*uint32)(unsafe.Add(s, i*ss))
+		}
+	case sz == 2:
+		for i := range n {
+			*(*uint16)(unsafe.Add(d, i*ds)) = *(*uint16)(unsafe.Add(s, i*ss))
+		}
+	case sz == 1:
+		for i := range n {
+			*(*byte)(unsafe.Add(d, i*ds)) = *(*byte)(unsafe.Add(s, i*ss))
+		}
+	default:
+		return false
+	}
+	return true
 }
 
 // CopyMem copies the first n bytes of src into dst, either of which may be contiguous or a view: a view is read or
