@@ -578,3 +578,45 @@ func (m Mem) CopyFrom(src []byte) {
 	}
 	copy(bytesAt(m.Ptr, len(src)), src)
 }
+
+// SliceOf returns b seen as a slice of n elements of type t (a primitive type), sharing b's memory; nil for an
+// unknown type. The collectives hand a View's packed copy to code that takes slices this way.
+func SliceOf(t Type, b []byte) any {
+	p, n := unsafe.Pointer(unsafe.SliceData(b)), 0
+	if sz := t.Size(); sz > 0 {
+		n = len(b) / sz
+	}
+	switch t {
+	case TypeByte:
+		return unsafe.Slice((*byte)(p), n)
+	case TypeInt8:
+		return unsafe.Slice((*int8)(p), n)
+	case TypeInt16:
+		return unsafe.Slice((*int16)(p), n)
+	case TypeInt32:
+		return unsafe.Slice((*int32)(p), n)
+	case TypeInt64:
+		return unsafe.Slice((*int64)(p), n)
+	case TypeUint16:
+		return unsafe.Slice((*uint16)(p), n)
+	case TypeUint32:
+		return unsafe.Slice((*uint32)(p), n)
+	case TypeUint64:
+		return unsafe.Slice((*uint64)(p), n)
+	case TypeInt:
+		return unsafe.Slice((*int)(p), n)
+	case TypeUint:
+		return unsafe.Slice((*uint)(p), n)
+	case TypeFloat32:
+		return unsafe.Slice((*float32)(p), n)
+	case TypeFloat64:
+		return unsafe.Slice((*float64)(p), n)
+	case TypeComplex64:
+		return unsafe.Slice((*complex64)(p), n)
+	case TypeComplex128:
+		return unsafe.Slice((*complex128)(p), n)
+	case TypeBool:
+		return unsafe.Slice((*bool)(p), n)
+	}
+	return nil
+}
