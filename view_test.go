@@ -325,3 +325,47 @@ func TestModesViewSendrecv(t *testing.T) {
 		return nil
 	})
 }
+
+// TestModesViewPersistent: persistent sends and receives of Views (a column of a matrix each way around a ring),
+// started again with new data, in eager and rendezvous sizes.
+func TestModesViewPersistent(t *testing.T) {
+	harness.Run(t, 3, func(c *Comm) error {
+		for _, rows := range []int{10, 20000} {
+			const cols = 3
+			a := make([]float64, rows*cols)
+			b := make([]float64, rows*cols)
+			out, _ := Vector(a[2:], rows, 1, cols) // column 2 of a
+			in, _ := Vector(b[1:], rows, 1, cols)  // into column 1 of b
+			right, left := (c.Rank()+1)%c.Size(), (c.Rank()+c.Size()-1)%c.Size()
+			s, err := c.SendInit(out, right, 4)
+			if err != nil {
+				return err
+			}
+			r, err := c.RecvInit(in, left, 4)
+			if err != nil {
+				return err
+			}
+			for run := range 3 {
+				for i := range a {
+					a[i] = float64(c.Rank()*1000000 + run*100000 + i)
+				}
+				clear(b)
+				if err := Startall(r, s); err != nil {
+					return err
+				}
+				if err := Waitall(r, s); err != nil {
+					return err
+				}
+				for i := range rows {
+					want := float64(left*1000000 + run*100000 + i*cols + 2)
+					if b[i*cols+1] != want || b[i*cols] != 0 || b[i*cols+2] != 0 {
+						return fmt.Errorf("rows %d run %d row %d: %v, want %v in column 1 only", rows, run, i, b[i*cols:i*cols+3], want)
+					}
+				}
+			}
+			s.Free()
+			r.Free()
+		}
+		return nil
+	})
+}
