@@ -363,6 +363,13 @@ func (v *viewData) gather(dst []byte, pos int) {
 	if v.fast(pos) && gatherFast(v, dst, pos) {
 		return
 	}
+	if v.blockwise(pos, len(dst)) {
+		rb, b := v.run*v.sz, pos/(v.run*v.sz)
+		for i := 0; i < len(dst); i, b = i+rb, b+1 {
+			copy(dst[i:i+rb], bytesAt(unsafe.Add(v.base, (v.start+b*v.stride[0])*v.sz), rb))
+		}
+		return
+	}
 	c := v.cursorAt(pos, len(dst))
 	for i := 0; i < len(dst); {
 		p, k := c.next(len(dst) - i)
@@ -379,12 +386,26 @@ func (v *viewData) scatter(src []byte, pos int) {
 	if v.fast(pos) && scatterFast(v, src, pos) {
 		return
 	}
+	if v.blockwise(pos, len(src)) {
+		rb, b := v.run*v.sz, pos/(v.run*v.sz)
+		for i := 0; i < len(src); i, b = i+rb, b+1 {
+			copy(bytesAt(unsafe.Add(v.base, (v.start+b*v.stride[0])*v.sz), rb), src[i:i+rb])
+		}
+		return
+	}
 	c := v.cursorAt(pos, len(src))
 	for i := 0; i < len(src); {
 		p, k := c.next(len(src) - i)
 		copy(bytesAt(p, k), src[i:i+k])
 		i += k
 	}
+}
+
+// blockwise reports whether n bytes from byte pos are whole blocks of a one-level strided view: then the copy is a
+// loop over blocks, a memmove each, with no cursor.
+func (v *viewData) blockwise(pos, n int) bool {
+	rb := v.run * v.sz
+	return !v.listed && len(v.count) == 1 && pos%rb == 0 && n%rb == 0
 }
 
 // fast reports whether the one-level strided loops apply from byte pos: single elements per block, at element
@@ -464,6 +485,14 @@ func scatterFast(v *viewData, src []byte, pos int) bool {
 // strided source to strided destination, no packing.
 func copyViews(dst *viewData, dp int, src *viewData, sp int, n int) {
 	if dst.fast(dp) && src.fast(sp) && dst.sz == src.sz && n%dst.sz == 0 && copyStrided(dst, dp, src, sp, n/dst.sz) {
+		return
+	}
+	if dst.blockwise(dp, n) && src.blockwise(sp, n) && dst.run*dst.sz == src.run*src.sz {
+		rb, db, sb := dst.run*dst.sz, dp/(dst.run*dst.sz), sp/(src.run*src.sz)
+		for i := 0; i < n; i, db, sb = i+rb, db+1, sb+1 {
+			copy(bytesAt(unsafe.Add(dst.base, (dst.start+db*dst.stride[0])*dst.sz), rb),
+				bytesAt(unsafe.Add(src.base, (src.start+sb*src.stride[0])*src.sz), rb))
+		}
 		return
 	}
 	dc, sc := dst.cursorAt(dp, n), src.cursorAt(sp, n)
