@@ -369,3 +369,42 @@ func TestModesViewPersistent(t *testing.T) {
 		return nil
 	})
 }
+
+// TestModesViewManyBlocks: a ping-pong of Views of more blocks than one scatter-gather call takes (IOV_MAX), blocks
+// large enough to go out and be read in as they are (not staged), and nothing else in flight, so that a receiver
+// that stops reading a connection too early waits forever (it did: a readv capped at 1024 pieces looked like a
+// drained socket).
+func TestModesViewManyBlocks(t *testing.T) {
+	harness.Run(t, 2, func(c *Comm) error {
+		for _, bl := range []int{64, 160} { // 512 and 1280 bytes a block
+			const blocks, stride = 2100, 200
+			src, dst := make([]float64, blocks*stride), make([]float64, blocks*stride)
+			for i := range src {
+				src[i] = float64(i + 1000*c.Rank())
+			}
+			sv, _ := Vector(src, blocks, bl, stride)
+			dv, _ := Vector(dst, blocks, bl, stride)
+			peer := 1 - c.Rank()
+			for round := range 3 {
+				if c.Rank() == round%2 {
+					if err := c.Send(sv, peer, round); err != nil {
+						return err
+					}
+					continue
+				}
+				clear(dst)
+				if _, err := c.Recv(dv, peer, round); err != nil {
+					return err
+				}
+				for b := 0; b < blocks; b++ {
+					for i := 0; i < bl; i++ {
+						if k := b*stride + i; dst[k] != float64(k+1000*peer) {
+							return fmt.Errorf("blocks of %d, round %d: element %d is %v", bl, round, k, dst[k])
+						}
+					}
+				}
+			}
+		}
+		return nil
+	})
+}
