@@ -576,6 +576,14 @@ func (v *viewData) Pieces(off, max int, dst [][]byte) int {
 	return n
 }
 
+// Gather implements device.Packer: bytes from off of the selection into dst, with the view's fast loops.
+func (v *viewData) Gather(off int, dst []byte) { v.gather(dst, off) }
+
+// Scatter implements device.Packer.
+func (v *viewData) Scatter(off int, src []byte) { v.scatter(src, off) }
+
+var _ device.Packer = (*viewData)(nil)
+
 // payload is m as a device payload: its bytes, or its View's pieces.
 func (m Mem) payload() device.Payload {
 	if m.view != nil {
