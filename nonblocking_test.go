@@ -599,3 +599,116 @@ func nbErrors(t *testing.T, c *Comm) error {
 	}
 	return nil
 }
+
+// TestNonblockingRepeated: the same calls again and again on the same buffers with new data each time (a rank
+// reuses the operation it built for a call), sometimes two at once, sometimes with the counts' values changed in
+// the same slices, compared with the blocking collectives every time.
+func TestNonblockingRepeated(t *testing.T) {
+	body := func(c *Comm) error {
+		np, me := c.Size(), c.Rank()
+		n := 5
+		send, got, ref := make([]float64, n), make([]float64, n), make([]float64, n)
+		buf, bref := make([]int, n), make([]int, n)
+		got2, ref2 := make([]float64, n), make([]float64, n)
+		cnts, displs := make([]int, np), make([]int, np)
+		gv, gvRef := make([]float64, n*np), make([]float64, n*np)
+		at, atRef := make([]float64, n*np), make([]float64, n*np)
+		all := make([]float64, n*np)
+		// allgatherv: fixed counts, displacements that change in the same slice (blocks in rank order, or reversed)
+		acnt, adsp := make([]int, np), make([]int, np)
+		for i := range acnt {
+			acnt[i] = i%3 + 1
+		}
+		agv, agvRef := make([]float64, 3*np), make([]float64, 3*np)
+		for it := 0; it < 40; it++ {
+			for i := range send {
+				send[i] = float64((me+1)*(it+1) + i)
+			}
+			for i := range all {
+				all[i] = float64(me*1000 + it*10 + i)
+			}
+			if me == it%np {
+				for i := range buf {
+					buf[i], bref[i] = it*7+i, it*7+i
+				}
+			}
+			off := 0
+			for i := range cnts { // the same slices, new values from time to time
+				cnts[i] = (i + it/5) % (n + 1)
+				displs[i] = off
+				off += cnts[i]
+			}
+			if err := c.Allreduce(send, ref, Sum); err != nil {
+				return err
+			}
+			if err := c.Scan(send, ref2, Max); err != nil {
+				return err
+			}
+			if err := c.Bcast(bref, it%np); err != nil {
+				return err
+			}
+			if err := c.Gatherv(send[:cnts[me]], gvRef, cnts, displs, 0); err != nil {
+				return err
+			}
+			if err := c.Alltoall(all, atRef); err != nil {
+				return err
+			}
+			o := 0
+			for k := range adsp {
+				i := k
+				if it/3%2 == 1 {
+					i = np - 1 - k
+				}
+				adsp[i] = o
+				o += acnt[i]
+			}
+			if err := c.Allgatherv(send[:acnt[me]], agvRef, acnt, adsp); err != nil {
+				return err
+			}
+			var reqs []*Request
+			for _, start := range []func() (*Request, error){
+				func() (*Request, error) { return c.Iallreduce(send, got, Sum) },
+				func() (*Request, error) { return c.Iscan(send, got2, Max) },
+				func() (*Request, error) { return c.Ibcast(buf, it%np) },
+				func() (*Request, error) { return c.Igatherv(send[:cnts[me]], gv, cnts, displs, 0) },
+				func() (*Request, error) { return c.Ialltoall(all, at) },
+				func() (*Request, error) { return c.Iallgatherv(send[:acnt[me]], agv, acnt, adsp) },
+				c.Ibarrier,
+			} {
+				r, err := start()
+				if err != nil {
+					return err
+				}
+				reqs = append(reqs, r)
+			}
+			if err := Waitall(reqs...); err != nil {
+				return err
+			}
+			for _, e := range []error{same("allreduce", got, ref), same("scan", got2, ref2), same("bcast", buf, bref),
+				same("alltoall", at, atRef), same("allgatherv", agv, agvRef)} {
+				if e != nil {
+					t.Errorf("np=%d rank=%d iteration %d: %v", np, me, it, e)
+				}
+			}
+			if me == 0 {
+				if e := same("gatherv", gv[:off], gvRef[:off]); e != nil {
+					t.Errorf("np=%d iteration %d: %v", np, it, e)
+				}
+			}
+		}
+		return nil
+	}
+	t.Run("onenode", func(t *testing.T) {
+		if os.Getenv(env.HarnessJob.Name) != "" {
+			t.Skip("node process of another subtest")
+		}
+		for _, np := range []int{1, 2, 5} {
+			if err := RunWith(Config{Ranks: np}, body); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	t.Run("nodes", func(t *testing.T) {
+		harness.Procs(t, harness.Spec{Ranks: 5, Nodes: 2}, body).Check(t)
+	})
+}

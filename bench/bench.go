@@ -42,6 +42,8 @@ type Benchmark struct {
 	Columns []string
 	RunRow  func(c *gompj.Comm, size int, o *Options) ([]float64, error)
 	Derive  func(row []float64)
+	// Note, if set, gives the header's second line (OSU's "[ pairs: 1 ] [ window size: 64 ]").
+	Note func(np int, o *Options) string
 }
 
 var (
@@ -199,7 +201,11 @@ func Run(c *gompj.Comm, name string, o Options, out io.Writer) error {
 		return runRows(c, b, sizes, &o, rep, out)
 	}
 	if c.Rank() == 0 && !o.JSON {
-		fmt.Fprintf(out, "# %s (gompj)\n# Size%*s\n", b.Title, 22, b.Column)
+		fmt.Fprintf(out, "# %s (gompj)\n", b.Title)
+		if b.Note != nil {
+			fmt.Fprintf(out, "# %s\n", b.Note(c.Size(), &o))
+		}
+		fmt.Fprintf(out, "# Size%*s\n", 22, b.Column)
 	}
 	for _, size := range sizes {
 		v, err := b.Run(c, size, &o)
@@ -231,7 +237,11 @@ func Run(c *gompj.Comm, name string, o Options, out io.Writer) error {
 func runRows(c *gompj.Comm, b *Benchmark, sizes []int, o *Options, rep Report, out io.Writer) error {
 	rep.Unit = strings.Join(b.Columns, ", ")
 	if c.Rank() == 0 && !o.JSON {
-		fmt.Fprintf(out, "# %s (gompj)\n# Size", b.Title)
+		fmt.Fprintf(out, "# %s (gompj)\n", b.Title)
+		if b.Note != nil {
+			fmt.Fprintf(out, "# %s\n", b.Note(c.Size(), o))
+		}
+		fmt.Fprint(out, "# Size")
 		for _, col := range b.Columns {
 			fmt.Fprintf(out, "%*s", 18, col)
 		}

@@ -28,7 +28,9 @@ type commState struct {
 	last   [numColls]lastChoice             // the previous choice, reused for the same size
 
 	hier *hierComms // node-aware sub-communicators, made on first use
-	nbr  *nbrPlan   // neighbourhood collectives' plan, made on first use (neighbor.go)
+
+	nbc any      // package nbc's state for this rank and communicator (NbcState)
+	nbr *nbrPlan // neighbourhood collectives' plan, made on first use (neighbor.go)
 
 	seq opCounters // operation ids (seq.go)
 

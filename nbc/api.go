@@ -128,12 +128,25 @@ func Iexscan(c *ranks.Comm, send, recv any, op collectives.Op) (*ranks.Request, 
 	return start(c, &a, err, va)
 }
 
-// start builds the operation of the resolved call a, posts its first round and returns its request.
+// start runs the resolved call a: an operation kept from the same call before (cache.go), or a new one. It posts
+// the first round and returns the request. va holds the packed copies of View arguments (collectives.PackViews):
+// the operation then works on them, and is not kept (its copies are its own).
 func start(c *ranks.Comm, a *collectives.Call, err error, va *collectives.ViewArgs) (*ranks.Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	o, err := build(c, a, false)
+	algo, err := chooseFor(c, a)
+	if err != nil {
+		return nil, err
+	}
+	if va == nil {
+		if o := reuse(c, a, algo); o != nil {
+			return o.req, nil
+		}
+	}
+	ac := new(collectives.Call) // the op keeps it: the caller's is on its stack
+	*ac = *a
+	o, err := build(c, ac, algo, false)
 	if err != nil {
 		return nil, err
 	}
@@ -142,20 +155,24 @@ func start(c *ranks.Comm, a *collectives.Call, err error, va *collectives.ViewAr
 		o.finish = va.Unpack
 	}
 	o.req = c.OpRequest(o)
+	ranks.Launch(o.req)
+	if va == nil {
+		keep(c, o, a, algo)
+	}
 	o.run()
 	return o.req, nil
 }
 
-// build makes the op of call a on c: the algorithm from the table, the operation's id, its schedule.
-func build(c *ranks.Comm, a *collectives.Call, persistent bool) (*op, error) {
-	n := c.Size()
-	algo := ""
-	if !a.Object && n > 1 {
-		var err error
-		if algo, err = collectives.ChooseNonblocking(c, a); err != nil {
-			return nil, err
-		}
+// chooseFor returns the algorithm of call a on c ("" where there is no choice: objects, one member).
+func chooseFor(c *ranks.Comm, a *collectives.Call) (string, error) {
+	if a.Object || c.Size() == 1 {
+		return "", nil
 	}
+	return collectives.ChooseNonblocking(c, a)
+}
+
+// build makes the op of call a on c with algorithm algo: the operation's id, its schedule.
+func build(c *ranks.Comm, a *collectives.Call, algo string, persistent bool) (*op, error) {
 	var id collectives.OpID
 	if persistent {
 		id = collectives.NextPersistent(c)
@@ -164,7 +181,7 @@ func build(c *ranks.Comm, a *collectives.Call, persistent bool) (*op, error) {
 	}
 	o := newOp(c, a.Coll+"/"+algo)
 	s := &Schedule{}
-	sp := &spec{algo: algo, rank: c.Rank(), n: n, id: id, a: a}
+	sp := &spec{algo: algo, rank: c.Rank(), n: c.Size(), id: id, a: a}
 	var err error
 	switch algo {
 	case "shm":

@@ -60,6 +60,7 @@ type Step struct {
 	Commute  bool // reductions: the op is commutative
 	Peer     int
 	Tag      int
+	Base     int // the part of Tag that is the same in every operation of the schedule (see op.retarget)
 	Buf      []byte
 	Src      []byte
 	Obj      any

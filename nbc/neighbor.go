@@ -67,8 +67,9 @@ func startNeighbor(c *ranks.Comm, a *collectives.NbrCall, err error) (*ranks.Req
 	if err != nil {
 		return nil, err
 	}
-	o := buildNeighbor(c, a, collectives.NextOp(c))
+	o := buildNeighbor(c, a, collectives.NextOp(c)) // not kept for reuse (cache.go): its steps carry whole tags
 	o.req = c.OpRequest(o)
+	ranks.Launch(o.req)
 	o.run()
 	return o.req, nil
 }

@@ -3,6 +3,7 @@ package nbc
 import (
 	"sync/atomic"
 
+	"github.com/gompj/gompj/collectives"
 	"github.com/gompj/gompj/queues"
 	"github.com/gompj/gompj/ranks"
 )
@@ -42,6 +43,11 @@ type op struct {
 	onStart []func() // a persistent op's shared-memory schedules move to their slots' next use at each Start
 	finish  func()   // runs once the machine has finished, before the request completes (unpacking Views)
 	release []func() // what Release lets go of
+
+	// reuse (cache.go)
+	key  *collectives.Call // the call the op was built for, kept for reuse; nil if it is not kept
+	algo string
+	shm  *shmb // a shared-memory schedule's builder, which reuse moves to another slot
 }
 
 const (
@@ -90,6 +96,11 @@ func (o *op) run() {
 		}
 	}
 owner:
+	o.held()
+}
+
+// held runs the op while the caller holds it (opRunning), then lets it go.
+func (o *op) held() {
 	for {
 		o.step()
 		if o.state.CompareAndSwap(opRunning, opIdle) {

@@ -129,7 +129,13 @@ func initOp(c *ranks.Comm, a *collectives.Call, err error, va *collectives.ViewA
 	if err != nil {
 		return nil, err
 	}
-	o, err := build(c, a, true)
+	algo, err := chooseFor(c, a)
+	if err != nil {
+		return nil, err
+	}
+	ac := new(collectives.Call)
+	*ac = *a
+	o, err := build(c, ac, algo, true)
 	if err != nil {
 		return nil, err
 	}

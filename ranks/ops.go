@@ -88,13 +88,19 @@ func SignalOp(r *Request) bool {
 	return rk.ops.ev.Waiting()
 }
 
-// OpRequest returns an active request of c's rank that completes when op does (a nonblocking collective), which
-// the rank's completion calls move on (see above). The caller runs op's first step.
+// OpRequest returns an active request of c's rank that completes when op does (a nonblocking collective). Once
+// op knows its request, Launch hands it to the rank's completion calls, which move it on (see above).
 func (c *Comm) OpRequest(op Operation) *Request {
 	r := c.w.NewOpRequest(op)
 	r.owner = c.r
-	c.r.ops.add(r)
 	return r
+}
+
+// Launch makes the completion calls of r's rank move operation request r on, from now until it completes.
+func Launch(r *Request) {
+	if rk := r.owner; rk != nil {
+		rk.ops.add(r)
+	}
 }
 
 // PersistentOpRequest returns an inactive persistent request of c's rank that runs op at each Start (a persistent

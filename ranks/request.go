@@ -398,8 +398,10 @@ func (r *Request) Wait() (Status, error) {
 	if ok, err := r.pending(); !ok {
 		return Status{}, err
 	}
-	if err := r.await(nil); err != nil {
-		return Status{}, err
+	if !r.done.Done() { // done already (a nonblocking collective's child): nothing to wait for or move on
+		if err := r.await(nil); err != nil {
+			return Status{}, err
+		}
 	}
 	return r.reportOnce()
 }

@@ -66,7 +66,7 @@ type World struct {
 
 	sharedMu sync.Mutex
 	shared   map[sharedKey]any
-	frees    map[sharedKey]int // per communicator (key ""): how many of its members here have freed it
+	freed    map[sharedKey]int // per communicator (key ""), how many of its members here have freed it
 }
 
 // sharedKey names a communicator on this node: disjoint groups from one Split share a context, but never their
@@ -252,29 +252,28 @@ func (w *World) Shared(c *Comm, key string, mk func() any) any {
 	return v
 }
 
-// dropShared forgets a communicator's shared objects, and no other group's, once every member of it on this node
-// has freed it. Not at the first Free: a member may finish with a communicator before another has even made its
-// first call on it (neighbourhood collectives need not meet every member), and that one must still find the object
-// its peers use, not make a second. (A context and a leader name one communicator for good: no rank reuses a
-// context number.)
+// dropShared forgets a freed communicator's shared objects, and no other group's, once every member of the
+// communicator on this node has freed it. Members make their first calls at their own pace (a neighbourhood
+// collective waits for neighbours only, so a member may finish with the communicator before another has started),
+// and a member that looked an object up after an early drop would make a fresh one that the others never see.
 func (w *World) dropShared(c *Comm) {
 	ctx, leader := c.ctx&^1, c.WorldRank(0)
 	here := 0
-	for i := range c.size {
+	for i := 0; i < c.size; i++ {
 		if w.local(c.WorldRank(i)) != nil {
 			here++
 		}
 	}
-	g := sharedKey{ctx: ctx, leader: leader}
 	w.sharedMu.Lock()
 	defer w.sharedMu.Unlock()
-	if w.frees == nil {
-		w.frees = make(map[sharedKey]int)
+	fk := sharedKey{ctx: ctx, leader: leader}
+	if w.freed == nil {
+		w.freed = make(map[sharedKey]int)
 	}
-	if w.frees[g]++; w.frees[g] < here {
+	if w.freed[fk]++; w.freed[fk] < here {
 		return
 	}
-	delete(w.frees, g)
+	delete(w.freed, fk)
 	for k := range w.shared {
 		if k.ctx == ctx && k.leader == leader {
 			delete(w.shared, k)

@@ -30,8 +30,8 @@ func memJob(t *testing.T, o memprov.Options) devicetest.Job {
 		}
 		return f
 	}
-	// Each node grants limit/(nodes-1)/buffer credits, between 8 and 64; a receiver holds at most that many.
-	grant := min(max(limit/(nodes-1)/(eager+72), 8), 64)
+	// Each node grants limit/(nodes-1)/buffer credits, between 8 and 256; a receiver holds at most that many.
+	grant := min(max(limit/(nodes-1)/(eager+72), 8), 256)
 	return devicetest.Job{
 		Nodes: nodes, RanksPerNode: rpn, EagerMax: eager, HeldBound: int64(grant * eager),
 		Open: func(t testing.TB, node int) device.Transport {

@@ -273,6 +273,12 @@ func TestBenchAcrossNodes(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, `"benchmark": "latency-any"`) {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	// osu_mbw_mr pairs rank i with i+2: both pairs cross the two node processes.
+	r = runGompj(t, nil, "bench", "mbw_mr", "-np", "4", "-ranks-per-node", "2", "-sizes", "8", "-iters", "20")
+	lines = strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if r.code != 0 || len(lines) != 4 || lines[1] != "# [ pairs: 2 ] [ window size: 64 ]" || !strings.HasPrefix(lines[3], "8 ") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 }
 
 func TestInfoAndHelp(t *testing.T) {
