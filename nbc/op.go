@@ -41,6 +41,7 @@ type op struct {
 	name    string         // the collective and its algorithm, for errors and tests
 	c       *ranks.Comm
 	onStart []func() // a persistent op's shared-memory schedules move to their slots' next use at each Start
+	finish  func()   // runs once the machine has finished, before the request completes (unpacking Views)
 	release []func() // what Release lets go of
 
 	// reuse (cache.go)
@@ -119,6 +120,9 @@ func (o *op) step() {
 	}
 	o.err = err
 	o.unwatch()
+	if o.finish != nil {
+		o.finish()
+	}
 	o.done.Store(true)
 	ranks.CompleteOp(o.req, err)
 }
