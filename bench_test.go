@@ -4,8 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/gompj/gompj"
 )
 
@@ -111,14 +109,6 @@ func BenchmarkRing10000Ranks(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-}
-
-func cpuTime() time.Duration {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkBlockedRecvCPU puts 63 of 64 ranks in a Recv that is not satisfied for a while and reports the CPU

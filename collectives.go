@@ -120,3 +120,29 @@ func (c *Comm) ForceAlgorithm(coll, algo string) error { return collectives.Forc
 
 // CollectiveTable describes the collective algorithm selection in force, for `gompj info`.
 func CollectiveTable() string { return collectives.Describe() }
+
+// NeighborAllgather sends send to each of the topology's destinations and receives from source j into block j of
+// recv (blocks of len(send) elements). Cartesian sources and destinations are, per dimension, the -1 then the +1
+// neighbour; a ProcNull neighbour sends nothing and its block of recv is left untouched.
+func (c *Comm) NeighborAllgather(send, recv any) error {
+	return collectives.NeighborAllgather(c.c, send, recv)
+}
+
+// NeighborAllgatherv is NeighborAllgather receiving counts[j] elements from source j at displs[j] of recv (nil
+// displs: packed in source order).
+func (c *Comm) NeighborAllgatherv(send, recv any, counts, displs []int) error {
+	return collectives.NeighborAllgatherv(c.c, send, recv, counts, displs)
+}
+
+// NeighborAlltoall sends block k of send to destination k and receives block j of recv from source j; blocks are
+// len(send)/outdegree elements. On a grid, what a rank sends to its -1 neighbour arrives there as the block from
+// its +1 neighbour.
+func (c *Comm) NeighborAlltoall(send, recv any) error {
+	return collectives.NeighborAlltoall(c.c, send, recv)
+}
+
+// NeighborAlltoallv sends sendCounts[k] elements at sendDispls[k] to destination k and receives recvCounts[j]
+// elements from source j at recvDispls[j] (nil displacements: packed).
+func (c *Comm) NeighborAlltoallv(send any, sendCounts, sendDispls []int, recv any, recvCounts, recvDispls []int) error {
+	return collectives.NeighborAlltoallv(c.c, send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
+}

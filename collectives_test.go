@@ -196,17 +196,18 @@ func (k checker) err(err error, format string, a ...any) bool {
 }
 
 func expect[T comparable](k checker, got, want []T, format string, a ...any) {
-	if !slices.Equal(got, want) {
-		where := fmt.Sprintf(format, a...)
-		for i := range want {
-			if i >= len(got) || got[i] != want[i] {
-				k.t.Errorf("np=%d rank=%d %s %s: element %d of %d: got %v, want %v", k.c.Size(), k.c.Rank(), k.what,
-					where, i, len(want), got[i], want[i])
-				return
-			}
-		}
-		k.t.Errorf("np=%d rank=%d %s %s: length %d, want %d", k.c.Size(), k.c.Rank(), k.what, where, len(got), len(want))
+	if slices.Equal(got, want) {
+		return
 	}
+	where := fmt.Sprintf(format, a...)
+	for i := range min(len(got), len(want)) {
+		if got[i] != want[i] {
+			k.t.Errorf("np=%d rank=%d %s %s: element %d of %d: got %v, want %v", k.c.Size(), k.c.Rank(), k.what,
+				where, i, len(want), got[i], want[i])
+			return
+		}
+	}
+	k.t.Errorf("np=%d rank=%d %s %s: length %d, want %d", k.c.Size(), k.c.Rank(), k.what, where, len(got), len(want))
 }
 
 func roots(np int) []int {
@@ -238,7 +239,7 @@ func reductions[T comparable](t *testing.T, c *Comm, tc tcase[T], counts []int, 
 			}
 			run(a)
 		}
-		_ = c.ForceAlgorithm(coll, "")
+		k.err(c.ForceAlgorithm(coll, ""), "unforce %s", coll)
 	}
 	for _, o := range tc.ops {
 		for _, n := range counts {
@@ -280,6 +281,13 @@ func reductions[T comparable](t *testing.T, c *Comm, tc tcase[T], counts []int, 
 				out := make([]T, n)
 				if !k.err(c.Scan(mine, out, o.op), "scan %s n=%d", o.name, n) {
 					expect(k, out, reference(tc, o.f, 0, me+1, n), "scan %s n=%d algo=%q", o.name, n, a)
+				}
+				if !algos {
+					return // in place: for the types that run every algorithm, which is enough to cover them
+				}
+				inp := slices.Clone(mine)
+				if !k.err(c.Scan(InPlace, inp, o.op), "scan in place %s n=%d algo=%q", o.name, n, a) {
+					expect(k, inp, reference(tc, o.f, 0, me+1, n), "scan in place %s n=%d algo=%q", o.name, n, a)
 				}
 			})
 			forceEach("exscan", func(a string) {
@@ -349,10 +357,12 @@ func movement[T comparable](t *testing.T, c *Comm, tc tcase[T], counts []int, al
 			list = append(list, collectives.Algorithms(coll)...)
 		}
 		for _, a := range list {
-			_ = c.ForceAlgorithm(coll, a)
+			if k.err(c.ForceAlgorithm(coll, a), "force %s %s", coll, a) {
+				return
+			}
 			run(a)
 		}
-		_ = c.ForceAlgorithm(coll, "")
+		k.err(c.ForceAlgorithm(coll, ""), "unforce %s", coll)
 	}
 	mk := func(r, lo, n int) []T {
 		s := make([]T, n)
@@ -408,11 +418,19 @@ func movement[T comparable](t *testing.T, c *Comm, tc tcase[T], counts []int, al
 				if !k.err(c.Scatter(send, out, root), "scatter n=%d root=%d algo=%q", n, root, a) {
 					expect(k, out, mk(root, me*n, n), "scatter n=%d root=%d algo=%q", n, root, a)
 				}
+				// In place: the root's own block stays where it is in send, the others get theirs.
+				out = make([]T, n)
 				var recv any = out
 				if me == root {
 					recv = InPlace
 				}
-				k.err(c.Scatter(send, recv, root), "scatter in place")
+				if !k.err(c.Scatter(send, recv, root), "scatter in place n=%d root=%d algo=%q", n, root, a) {
+					if me == root {
+						expect(k, send, mk(root, 0, n*np), "scatter in place: the root's send buffer n=%d algo=%q", n, a)
+					} else {
+						expect(k, out, mk(root, me*n, n), "scatter in place n=%d root=%d algo=%q", n, root, a)
+					}
+				}
 			}
 		})
 		forceEach("allgather", func(a string) {
@@ -464,6 +482,24 @@ func movement[T comparable](t *testing.T, c *Comm, tc tcase[T], counts []int, al
 						expect(k, out[displs[r]:displs[r]+cnts[r]], mk(r, 0, cnts[r]), "gatherv from %d root=%d algo=%q", r, root, a)
 					}
 				}
+				if !algos {
+					continue // in place: for the types that run every algorithm
+				}
+				// In place: the root's block is already at its displacement in recv.
+				var send any = mk(me, 0, cnt(me))
+				var in []T
+				if me == root {
+					send, in = InPlace, make([]T, tot)
+					copy(in[displs[me]:], mk(me, 0, cnt(me)))
+				}
+				if k.err(c.Gatherv(send, in, cnts, displs, root), "gatherv in place n=%d root=%d algo=%q", n, root, a) {
+					continue
+				}
+				if me == root {
+					for r := 0; r < np; r++ {
+						expect(k, in[displs[r]:displs[r]+cnts[r]], mk(r, 0, cnts[r]), "gatherv in place from %d root=%d algo=%q", r, root, a)
+					}
+				}
 			}
 		})
 		forceEach("scatterv", func(a string) {
@@ -473,6 +509,23 @@ func movement[T comparable](t *testing.T, c *Comm, tc tcase[T], counts []int, al
 				if !k.err(c.Scatterv(send, cnts, displs, out, root), "scatterv n=%d root=%d algo=%q", n, root, a) {
 					expect(k, out, send[displs[me]:displs[me]+cnts[me]], "scatterv root=%d algo=%q", root, a)
 				}
+				if !algos {
+					continue // in place: for the types that run every algorithm
+				}
+				// In place: the root keeps its block where it is in send.
+				out = make([]T, cnt(me))
+				var recv any = out
+				if me == root {
+					recv = InPlace
+				}
+				if k.err(c.Scatterv(send, cnts, displs, recv, root), "scatterv in place n=%d root=%d algo=%q", n, root, a) {
+					continue
+				}
+				if me == root {
+					expect(k, send, mk(root, 0, tot), "scatterv in place: the root's send n=%d algo=%q", n, a)
+				} else {
+					expect(k, out, send[displs[me]:displs[me]+cnts[me]], "scatterv in place root=%d algo=%q", root, a)
+				}
 			}
 		})
 		forceEach("allgatherv", func(a string) {
@@ -480,6 +533,17 @@ func movement[T comparable](t *testing.T, c *Comm, tc tcase[T], counts []int, al
 			if !k.err(c.Allgatherv(mk(me, 0, cnt(me)), out, cnts, displs), "allgatherv n=%d algo=%q", n, a) {
 				for r := 0; r < np; r++ {
 					expect(k, out[displs[r]:displs[r]+cnts[r]], mk(r, 0, cnts[r]), "allgatherv from %d algo=%q", r, a)
+				}
+			}
+			if !algos {
+				return // in place: for the types that run every algorithm
+			}
+			// In place: each rank's block is already at its displacement in recv.
+			in := make([]T, tot)
+			copy(in[displs[me]:], mk(me, 0, cnt(me)))
+			if !k.err(c.Allgatherv(InPlace, in, cnts, displs), "allgatherv in place n=%d algo=%q", n, a) {
+				for r := 0; r < np; r++ {
+					expect(k, in[displs[r]:displs[r]+cnts[r]], mk(r, 0, cnts[r]), "allgatherv in place from %d algo=%q", r, a)
 				}
 			}
 		})
@@ -733,13 +797,11 @@ func TestCollectivesErrors(t *testing.T) {
 		if c.Rank() == 1 {
 			n = 9
 		}
-		out := make([]byte, 4)
 		buf := make([]byte, n)
 		err := c.Bcast(buf, 1)
 		if c.Rank() != 1 {
 			check(err, ErrTruncate, "bcast into a short buffer")
 		}
-		_ = out
 		// objects travel by Bcast
 		type obj struct {
 			A string

@@ -152,12 +152,84 @@ func (c *Comm) Free() error { return c.c.Free() }
 // Abort ends the whole job with code: every rank's blocked call returns ErrAborted. It does not return.
 func (c *Comm) Abort(code int) { c.c.Abort(code) }
 
-// Waitall waits for every request; nil requests are skipped.
+// SendInit creates a persistent send of buf to dest: an inactive request that each Start sends again (a slice's
+// elements as they are at that Start).
+func (c *Comm) SendInit(buf any, dest, tag int) (*Request, error) {
+	return c.c.SendInit(buf, dest, tag)
+}
+
+// SsendInit creates a persistent synchronous send.
+func (c *Comm) SsendInit(buf any, dest, tag int) (*Request, error) {
+	return c.c.SsendInit(buf, dest, tag)
+}
+
+// RecvInit creates a persistent receive into buf: an inactive request that each Start posts again.
+func (c *Comm) RecvInit(buf any, source, tag int) (*Request, error) {
+	return c.c.RecvInit(buf, source, tag)
+}
+
+// Rsend sends in ready mode: MPI lets it assume the matching receive is posted; gompj sends it as Send does.
+func (c *Comm) Rsend(buf any, dest, tag int) error { return c.c.Rsend(buf, dest, tag) }
+
+// Irsend is the nonblocking Rsend.
+func (c *Comm) Irsend(buf any, dest, tag int) (*Request, error) { return c.c.Irsend(buf, dest, tag) }
+
+// BsendOverhead is what each buffered message takes in the attached buffer beyond its payload.
+const BsendOverhead = ranks.BsendOverhead
+
+// Bsend copies the message into the attached buffer and returns at once, never waiting for the receiver; ErrBuffer
+// when no buffer is attached or the message (plus BsendOverhead) does not fit in its free space.
+func (c *Comm) Bsend(buf any, dest, tag int) error { return c.c.Bsend(buf, dest, tag) }
+
+// Ibsend is Bsend returning a request, already complete.
+func (c *Comm) Ibsend(buf any, dest, tag int) (*Request, error) { return c.c.Ibsend(buf, dest, tag) }
+
+// BufferAttach gives the rank a buffer for its buffered sends (one per rank, used by every communicator).
+func (c *Comm) BufferAttach(buf []byte) error { return c.c.BufferAttach(buf) }
+
+// BufferDetach waits until every buffered message has been delivered, then returns the buffer.
+func (c *Comm) BufferDetach() ([]byte, error) { return c.c.BufferDetach() }
+
+// SendrecvReplace sends buf to dest and receives into buf from source, without deadlock against a matching call.
+func (c *Comm) SendrecvReplace(buf any, dest, sendTag, source, recvTag int) (Status, error) {
+	return c.c.SendrecvReplace(buf, dest, sendTag, source, recvTag)
+}
+
+// Message is a message taken out of matching by Mprobe or Improbe: only its own Recv or Irecv receives it, once.
+type Message = ranks.Message
+
+// Mprobe waits for a message from source with tag and takes it out of matching, so that no other receive or
+// goroutine can take it: the THREAD_MULTIPLE-safe probe. Receive it with the Message's Recv or Irecv.
+func (c *Comm) Mprobe(source, tag int) (*Message, Status, error) { return c.c.Mprobe(source, tag) }
+
+// Improbe is Mprobe without waiting: with false, no such message is there.
+func (c *Comm) Improbe(source, tag int) (*Message, Status, bool, error) {
+	return c.c.Improbe(source, tag)
+}
+
+// Startall starts persistent requests: all of them, or, if one cannot be started, none (ErrRequest).
+func Startall(reqs ...*Request) error { return ranks.Startall(reqs...) }
+
+// The completion calls. A request is active from its start until one of them reports it complete; afterwards it
+// is inactive and they skip it, as they skip nil.
+
+// Waitall waits for every active request and returns the first error.
 func Waitall(reqs ...*Request) error { return ranks.Waitall(reqs...) }
 
-// Waitany waits for one request to complete and returns its index; nil requests are skipped, and with none left
-// the index is -1.
+// Waitany waits for one active request to complete and returns its index; with none active the index is -1.
 func Waitany(reqs ...*Request) (int, Status, error) { return ranks.Waitany(reqs...) }
 
-// Testall reports whether every request has completed; nil requests are skipped.
+// Waitsome waits until at least one active request has completed and returns all that have: their indices and
+// statuses. With none active it returns nil.
+func Waitsome(reqs ...*Request) ([]int, []Status, error) { return ranks.Waitsome(reqs...) }
+
+// Testall reports whether every active request has completed; only then are they all reported.
 func Testall(reqs ...*Request) (bool, error) { return ranks.Testall(reqs...) }
+
+// Testany reports one active request that has completed, without blocking: its index, status and true; with none
+// active, -1 and true; with none done, -1 and false.
+func Testany(reqs ...*Request) (int, Status, bool, error) { return ranks.Testany(reqs...) }
+
+// Testsome reports every active request that has completed, without blocking: an empty list when none has, nil
+// when none is active.
+func Testsome(reqs ...*Request) ([]int, []Status, error) { return ranks.Testsome(reqs...) }

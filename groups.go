@@ -16,6 +16,10 @@ const (
 	Unequal   = ranks.Unequal   // different members
 )
 
+// Root is the root's own root argument in an intercommunicator collective (MPI_ROOT); the other ranks of its
+// group pass ProcNull, and the other group passes the root's rank in its remote group.
+const Root = ranks.Root
+
 // ErrGroup is the class of errors about groups: a group that is not a subgroup of the communicator, a caller of
 // CreateGroup outside the group, groups of an intercommunicator that overlap.
 var ErrGroup = ranks.ErrGroup
@@ -46,6 +50,18 @@ func (c *Comm) CreateGroup(g *Group, tag int) (*Comm, error) {
 	return wrap(n), err
 }
 
+// IntercommCreate makes an intercommunicator between c's group and another, disjoint group
+// (MPI_Intercomm_create): localLeader is the group's leader in c; at the leader, peer is a communicator holding
+// both leaders and remoteLeader the other leader's rank in it; tag keeps the leaders' messages apart.
+func (c *Comm) IntercommCreate(localLeader int, peer *Comm, remoteLeader, tag int) (*Comm, error) {
+	var p *ranks.Comm
+	if peer != nil {
+		p = peer.c
+	}
+	n, err := c.c.IntercommCreate(localLeader, p, remoteLeader, tag)
+	return wrap(n), err
+}
+
 // IsInter reports whether c is an intercommunicator.
 func (c *Comm) IsInter() bool { return c.c.IsInter() }
 
@@ -54,3 +70,10 @@ func (c *Comm) RemoteSize() int { return c.c.RemoteSize() }
 
 // RemoteGroup returns an intercommunicator's remote group (nil on an intracommunicator).
 func (c *Comm) RemoteGroup() *Group { return c.c.RemoteGroup() }
+
+// Merge makes an intracommunicator of an intercommunicator's two groups (MPI_Intercomm_merge); the group passing
+// high=false comes first.
+func (c *Comm) Merge(high bool) (*Comm, error) {
+	m, err := c.c.Merge(high)
+	return wrap(m), err
+}

@@ -202,6 +202,7 @@ func TestModesGroups(t *testing.T) {
 			}, gompj.ErrGroup},
 			{"CreateGroup bad tag", func() error { _, err := world.CreateGroup(wg, -3); return err }, gompj.ErrTag},
 			{"CreateGroup on a freed communicator", func() error { _, err := c.CreateGroup(wg, 1); return err }, gompj.ErrComm},
+			{"Merge of an intracommunicator", func() error { _, err := world.Merge(false); return err }, gompj.ErrComm},
 		} {
 			if me%2 == 0 && tc.name == "CreateGroup on a freed communicator" {
 				continue // c is nil on the even ranks

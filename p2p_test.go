@@ -189,7 +189,7 @@ func TestBadInput(t *testing.T) {
 			{"iprobe bad tag", func() error { _, _, err := c.Iprobe(0, -2); return err }, gompj.ErrTag},
 			{"send a channel", func() error { return c.Send(ch, other, 0) }, gompj.ErrBuffer},
 			{"recv an object into a non-pointer", func() error { _, err := c.Recv(particle{}, other, 0); return err }, gompj.ErrBuffer},
-			{"recv an object into nil", func() error { _, err := c.Recv(nil, other, 0); return err }, gompj.ErrBuffer},
+			{"recv an object into a nil pointer", func() error { _, err := c.Recv((*particle)(nil), other, 0); return err }, gompj.ErrBuffer},
 			{"split with a negative color", func() error { _, err := c.Split(-3, 0); return err }, gompj.ErrArg},
 			{"free the world", func() error { return c.Free() }, gompj.ErrComm},
 			{"wait on a nil request", func() error { _, err := (*gompj.Request)(nil).Wait(); return err }, gompj.ErrRequest},
@@ -322,11 +322,11 @@ func TestReceivesMatchInPostingOrder(t *testing.T) {
 			}
 			reqs[i] = r
 		}
-		if err := gompj.Waitall(reqs...); err != nil {
-			return err
-		}
 		for i := range bufs {
-			st, _ := reqs[i].Wait()
+			st, err := reqs[i].Wait() // reports each request once: a second Wait would see it inactive
+			if err != nil {
+				return err
+			}
 			if bufs[i][0] != i || st.Tag != 10+i {
 				return fmt.Errorf("receive %d got message %d (tag %d)", i, bufs[i][0], st.Tag)
 			}
@@ -410,9 +410,14 @@ func TestProbe(t *testing.T) {
 	})
 }
 
+// Waitany and Testall over receives that complete one at a time, in an order rank 0 decides: ranks 1 and 2 send
+// only when told to, so rank 0 knows which receives cannot have completed yet, and Testall must say false then.
 func TestWaitanyAndTestall(t *testing.T) {
 	run(t, 3, func(c *gompj.Comm) error {
 		if c.Rank() != 0 {
+			if _, err := c.Recv([]int{0}, 0, 9); err != nil { // the go-ahead
+				return err
+			}
 			return c.Send([]int{c.Rank()}, 0, c.Rank())
 		}
 		if i, _, err := gompj.Waitany(nil, nil); i != -1 || err != nil {
@@ -421,22 +426,29 @@ func TestWaitanyAndTestall(t *testing.T) {
 		a, b := make([]int, 1), make([]int, 1)
 		ra, _ := c.Irecv(a, 1, 1)
 		rb, _ := c.Irecv(b, 2, 2)
+		if ok, err := gompj.Testall(ra, nil, rb); ok || err != nil {
+			return fmt.Errorf("Testall before anything was sent: %v %v", ok, err)
+		}
 		reqs := []*gompj.Request{nil, ra, rb}
-		seen := map[int]bool{}
-		for len(seen) < 2 {
+		for _, next := range []int{1, 2} {
+			if err := c.Send([]int{0}, next, 9); err != nil {
+				return err
+			}
 			i, st, err := gompj.Waitany(reqs...)
 			if err != nil {
 				return err
 			}
-			if i < 1 || st.Source != i {
-				return fmt.Errorf("Waitany index %d status %+v", i, st)
+			if i != next || st.Source != next {
+				return fmt.Errorf("Waitany index %d status %+v; only receive %d could complete", i, st, next)
 			}
-			seen[i] = true
 			reqs[i] = nil
+			ok, err := gompj.Testall(ra, nil, rb)
+			if err != nil || ok != (next == 2) {
+				return fmt.Errorf("Testall after receive %d completed: %v %v", next, ok, err)
+			}
 		}
-		ok, err := gompj.Testall(ra, nil, rb)
-		if !ok || err != nil || a[0] != 1 || b[0] != 2 {
-			return fmt.Errorf("Testall %v %v", ok, err)
+		if a[0] != 1 || b[0] != 2 {
+			return fmt.Errorf("received %d and %d", a[0], b[0])
 		}
 		return nil
 	})
@@ -736,5 +748,4 @@ func TestRingOf64(t *testing.T) {
 		}
 		return nil
 	})
-	_ = runtime.NumCPU
 }

@@ -20,6 +20,9 @@ type Options struct {
 	Window int    // bandwidth window (OSU: 64)
 	Algo   string // collective algorithm to force, "" for the runtime's choice
 	JSON   bool   // print JSON instead of OSU's text
+	// Compute is the overlap benchmarks' computation: "busy" (OSU's: the rank spins on arithmetic) or "idle" (the
+	// rank sleeps, as when its work runs on a GPU or it waits for I/O, and leaves the cores free); "" is busy.
+	Compute string
 }
 
 // Benchmark is one OSU-style benchmark.
@@ -33,6 +36,14 @@ type Benchmark struct {
 	Average bool
 	// Run measures one size on every rank of c and returns this rank's figure.
 	Run func(c *gompj.Comm, size int, o *Options) (float64, error)
+	// Columns, when set, makes the benchmark print several figures per size (OSU's overlap format): RunRow
+	// measures them, and Run is not used. Each column is averaged over the ranks when Average is set; Derive, if
+	// set, then recomputes figures from the averages (the overlap percentage).
+	Columns []string
+	RunRow  func(c *gompj.Comm, size int, o *Options) ([]float64, error)
+	Derive  func(row []float64)
+	// Note, if set, gives the header's second line (OSU's "[ pairs: 1 ] [ window size: 64 ]").
+	Note func(np int, o *Options) string
 }
 
 var (
@@ -152,10 +163,11 @@ func (o *Options) iterations(size, small, large int) (iters, warmup int) {
 	return iters, max(warmup, 1)
 }
 
-// Point is one printed line.
+// Point is one printed line: one figure, or (Benchmark.Columns) several.
 type Point struct {
-	Size  int     `json:"size"`
-	Value float64 `json:"value"`
+	Size   int       `json:"size"`
+	Value  float64   `json:"value"`
+	Values []float64 `json:"values,omitempty"`
 }
 
 // Report is what a benchmark run prints as JSON.
@@ -185,8 +197,15 @@ func Run(c *gompj.Comm, name string, o Options, out io.Writer) error {
 		o.Window = 64
 	}
 	rep := Report{Benchmark: name, Ranks: c.Size(), Unit: b.Column}
+	if b.Columns != nil {
+		return runRows(c, b, sizes, &o, rep, out)
+	}
 	if c.Rank() == 0 && !o.JSON {
-		fmt.Fprintf(out, "# %s (gompj)\n# Size%*s\n", b.Title, 22, b.Column)
+		fmt.Fprintf(out, "# %s (gompj)\n", b.Title)
+		if b.Note != nil {
+			fmt.Fprintf(out, "# %s\n", b.Note(c.Size(), &o))
+		}
+		fmt.Fprintf(out, "# Size%*s\n", 22, b.Column)
 	}
 	for _, size := range sizes {
 		v, err := b.Run(c, size, &o)
@@ -201,9 +220,62 @@ func Run(c *gompj.Comm, name string, o Options, out io.Writer) error {
 		if c.Rank() != 0 {
 			continue
 		}
-		rep.Points = append(rep.Points, Point{size, v})
+		rep.Points = append(rep.Points, Point{Size: size, Value: v})
 		if !o.JSON {
 			fmt.Fprintf(out, "%-10d%18.2f\n", size, v)
+		}
+	}
+	if c.Rank() == 0 && o.JSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return nil
+}
+
+// runRows runs a benchmark of several columns.
+func runRows(c *gompj.Comm, b *Benchmark, sizes []int, o *Options, rep Report, out io.Writer) error {
+	rep.Unit = strings.Join(b.Columns, ", ")
+	if c.Rank() == 0 && !o.JSON {
+		fmt.Fprintf(out, "# %s (gompj)\n", b.Title)
+		if b.Note != nil {
+			fmt.Fprintf(out, "# %s\n", b.Note(c.Size(), o))
+		}
+		fmt.Fprint(out, "# Size")
+		for _, col := range b.Columns {
+			fmt.Fprintf(out, "%*s", 18, col)
+		}
+		fmt.Fprintln(out)
+	}
+	for _, size := range sizes {
+		row, err := b.RunRow(c, size, o)
+		if err != nil {
+			return fmt.Errorf("%s, %d bytes: %w", b.Name, size, err)
+		}
+		if b.Average {
+			for i := range row {
+				if row[i], err = average(c, row[i]); err != nil {
+					return err
+				}
+			}
+			if b.Derive != nil {
+				b.Derive(row)
+			}
+		}
+		if c.Rank() != 0 {
+			continue
+		}
+		rep.Points = append(rep.Points, Point{Size: size, Value: row[0], Values: row})
+		if !o.JSON {
+			fmt.Fprintf(out, "%-10d", size)
+			for i, v := range row {
+				w := 18
+				if i == 0 {
+					w = 12
+				}
+				fmt.Fprintf(out, "%*.2f", w, v)
+			}
+			fmt.Fprintln(out)
 		}
 	}
 	if c.Rank() == 0 && o.JSON {

@@ -24,8 +24,9 @@ func start(c *ranks.Comm) (*commState, error) {
 		return nil, err
 	}
 	if c.IsInter() {
-		return nil, fmt.Errorf("%w: this collective is not defined on intercommunicators (Barrier, Bcast, Reduce, "+
-			"Allreduce, Gather, Scatter, Allgather and Alltoall are)", ranks.ErrComm)
+		return nil, fmt.Errorf("%w: this collective does not take an intercommunicator (on intercommunicators gompj "+
+			"has every blocking collective but Scan and Exscan, which MPI does not define there; nonblocking and "+
+			"persistent collectives take intracommunicators only)", ranks.ErrComm)
 	}
 	return stateOf(c), nil
 }
@@ -64,7 +65,10 @@ func checkCounts(what string, counts, displs []int, n, sz, length int) error {
 
 // Barrier blocks until every member has called it.
 func Barrier(c *ranks.Comm) error {
-	if _, err := start(c); err != nil {
+	if c.IsInter() {
+		return interBarrier(c)
+	}
+	if _, err := ResolveBarrier(c); err != nil {
 		return err
 	}
 	return barrier(c)
@@ -91,30 +95,31 @@ func barrier(c *ranks.Comm) error {
 // Bcast copies the root's buf into every member's buf. buf is a primitive (or Loc) slice, or a pointer to any
 // msgpack-encodable value (sent by a binomial tree of encoded messages).
 func Bcast(c *ranks.Comm, buf any, root int) error {
-	if _, err := start(c); err != nil {
-		return err
+	if st := withViews(c, nil, &buf); st != nil {
+		defer st.unpackArgs()
 	}
-	if err := checkRoot(c, root); err != nil {
-		return err
+	if c.IsInter() {
+		return interBcast(c, buf, root)
 	}
-	v, err := viewOf(buf, "bcast")
+	a, err := ResolveBcast(c, buf, root)
 	if err != nil {
-		if buf == nil {
-			return err
-		}
+		return err
+	}
+	if a.Object {
 		return bcastObject(c, buf, root)
 	}
-	return bcastVec(c, v, root)
+	return bcastVec(c, a.rv, root)
 }
 
 func bcastObject(c *ranks.Comm, buf any, root int) error {
 	n, rank := c.Size(), c.Rank()
-	cc := c.Coll()
+	p := newP2P(c, stateOf(c))
+	cc := p.c
 	vr := (rank - root + n) % n
 	mask := 1
 	for ; mask < n; mask <<= 1 {
 		if vr&mask != 0 {
-			if _, err := cc.Recv(buf, (rank-mask+n)%n, tagBcast); err != nil {
+			if _, err := cc.Recv(buf, (rank-mask+n)%n, p.tag(tagBcast)); err != nil {
 				return err
 			}
 			break
@@ -122,7 +127,7 @@ func bcastObject(c *ranks.Comm, buf any, root int) error {
 	}
 	for mask >>= 1; mask > 0; mask >>= 1 {
 		if vr+mask < n {
-			if err := cc.Send(buf, (rank+mask)%n, tagBcast); err != nil {
+			if err := cc.Send(buf, (rank+mask)%n, p.tag(tagBcast)); err != nil {
 				return err
 			}
 		}
@@ -153,52 +158,20 @@ func bcastVec(c *ranks.Comm, v vec, root int) error {
 	return p.binomialBcast(v.b, root)
 }
 
-// reduceArgs resolves send/recv of a reduction: src and dst views (dst only where significant).
-func reduceArgs(what string, send, recv any, needRecv bool) (src, dst vec, err error) {
-	if isInPlace(send) {
-		if !needRecv {
-			return src, dst, errArg("%s: InPlace is only for the rank that receives the result", what)
-		}
-		if dst, err = viewOfRole(recv, what, " receive"); err != nil {
-			return
-		}
-		return dst, dst, nil
-	}
-	if src, err = viewOfRole(send, what, " send"); err != nil {
-		return
-	}
-	if needRecv {
-		if dst, err = viewOfRole(recv, what, " receive"); err != nil {
-			return
-		}
-		if err = sameKind(src, dst); err != nil {
-			return
-		}
-		if len(dst.b) < len(src.b) {
-			err = errTrunc("%s: %d elements into a buffer of %d", what, src.n, dst.n)
-		}
-	}
-	return
-}
-
 // Reduce combines every member's send with op, in rank order, into the root's recv (significant at the root
 // only; InPlace as send at the root takes its contribution from recv).
 func Reduce(c *ranks.Comm, send, recv any, op Op, root int) error {
-	if _, err := start(c); err != nil {
-		return err
+	if st := withViews(c, &send, &recv); st != nil {
+		defer st.unpackArgs()
 	}
-	if err := checkRoot(c, root); err != nil {
-		return err
+	if c.IsInter() {
+		return interReduce(c, send, recv, op, root)
 	}
-	src, dst, err := reduceArgs("reduce", send, recv, c.Rank() == root)
+	a, err := ResolveReduce(c, send, recv, op, root)
 	if err != nil {
 		return err
 	}
-	k, err := kernelFor(op, src.k)
-	if err != nil {
-		return err
-	}
-	return reduceVec(c, k, op, src, dst, root)
+	return reduceVec(c, a.k, op, a.sv, a.rv, root)
 }
 
 func reduceVec(c *ranks.Comm, k kernel, op Op, src, dst vec, root int) error {
@@ -229,19 +202,17 @@ func reduceVec(c *ranks.Comm, k kernel, op Op, src, dst vec, root int) error {
 
 // Allreduce combines every member's send with op, in rank order, into every member's recv (InPlace: from recv).
 func Allreduce(c *ranks.Comm, send, recv any, op Op) error {
-	st, err := start(c)
+	if st := withViews(c, &send, &recv); st != nil {
+		defer st.unpackArgs()
+	}
+	if c.IsInter() {
+		return interAllreduce(c, send, recv, op)
+	}
+	a, err := ResolveAllreduce(c, send, recv, op)
 	if err != nil {
 		return err
 	}
-	src, dst, err := reduceArgs("allreduce", send, recv, true)
-	if err != nil {
-		return err
-	}
-	k, err := kernelFor(op, src.k)
-	if err != nil {
-		return err
-	}
-	return allreduceState(c, st, k, op, src, dst)
+	return allreduceState(c, stateOf(c), a.k, op, a.sv, a.rv)
 }
 
 func allreduceVec(c *ranks.Comm, k kernel, op Op, src, dst vec) error {
@@ -284,50 +255,20 @@ func allreduceState(c *ranks.Comm, st *commState, k kernel, op Op, src, dst vec)
 // Gather collects every member's send, in rank order, into the root's recv (significant at the root only).
 // InPlace as send at the root: its block is already in place in recv.
 func Gather(c *ranks.Comm, send, recv any, root int) error {
-	st, err := start(c)
+	if st := withViews(c, &send, &recv); st != nil {
+		defer st.unpackArgs()
+	}
+	if c.IsInter() {
+		return interGather(c, send, recv, root)
+	}
+	a, err := ResolveGather(c, send, recv, root)
 	if err != nil {
 		return err
 	}
-	if err := checkRoot(c, root); err != nil {
-		return err
-	}
-	n := st.size
-	if isObject(send) {
+	if a.Object {
 		return gatherObjects(c, send, recv, root)
 	}
-	var sv, rv vec
-	inPlace := isInPlace(send)
-	var blk int
-	if inPlace {
-		if st.rank != root {
-			return errArg("gather: InPlace is only for the root")
-		}
-		if rv, err = viewOf(recv, "gather receive"); err != nil {
-			return err
-		}
-		if len(rv.b)%n != 0 {
-			return errArg("gather: in place with a receive buffer of %d elements for %d ranks", rv.n, n)
-		}
-		blk = len(rv.b) / n
-		sv = vec{k: rv.k, sz: rv.sz}
-	} else {
-		if sv, err = viewOf(send, "gather send"); err != nil {
-			return err
-		}
-		blk = len(sv.b)
-		if st.rank == root {
-			if rv, err = viewOf(recv, "gather receive"); err != nil {
-				return err
-			}
-			if err := sameKind(sv, rv); err != nil {
-				return err
-			}
-			if len(rv.b) < n*blk {
-				return errTrunc("gather: %d blocks of %d elements into a buffer of %d", n, sv.n, rv.n)
-			}
-		}
-	}
-	return gatherBlocks(c, st, sv.b, inPlace, rv.b, blk, max(sv.sz, 1), root, true)
+	return gatherBlocks(c, stateOf(c), a.sv.b, a.InPlace, a.rv.b, a.Blk, max(a.sv.sz, 1), root, true)
 }
 
 // gatherBlocks runs the chosen gather algorithm on blocks of blk bytes (elements of sz bytes). send is this rank's
@@ -364,38 +305,18 @@ func gatherBlocks(c *ranks.Comm, st *commState, send []byte, inPlace bool, recv 
 // Gatherv collects counts[i] elements from rank i into the root's recv at displs[i] (nil displs: packed in rank
 // order). counts, displs and recv are significant at the root only.
 func Gatherv(c *ranks.Comm, send, recv any, counts, displs []int, root int) error {
-	st, err := start(c)
+	if st := withViews(c, &send, &recv); st != nil {
+		defer st.unpackArgs()
+	}
+	if c.IsInter() {
+		return interGatherv(c, send, recv, counts, displs, root)
+	}
+	a, err := ResolveGatherv(c, send, recv, counts, displs, root)
 	if err != nil {
 		return err
 	}
-	if err := checkRoot(c, root); err != nil {
-		return err
-	}
-	inPlace := isInPlace(send)
-	var sv, rv vec
-	if inPlace && st.rank != root {
-		return errArg("gatherv: InPlace is only for the root")
-	}
-	if !inPlace {
-		if sv, err = viewOf(send, "gatherv send"); err != nil {
-			return err
-		}
-	}
-	if st.rank == root {
-		if rv, err = viewOf(recv, "gatherv receive"); err != nil {
-			return err
-		}
-		if !inPlace {
-			if err := sameKind(sv, rv); err != nil {
-				return err
-			}
-		} else {
-			sv = vec{k: rv.k, sz: rv.sz}
-		}
-		if err := checkCounts("gatherv", counts, displs, st.size, rv.sz, len(rv.b)); err != nil {
-			return err
-		}
-	}
+	st := stateOf(c)
+	inPlace, sv, rv := a.InPlace, a.sv, a.rv
 	sz := max(sv.sz, 1)
 	algo, err := st.choose("gatherv", st.sel(true, 0))
 	if err != nil {
@@ -425,47 +346,21 @@ func Gatherv(c *ranks.Comm, send, recv any, counts, displs []int, root int) erro
 // Scatter hands block i of the root's send to rank i's recv (send significant at the root only). InPlace as recv
 // at the root: the root's block stays where it is.
 func Scatter(c *ranks.Comm, send, recv any, root int) error {
-	st, err := start(c)
+	if st := withViews(c, &send, &recv); st != nil {
+		defer st.unpackArgs()
+	}
+	if c.IsInter() {
+		return interScatter(c, send, recv, root)
+	}
+	a, err := ResolveScatter(c, send, recv, root)
 	if err != nil {
 		return err
 	}
-	if err := checkRoot(c, root); err != nil {
-		return err
-	}
-	n := st.size
-	if isObject(recv) {
+	if a.Object {
 		return scatterObjects(c, send, recv, root)
 	}
-	inPlace := isInPlace(recv)
-	if inPlace && st.rank != root {
-		return errArg("scatter: InPlace is only for the root")
-	}
-	var sv, rv vec
-	var blk int
-	if !inPlace {
-		if rv, err = viewOf(recv, "scatter receive"); err != nil {
-			return err
-		}
-		blk = len(rv.b)
-	}
-	if st.rank == root {
-		if sv, err = viewOf(send, "scatter send"); err != nil {
-			return err
-		}
-		if len(sv.b)%n != 0 {
-			return errArg("scatter: a send buffer of %d elements for %d ranks", sv.n, n)
-		}
-		blk = len(sv.b) / n
-		if !inPlace {
-			if err := sameKind(sv, rv); err != nil {
-				return err
-			}
-			if len(rv.b) < blk {
-				return errTrunc("scatter: blocks of %d elements into a buffer of %d", sv.n/n, rv.n)
-			}
-		}
-	}
-	return scatterBlocks(c, st, sv.b, rv.b, inPlace, blk, max(max(sv.sz, rv.sz), 1), root)
+	st := stateOf(c)
+	return scatterBlocks(c, st, a.sv.b, a.rv.b, a.InPlace, a.Blk, max(max(a.sv.sz, a.rv.sz), 1), root)
 }
 
 // scatterBlocks runs the chosen scatter algorithm on blocks of blk bytes (elements of sz bytes): block i of the
@@ -506,36 +401,18 @@ func scatterBlocks(c *ranks.Comm, st *commState, send, recv []byte, inPlace bool
 // Scatterv hands counts[i] elements at displs[i] of the root's send to rank i (send, counts and displs
 // significant at the root only; nil displs: packed in rank order). InPlace as recv at the root.
 func Scatterv(c *ranks.Comm, send any, counts, displs []int, recv any, root int) error {
-	st, err := start(c)
+	if st := withViews(c, &send, &recv); st != nil {
+		defer st.unpackArgs()
+	}
+	if c.IsInter() {
+		return interScatterv(c, send, counts, displs, recv, root)
+	}
+	a, err := ResolveScatterv(c, send, counts, displs, recv, root)
 	if err != nil {
 		return err
 	}
-	if err := checkRoot(c, root); err != nil {
-		return err
-	}
-	inPlace := isInPlace(recv)
-	if inPlace && st.rank != root {
-		return errArg("scatterv: InPlace is only for the root")
-	}
-	var sv, rv vec
-	if !inPlace {
-		if rv, err = viewOf(recv, "scatterv receive"); err != nil {
-			return err
-		}
-	}
-	if st.rank == root {
-		if sv, err = viewOf(send, "scatterv send"); err != nil {
-			return err
-		}
-		if !inPlace {
-			if err := sameKind(sv, rv); err != nil {
-				return err
-			}
-		}
-		if err := checkCounts("scatterv", counts, displs, st.size, sv.sz, len(sv.b)); err != nil {
-			return err
-		}
-	}
+	st := stateOf(c)
+	inPlace, sv, rv := a.InPlace, a.sv, a.rv
 	sz := max(max(sv.sz, rv.sz), 1)
 	if st.size == 1 {
 		if !inPlace {
@@ -564,38 +441,22 @@ func Scatterv(c *ranks.Comm, send any, counts, displs []int, recv any, root int)
 // Allgather collects every member's send, in rank order, into every member's recv. InPlace as send: each rank's
 // block is already in place in recv.
 func Allgather(c *ranks.Comm, send, recv any) error {
-	st, err := start(c)
+	if st := withViews(c, &send, &recv); st != nil {
+		defer st.unpackArgs()
+	}
+	if c.IsInter() {
+		return interAllgather(c, send, recv)
+	}
+	a, err := ResolveAllgather(c, send, recv)
 	if err != nil {
 		return err
 	}
-	n := st.size
-	if isObject(send) {
+	if a.Object {
 		return allgatherObjects(c, send, recv)
 	}
-	rv, err := viewOf(recv, "allgather receive")
-	if err != nil {
-		return err
-	}
-	inPlace := isInPlace(send)
-	var sv vec
-	var blk int
-	if inPlace {
-		if len(rv.b)%n != 0 {
-			return errArg("allgather: in place with a receive buffer of %d elements for %d ranks", rv.n, n)
-		}
-		blk = len(rv.b) / n
-	} else {
-		if sv, err = viewOf(send, "allgather send"); err != nil {
-			return err
-		}
-		if err := sameKind(sv, rv); err != nil {
-			return err
-		}
-		blk = len(sv.b)
-		if len(rv.b) < n*blk {
-			return errTrunc("allgather: %d blocks of %d elements into a buffer of %d", n, sv.n, rv.n)
-		}
-	}
+	st := stateOf(c)
+	n := st.size
+	inPlace, sv, rv, blk := a.InPlace, a.sv, a.rv, a.Blk
 	if n == 1 {
 		copy(rv.b, sv.b)
 		return nil
@@ -626,31 +487,19 @@ func Allgather(c *ranks.Comm, send, recv any) error {
 // Allgatherv collects counts[i] elements from rank i into every member's recv at displs[i] (nil displs: packed).
 // InPlace as send: each rank's block is already in place.
 func Allgatherv(c *ranks.Comm, send, recv any, counts, displs []int) error {
-	st, err := start(c)
+	if st := withViews(c, &send, &recv); st != nil {
+		defer st.unpackArgs()
+	}
+	if c.IsInter() {
+		return interAllgatherv(c, send, recv, counts, displs)
+	}
+	a, err := ResolveAllgatherv(c, send, recv, counts, displs)
 	if err != nil {
 		return err
 	}
-	rv, err := viewOf(recv, "allgatherv receive")
-	if err != nil {
-		return err
-	}
-	if err := checkCounts("allgatherv", counts, displs, st.size, rv.sz, len(rv.b)); err != nil {
-		return err
-	}
-	inPlace := isInPlace(send)
-	var sv vec
+	st := stateOf(c)
+	inPlace, sv, rv := a.InPlace, a.sv, a.rv
 	own := blockOf(rv.b, counts, displs, rv.sz, st.rank, 0)
-	if !inPlace {
-		if sv, err = viewOf(send, "allgatherv send"); err != nil {
-			return err
-		}
-		if err := sameKind(sv, rv); err != nil {
-			return err
-		}
-		if len(sv.b) > len(own) {
-			return errTrunc("allgatherv: %d elements sent into a block of %d", sv.n, counts[st.rank])
-		}
-	}
 	if st.size == 1 {
 		copy(own, sv.b)
 		return nil
@@ -671,40 +520,22 @@ func Allgatherv(c *ranks.Comm, send, recv any, counts, displs []int) error {
 // Alltoall sends block j of send to rank j, which stores it as block i (this rank) of its recv. InPlace as send:
 // the blocks to send are in recv and are replaced by the ones received.
 func Alltoall(c *ranks.Comm, send, recv any) error {
-	st, err := start(c)
+	if st := withViews(c, &send, &recv); st != nil {
+		defer st.unpackArgs()
+	}
+	if c.IsInter() {
+		return interAlltoall(c, send, recv)
+	}
+	a, err := ResolveAlltoall(c, send, recv)
 	if err != nil {
 		return err
 	}
+	st := stateOf(c)
 	n := st.size
-	rv, err := viewOf(recv, "alltoall receive")
-	if err != nil {
-		return err
-	}
-	var src []byte
-	var blk int
-	if isInPlace(send) {
-		if len(rv.b)%n != 0 {
-			return errArg("alltoall: in place with a buffer of %d elements for %d ranks", rv.n, n)
-		}
-		blk = len(rv.b) / n
+	rv, blk, src := a.rv, a.Blk, a.sv.b
+	if a.InPlace {
 		src = st.scratch(scrCall, len(rv.b)) // the blocks to send, while the received ones replace them
 		copy(src, rv.b)
-	} else {
-		sv, err := viewOf(send, "alltoall send")
-		if err != nil {
-			return err
-		}
-		if err := sameKind(sv, rv); err != nil {
-			return err
-		}
-		if len(sv.b)%n != 0 {
-			return errArg("alltoall: a send buffer of %d elements for %d ranks", sv.n, n)
-		}
-		blk = len(sv.b) / n
-		if len(rv.b) < len(sv.b) {
-			return errTrunc("alltoall: %d elements into a buffer of %d", sv.n, rv.n)
-		}
-		src = sv.b
 	}
 	if n == 1 {
 		copy(rv.b, src)
@@ -729,28 +560,19 @@ func Alltoall(c *ranks.Comm, send, recv any) error {
 // Alltoallv sends sendCounts[j] elements at sendDispls[j] to rank j, which stores them at its recvDispls[i]
 // (nil displacements: packed in rank order).
 func Alltoallv(c *ranks.Comm, send any, sendCounts, sendDispls []int, recv any, recvCounts, recvDispls []int) error {
-	st, err := start(c)
+	if st := withViews(c, &send, &recv); st != nil {
+		defer st.unpackArgs()
+	}
+	if c.IsInter() {
+		return interAlltoallv(c, send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
+	}
+	a, err := ResolveAlltoallv(c, send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
 	if err != nil {
 		return err
 	}
-	sv, err := viewOf(send, "alltoallv send")
-	if err != nil {
-		return err
-	}
-	rv, err := viewOf(recv, "alltoallv receive")
-	if err != nil {
-		return err
-	}
-	if err := sameKind(sv, rv); err != nil {
-		return err
-	}
+	st := stateOf(c)
+	sv, rv := a.sv, a.rv
 	n := st.size
-	if err := checkCounts("alltoallv send", sendCounts, sendDispls, n, sv.sz, len(sv.b)); err != nil {
-		return err
-	}
-	if err := checkCounts("alltoallv receive", recvCounts, recvDispls, n, rv.sz, len(rv.b)); err != nil {
-		return err
-	}
 	sz := max(sv.sz, 1)
 	if n == 1 {
 		s, r := blockOf(sv.b, sendCounts, sendDispls, sz, 0, 0), blockOf(rv.b, recvCounts, recvDispls, sz, 0, 0)
@@ -774,51 +596,18 @@ func Alltoallv(c *ranks.Comm, send any, sendCounts, sendDispls []int, recv any, 
 // elements, blocks packed in rank order) in rank i's recv. InPlace as send: the vector is in recv (which then holds
 // sum(counts) elements), and the block is left at its start (MPI_IN_PLACE).
 func ReduceScatter(c *ranks.Comm, send, recv any, counts []int, op Op) error {
-	st, err := start(c)
+	if st := withViews(c, &send, &recv); st != nil {
+		defer st.unpackArgs()
+	}
+	if c.IsInter() {
+		return interReduceScatter(c, send, recv, counts, op)
+	}
+	a, err := ResolveReduceScatter(c, send, recv, counts, op)
 	if err != nil {
 		return err
 	}
-	rv, err := viewOf(recv, "reduce_scatter receive")
-	if err != nil {
-		return err
-	}
-	inPlace := isInPlace(send)
-	var sv vec
-	if inPlace {
-		sv = rv
-	} else {
-		if sv, err = viewOf(send, "reduce_scatter send"); err != nil {
-			return err
-		}
-		if err := sameKind(sv, rv); err != nil {
-			return err
-		}
-	}
-	if len(counts) != st.size {
-		return errArg("reduce_scatter: %d counts for %d ranks", len(counts), st.size)
-	}
-	total := 0
-	for i, x := range counts {
-		if x < 0 {
-			return errArg("reduce_scatter: count %d for rank %d", x, i)
-		}
-		total += x
-	}
-	if inPlace {
-		if total > rv.n {
-			return errTrunc("reduce_scatter: in place, counts add up to %d, the receive buffer holds %d elements", total, rv.n)
-		}
-		sv.b, sv.n = rv.b[:total*rv.sz], total
-	} else if total != sv.n {
-		return errArg("reduce_scatter: counts add up to %d, the send buffer holds %d elements", total, sv.n)
-	}
-	if counts[st.rank] > rv.n {
-		return errTrunc("reduce_scatter: %d elements into a buffer of %d", counts[st.rank], rv.n)
-	}
-	k, err := kernelFor(op, sv.k)
-	if err != nil {
-		return err
-	}
+	st := stateOf(c)
+	inPlace, sv, rv, k := a.InPlace, a.sv, a.rv, a.k
 	sz := max(sv.sz, 1)
 	if st.size == 1 {
 		if !inPlace {
@@ -864,25 +653,19 @@ func ReduceScatter(c *ranks.Comm, send, recv any, counts []int, op Op) error {
 // ReduceScatterBlock is ReduceScatter with every block len(recv) elements long. InPlace as send: recv holds the
 // whole vector (size × the block), and the block is left at its start.
 func ReduceScatterBlock(c *ranks.Comm, send, recv any, op Op) error {
+	if st := withViews(c, &send, &recv); st != nil {
+		defer st.unpackArgs()
+	}
+	if c.IsInter() {
+		return interReduceScatterBlock(c, send, recv, op)
+	}
 	st, err := start(c)
 	if err != nil {
 		return err
 	}
-	rv, err := viewOf(recv, "reduce_scatter_block receive")
-	if err != nil {
+	counts := st.scratchInts(intsCall, c.Size())
+	if _, err := ResolveReduceScatterBlock(c, send, recv, op, counts); err != nil {
 		return err
-	}
-	n := c.Size()
-	blk := rv.n
-	if isInPlace(send) {
-		if rv.n%n != 0 {
-			return errArg("reduce_scatter_block: in place with a buffer of %d elements for %d ranks", rv.n, n)
-		}
-		blk = rv.n / n
-	}
-	counts := st.scratchInts(intsCall, n)
-	for i := range counts {
-		counts[i] = blk
 	}
 	return ReduceScatter(c, send, recv, counts, op)
 }
@@ -895,22 +678,15 @@ func Scan(c *ranks.Comm, send, recv any, op Op) error { return scan(c, send, rec
 func Exscan(c *ranks.Comm, send, recv any, op Op) error { return scan(c, send, recv, op, true) }
 
 func scan(c *ranks.Comm, send, recv any, op Op, exclusive bool) error {
-	st, err := start(c)
+	if st := withViews(c, &send, &recv); st != nil {
+		defer st.unpackArgs()
+	}
+	a, err := ResolveScan(c, send, recv, op, exclusive)
 	if err != nil {
 		return err
 	}
-	what := "scan"
-	if exclusive {
-		what = "exscan"
-	}
-	src, dst, err := reduceArgs(what, send, recv, true)
-	if err != nil {
-		return err
-	}
-	k, err := kernelFor(op, src.k)
-	if err != nil {
-		return err
-	}
+	st := stateOf(c)
+	what, src, dst, k := a.Coll, a.sv, a.rv, a.k
 	if exclusive && isInPlace(send) {
 		b := st.scratch(scrCall, len(src.b)) // rank 0's recv must stay untouched, and the others' is overwritten
 		copy(b, src.b)

@@ -168,6 +168,7 @@ func hierReduce(c *ranks.Comm, st *commState, k kernel, op Op, src, dst vec, roo
 	if err != nil {
 		return err
 	}
+	p := newP2P(c, st)
 	rootNode := h.nodeIdx[root]
 	leader := h.nodeRank[st.rank] == 0
 	var tmp vec
@@ -188,13 +189,12 @@ func hierReduce(c *ranks.Comm, st *commState, k kernel, op Op, src, dst vec, roo
 			return err
 		}
 		if h.nodeIdx[st.rank] == rootNode && !rootIsLeader {
-			return c.Coll().Send(out.b[:len(src.b)], root, tagHier)
+			return p.send(out.b[:len(src.b)], root, tagHier)
 		}
 		return nil
 	}
 	if st.rank == root && !rootIsLeader {
-		_, err := c.Coll().Recv(dst.b[:len(src.b)], leaderRankOf(h, st, root), tagHier)
-		return err
+		return p.recv(dst.b[:len(src.b)], leaderRankOf(h, st, root), tagHier)
 	}
 	return nil
 }
@@ -295,6 +295,11 @@ func hierGather(c *ranks.Comm, st *commState, own, recv []byte, blk, root int) e
 	if err != nil {
 		return err
 	}
+	p := newP2P(c, st)
+	var lp p2p // the leaders' operation
+	if h.leaders != nil {
+		lp = newP2P(h.leaders, stateOf(h.leaders))
+	}
 	n := st.size
 	rootNode, mine := h.nodeIdx[root], h.nodeIdx[st.rank]
 	rootLeads := h.nodeRank[root] == 0
@@ -319,12 +324,11 @@ func hierGather(c *ranks.Comm, st *commState, own, recv []byte, blk, root int) e
 	// straight in place whenever they come
 	reqs := st.reqList()
 	if h.leaders != nil && mine == rootNode {
-		lc := h.leaders.Coll()
 		for b := range h.members {
 			if b == mine {
 				continue
 			}
-			if reqs, err = postChunks(st, lc, false, reqs, all[h.start[b]*blk:h.start[b+1]*blk], b, tagGather); err != nil {
+			if reqs, err = postChunks(lp, false, reqs, all[h.start[b]*blk:h.start[b+1]*blk], b, tagGather); err != nil {
 				return err
 			}
 		}
@@ -334,7 +338,7 @@ func hierGather(c *ranks.Comm, st *commState, own, recv []byte, blk, root int) e
 	}
 	if h.leaders != nil {
 		if mine != rootNode {
-			reqs, err := postChunks(st, h.leaders.Coll(), true, reqs, nb, rootNode, tagGather)
+			reqs, err := postChunks(lp, true, reqs, nb, rootNode, tagGather)
 			return firstErr(err, st.waitReqs(reqs))
 		}
 		if err := st.waitReqs(reqs); err != nil {
@@ -349,13 +353,12 @@ func hierGather(c *ranks.Comm, st *commState, own, recv []byte, blk, root int) e
 		}
 		h.permute(out, all, blk, true)
 		if st.rank != root {
-			return c.Coll().Send(out, root, tagHier)
+			return p.send(out, root, tagHier)
 		}
 		return nil
 	}
 	if st.rank == root && !rootLeads {
-		_, err := c.Coll().Recv(recv[:n*blk], leaderRankOf(h, st, root), tagHier)
-		return err
+		return p.recv(recv[:n*blk], leaderRankOf(h, st, root), tagHier)
 	}
 	return nil
 }
@@ -368,6 +371,11 @@ func hierScatter(c *ranks.Comm, st *commState, send, recv []byte, blk, root int)
 	if err != nil {
 		return err
 	}
+	p := newP2P(c, st)
+	var lp p2p // the leaders' operation
+	if h.leaders != nil {
+		lp = newP2P(h.leaders, stateOf(h.leaders))
+	}
 	n := st.size
 	rootNode, mine := h.nodeIdx[root], h.nodeIdx[st.rank]
 	rootLeads := h.nodeRank[root] == 0
@@ -375,7 +383,7 @@ func hierScatter(c *ranks.Comm, st *commState, send, recv []byte, blk, root int)
 		if len(send) < n*blk {
 			return errArg("scatter: a send buffer of %d bytes for %d blocks of %d", len(send), n, blk)
 		}
-		if err := c.Coll().Send(send[:n*blk], leaderRankOf(h, st, root), tagHier); err != nil {
+		if err := p.send(send[:n*blk], leaderRankOf(h, st, root), tagHier); err != nil {
 			return err
 		}
 	}
@@ -392,7 +400,7 @@ func hierScatter(c *ranks.Comm, st *commState, send, recv []byte, blk, root int)
 			default:
 				tmp := st.scratch(scrHier, 2*n*blk)
 				in := tmp[:n*blk]
-				if _, err := c.Coll().Recv(in, root, tagHier); err != nil {
+				if err := p.recv(in, root, tagHier); err != nil {
 					return err
 				}
 				all = in
@@ -405,9 +413,8 @@ func hierScatter(c *ranks.Comm, st *commState, send, recv []byte, blk, root int)
 		} else {
 			nb = st.scratch(scrHier, len(h.members[mine])*blk)
 		}
-		lc := h.leaders.Coll()
 		if mine != rootNode {
-			reqs, err := postChunks(st, lc, false, st.reqList(), nb, rootNode, tagScatter)
+			reqs, err := postChunks(lp, false, st.reqList(), nb, rootNode, tagScatter)
 			if err = firstErr(err, st.waitReqs(reqs)); err != nil {
 				return err
 			}
@@ -416,7 +423,7 @@ func hierScatter(c *ranks.Comm, st *commState, send, recv []byte, blk, root int)
 			reqs := st.reqList()
 			for i := 1; i < len(h.members); i++ {
 				b := (mine + i) % len(h.members)
-				if reqs, err = postChunks(st, lc, true, reqs, all[h.start[b]*blk:h.start[b+1]*blk], b, tagScatter); err != nil {
+				if reqs, err = postChunks(lp, true, reqs, all[h.start[b]*blk:h.start[b+1]*blk], b, tagScatter); err != nil {
 					return err
 				}
 			}
@@ -529,18 +536,18 @@ func hierAlltoall(c *ranks.Comm, st *commState, send, recv []byte, blk int) erro
 				o.ack(j)
 			}
 		}
-		lc := h.leaders.Coll()
+		lp := newP2P(h.leaders, stateOf(h.leaders))
 		for b := 0; b < m; b++ {
 			if b == mine {
 				continue
 			}
-			if reqs, err = postChunks(st, lc, false, reqs, rbuf[rdispl[b]:rdispl[b+1]], b, tagAlltoall); err != nil {
+			if reqs, err = postChunks(lp, false, reqs, rbuf[rdispl[b]:rdispl[b+1]], b, tagAlltoall); err != nil {
 				return err
 			}
 		}
 		for i := 1; i < m; i++ { // start with the next node: spreads the senders over the receivers
 			b := (mine + i) % m
-			if reqs, err = postChunks(st, lc, true, reqs, sbuf[sdispl[b]:sdispl[b]+k*len(h.members[b])*blk], b, tagAlltoall); err != nil {
+			if reqs, err = postChunks(lp, true, reqs, sbuf[sdispl[b]:sdispl[b]+k*len(h.members[b])*blk], b, tagAlltoall); err != nil {
 				return err
 			}
 		}
@@ -593,18 +600,20 @@ func hierAlltoall(c *ranks.Comm, st *commState, send, recv []byte, blk int) erro
 // the pieces of one block follow each other (matching keeps their order).
 const leaderChunk = 64 << 10
 
-// postChunks starts (Isend if send, else Irecv, on c) the transfer of buf with peer in pieces of leaderChunk bytes,
-// appending the requests to reqs, a list of st's (st.reqList). (Direct calls, not a method value: a buffer passed
-// through a function value escapes, and boxing it would allocate.)
-func postChunks(st *commState, c *ranks.Comm, send bool, reqs []*ranks.Request, buf []byte, peer, tag int) ([]*ranks.Request, error) {
+// postChunks starts (Isend if send, else Irecv) the transfer of buf with peer in pieces of leaderChunk bytes, as
+// part of operation p (base tag base), appending the requests to reqs, a list of p's communicator state
+// (reqList). The caller waits for them with that state's waitReqs. (Direct calls, not a method value: a buffer
+// passed through a function value escapes, and boxing it would allocate.)
+func postChunks(p p2p, send bool, reqs []*ranks.Request, buf []byte, peer, base int) ([]*ranks.Request, error) {
+	tag := p.tag(base)
 	for off := 0; ; off += leaderChunk {
 		b := buf[off:min(off+leaderChunk, len(buf))]
 		if !send {
 			var err error
-			if reqs, err = st.irecv(c, reqs, b, peer, tag); err != nil {
+			if reqs, err = p.st.irecv(p.c, reqs, b, peer, tag); err != nil {
 				return reqs, err
 			}
-		} else if r, err := c.Isend(b, peer, tag); err != nil {
+		} else if r, err := p.c.Isend(b, peer, tag); err != nil {
 			return reqs, err
 		} else {
 			reqs = append(reqs, r)

@@ -23,6 +23,14 @@ func isObject(buf any) bool {
 	return err != nil
 }
 
+// SliceTarget checks that recv points to a slice and sizes it for n elements (for package nbc too).
+func SliceTarget(what string, recv any, n int) (reflect.Value, error) {
+	return sliceTarget(what, recv, n)
+}
+
+// SetElem sets element i of slice s to x, or fails with ErrType (for package nbc too).
+func SetElem(what string, s reflect.Value, i int, x any) error { return setElem(what, s, i, x) }
+
 // sliceTarget checks that recv points to a slice and sizes it for n elements.
 func sliceTarget(what string, recv any, n int) (reflect.Value, error) {
 	v := reflect.ValueOf(recv)
@@ -46,9 +54,10 @@ func setElem(what string, s reflect.Value, i int, x any) error {
 }
 
 func gatherObjects(c *ranks.Comm, send, recv any, root int) error {
-	cc := c.Coll()
+	p := newP2P(c, stateOf(c))
+	cc, tag := p.c, p.tag(tagGather)
 	if c.Rank() != root {
-		return cc.Send(send, root, tagGather)
+		return cc.Send(send, root, tag)
 	}
 	s, err := sliceTarget("gather", recv, c.Size())
 	if err != nil {
@@ -61,7 +70,7 @@ func gatherObjects(c *ranks.Comm, send, recv any, root int) error {
 			}
 			continue
 		}
-		if _, err := cc.Recv(s.Index(i).Addr().Interface(), i, tagGather); err != nil {
+		if _, err := cc.Recv(s.Index(i).Addr().Interface(), i, tag); err != nil {
 			return err
 		}
 	}
@@ -81,13 +90,14 @@ func allgatherObjects(c *ranks.Comm, send, recv any) error {
 }
 
 func scatterObjects(c *ranks.Comm, send, recv any, root int) error {
-	cc := c.Coll()
+	p := newP2P(c, stateOf(c))
+	cc, tag := p.c, p.tag(tagScatter)
 	rv := reflect.ValueOf(recv)
 	if !rv.IsValid() || rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return fmt.Errorf("%w: scatter of objects needs a pointer to receive into, got %T", ranks.ErrBuffer, recv)
 	}
 	if c.Rank() != root {
-		_, err := cc.Recv(recv, root, tagScatter)
+		_, err := cc.Recv(recv, root, tag)
 		return err
 	}
 	s := reflect.ValueOf(send)
@@ -102,7 +112,7 @@ func scatterObjects(c *ranks.Comm, send, recv any, root int) error {
 			rv.Elem().Set(s.Index(i))
 			continue
 		}
-		if err := cc.Send(s.Index(i).Interface(), i, tagScatter); err != nil {
+		if err := cc.Send(s.Index(i).Interface(), i, tag); err != nil {
 			return err
 		}
 	}

@@ -6,7 +6,8 @@ import (
 
 // Message-based algorithms, over the communicator's collective context. Blocks travel as bytes.
 
-// Tags on the collective context; all far below MaxTag-ReservedTags (communicator management's).
+// Base tags on the collective context: what a message is within its operation. The tag on the wire also carries
+// the operation's id (seq.go), so that any number of collectives may be outstanding on one communicator.
 const (
 	tagBarrier = iota + 1
 	tagBcast
@@ -19,34 +20,46 @@ const (
 	tagReduceScatter
 	tagScan
 	tagHier
+	tagNeighbor // every message of a neighbourhood collective (neighbor.go pairs them by posting order)
+	numBaseTags
 )
 
-// The tags above (tagHier the largest) stay below the ones communicator management reserves at the top of the
-// collective context: this constant does not compile otherwise (a negative constant does not convert to uint).
-const _ = uint(ranks.MaxTag - ranks.ReservedTags - tagHier)
-
+// p2p is one operation of a message-based algorithm on a communicator: its messages travel on the collective
+// context with tags made of the operation's id and a base tag.
 type p2p struct {
 	c          *ranks.Comm // on the collective context
 	rank, size int
 	st         *commState
+	id         OpID
 }
 
+// newP2P starts an operation on c: it takes the next operation id of c, so every member must call it at the same
+// point of the same collective (the algorithms call it on every member alike).
 func newP2P(c *ranks.Comm, st *commState) p2p {
-	return p2p{c: c.Coll(), rank: st.rank, size: st.size, st: st}
+	return p2p{c: c.Coll(), rank: st.rank, size: st.size, st: st, id: st.nextOp()}
 }
+
+// tag is the wire tag of this operation's messages of base tag base.
+func (p p2p) tag(base int) int { return Tag(p.id, base) }
 
 var empty = []byte{}
 
-func (p p2p) send(b []byte, dst, tag int) error { return p.c.Send(b, dst, tag) }
+func (p p2p) send(b []byte, dst, base int) error { return p.c.Send(b, dst, p.tag(base)) }
 
-func (p p2p) recv(b []byte, src, tag int) error {
-	_, err := p.c.Recv(b, src, tag)
+func (p p2p) recv(b []byte, src, base int) error {
+	_, err := p.c.Recv(b, src, p.tag(base))
 	return err
 }
 
-func (p p2p) sendrecv(s []byte, dst int, r []byte, src, tag int) error {
-	_, err := p.c.Sendrecv(s, dst, tag, r, src, tag)
+func (p p2p) sendrecv(s []byte, dst int, r []byte, src, base int) error {
+	t := p.tag(base)
+	_, err := p.c.Sendrecv(s, dst, t, r, src, t)
 	return err
+}
+
+// isend starts a send of b to dst with base tag base.
+func (p p2p) isend(b []byte, dst, base int) (*ranks.Request, error) {
+	return p.c.Isend(b, dst, p.tag(base))
 }
 
 // irecv starts a receive of bytes into b from src on c and appends its request to reqs, which the caller waits for
@@ -98,7 +111,7 @@ func (p p2p) binomialBcastStart(buf []byte, root int) ([]*ranks.Request, error) 
 	reqs := p.st.reqList()
 	for mask >>= 1; mask > 0; mask >>= 1 {
 		if vr+mask < n {
-			r, err := p.c.Isend(buf, (p.rank+mask)%n, tagBcast)
+			r, err := p.isend(buf, (p.rank+mask)%n, tagBcast)
 			if err != nil {
 				return nil, err
 			}
@@ -115,7 +128,7 @@ func (p p2p) linearBcast(buf []byte, root int) error {
 	reqs := p.st.reqList()
 	for i := 0; i < p.size; i++ {
 		if i != root {
-			r, err := p.c.Isend(buf, i, tagBcast)
+			r, err := p.isend(buf, i, tagBcast)
 			if err != nil {
 				return err
 			}
@@ -149,7 +162,7 @@ func (p p2p) scatterAllgatherBcast(buf []byte, sz, root int) error {
 		reqs := p.st.reqList()
 		for i := 0; i < n; i++ {
 			if i != root {
-				r, err := p.c.Isend(piece(i), i, tagBcast)
+				r, err := p.isend(piece(i), i, tagBcast)
 				if err != nil {
 					return err
 				}
@@ -413,7 +426,7 @@ func (p p2p) linearGatherv(send []byte, recv []byte, counts, displs []int, sz, b
 			continue
 		}
 		var err error
-		if reqs, err = p.st.irecv(p.c, reqs, b, i, tagGather); err != nil {
+		if reqs, err = p.st.irecv(p.c, reqs, b, i, p.tag(tagGather)); err != nil {
 			return err
 		}
 	}
@@ -436,7 +449,7 @@ func (p p2p) linearScatterv(send []byte, counts, displs []int, sz int, recv []by
 			}
 			continue
 		}
-		r, err := p.c.Isend(b, i, tagScatter)
+		r, err := p.isend(b, i, tagScatter)
 		if err != nil {
 			return err
 		}
@@ -499,7 +512,7 @@ func (p p2p) binomialScatter(send []byte, recv []byte, blk, root int) error {
 	for mask >>= 1; mask > 0; mask >>= 1 {
 		if vr+mask < n {
 			cnt := min(mask, n-vr-mask)
-			r, err := p.c.Isend(tmp[mask*blk:(mask+cnt)*blk], (p.rank+mask)%n, tagScatter)
+			r, err := p.isend(tmp[mask*blk:(mask+cnt)*blk], (p.rank+mask)%n, tagScatter)
 			if err != nil {
 				return err
 			}

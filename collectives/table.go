@@ -20,13 +20,18 @@ import (
 // layout is local (every member on this node), multi (members on several nodes) or *; ranks and bytes are
 // inclusive ranges lo-hi, lo-* or * (bytes accept K, M, G suffixes, powers of 1024). bytes is the message size for
 // bcast, reduce, allreduce, reduce_scatter and scan, the size of one rank's block for gather, scatter, allgather
-// and alltoall, and 0 for the v variants. For each call, the first rule that matches and whose algorithm applies
+// and alltoall, and 0 for the v variants and the neighbourhood collectives. For each call, the first rule that matches and whose algorithm applies
 // (shm needs a local communicator, hier a multi-node one with several members on some node, ring and
 // rabenseifner a commutative op) is taken; if none does, the collective's last-resort algorithm is.
 //
 // Overrides, highest priority first: Force on a communicator; GOMPJ_COLL_<COLLECTIVE>=<algorithm> (e.g.
 // GOMPJ_COLL_ALLREDUCE=ring); rules in the file named by GOMPJ_COLL_TABLE (same format, '#' comments), which are
 // tried before the built-in ones.
+//
+// Nonblocking and persistent collectives (package nbc) choose from the same table. Each collective also has a
+// nonblocking name, its own with an i in front (iallreduce), with the same algorithms: a rule, a GOMPJ_COLL_I<NAME>
+// variable or a Force for that name applies to the nonblocking and persistent calls only, and where none does they
+// take the algorithm the blocking call would.
 
 const defaultTable = `
 barrier        local  *     *        shm
@@ -75,6 +80,10 @@ scan           local  *     *        shm
 scan           *      *     *        chain
 exscan         local  *     *        shm
 exscan         *      *     *        chain
+neighbor_allgather  *  *    *        hybrid
+neighbor_allgatherv *  *    *        hybrid
+neighbor_alltoall   *  *    *        hybrid
+neighbor_alltoallv  *  *    *        hybrid
 `
 
 // Collective ids index per-communicator caches.
@@ -94,11 +103,23 @@ const (
 	collReduceScatter
 	collScan
 	collExscan
-	numColls
+	collNeighborAllgather
+	collNeighborAllgatherv
+	collNeighborAlltoall
+	collNeighborAlltoallv
+	numBlocking
+	numColls = 2 * numBlocking // then the nonblocking names, in the same order
 )
 
-var collNames = [numColls]string{"barrier", "bcast", "reduce", "allreduce", "gather", "gatherv", "scatter",
-	"scatterv", "allgather", "allgatherv", "alltoall", "alltoallv", "reduce_scatter", "scan", "exscan"}
+var collNames = func() (names [numColls]string) {
+	copy(names[:], []string{"barrier", "bcast", "reduce", "allreduce", "gather", "gatherv", "scatter",
+		"scatterv", "allgather", "allgatherv", "alltoall", "alltoallv", "reduce_scatter", "scan", "exscan",
+		"neighbor_allgather", "neighbor_allgatherv", "neighbor_alltoall", "neighbor_alltoallv"})
+	for i := 0; i < numBlocking; i++ {
+		names[numBlocking+i] = "i" + names[i]
+	}
+	return names
+}()
 
 func collID(name string) int {
 	for i, n := range collNames {
@@ -147,6 +168,11 @@ var algorithms = map[string]map[string]applies{
 	"reduce_scatter": {"reduce_scatterv": always, "ring": needComm, "shm": needLocal},
 	"scan":           {"chain": always, "shm": needLocal},
 	"exscan":         {"chain": always, "shm": needLocal},
+	// neighbourhood collectives: hybrid = shared memory with the neighbours on this node, messages to the others
+	"neighbor_allgather":  {"p2p": always, "hybrid": always},
+	"neighbor_allgatherv": {"p2p": always, "hybrid": always},
+	"neighbor_alltoall":   {"p2p": always, "hybrid": always},
+	"neighbor_alltoallv":  {"p2p": always, "hybrid": always},
 }
 
 // lastResort names, per collective, the algorithm taken when no rule's algorithm applies to a call; it applies to
@@ -154,7 +180,45 @@ var algorithms = map[string]map[string]applies{
 var lastResort = map[string]string{"barrier": "dissemination", "bcast": "binomial", "reduce": "binomial",
 	"allreduce": "recursive_doubling", "gather": "linear", "gatherv": "linear", "scatter": "linear",
 	"scatterv": "linear", "allgather": "ring", "allgatherv": "ring", "alltoall": "pairwise", "alltoallv": "pairwise",
-	"reduce_scatter": "reduce_scatterv", "scan": "chain", "exscan": "chain"}
+	"reduce_scatter": "reduce_scatterv", "scan": "chain", "exscan": "chain", "neighbor_allgather": "p2p",
+	"neighbor_allgatherv": "p2p", "neighbor_alltoall": "p2p", "neighbor_alltoallv": "p2p"}
+
+// The nonblocking names have the algorithms of their blocking collective.
+func init() {
+	for _, c := range collNames[:numBlocking] {
+		algorithms["i"+c] = algorithms[c]
+		lastResort["i"+c] = lastResort[c]
+	}
+}
+
+// chooseNonblocking returns the algorithm of a nonblocking or persistent call of coll (a blocking name): what a
+// Force, rule or variable of its nonblocking name says, else what the blocking call would take.
+func (st *commState) chooseNonblocking(coll string, s selCtx) (string, error) {
+	icoll := "i" + coll
+	id := collID(icoll)
+	if f := st.forced[id].Load(); f != nil && *f != "" && algorithms[icoll][*f](s) {
+		return *f, nil
+	}
+	if st.rules[id] == nil {
+		all, err := loadTable()
+		if err != nil {
+			return "", err
+		}
+		mine := []rule{}
+		for _, r := range all {
+			if r.matches(icoll, selCtx{local: s.local, np: s.np, bytes: r.bytesLo}) {
+				mine = append(mine, r)
+			}
+		}
+		st.rules[id] = mine
+	}
+	for _, r := range st.rules[id] {
+		if s.bytes >= r.bytesLo && s.bytes <= r.bytesHi && algorithms[icoll][r.algo](s) {
+			return r.algo, nil
+		}
+	}
+	return st.choose(coll, s)
+}
 
 type rule struct {
 	coll, layout     string
@@ -429,16 +493,18 @@ func Describe() string {
 		}
 		return s(lo) + "-" + s(hi)
 	}
-	fmt.Fprintf(&b, "  %-15s %-6s %-7s %-10s %-19s %s\n", "collective", "layout", "ranks", "bytes", "algorithm", "from")
+	fmt.Fprintf(&b, "  %-19s %-6s %-7s %-10s %-19s %s\n", "collective", "layout", "ranks", "bytes", "algorithm", "from")
 	for _, r := range rules {
-		fmt.Fprintf(&b, "  %-15s %-6s %-7s %-10s %-19s %s\n", r.coll, r.layout, fmtRange(r.npLo, r.npHi, false),
+		fmt.Fprintf(&b, "  %-19s %-6s %-7s %-10s %-19s %s\n", r.coll, r.layout, fmtRange(r.npLo, r.npHi, false),
 			fmtRange(r.bytesLo, r.bytesHi, true), r.algo, r.origin)
 	}
-	b.WriteString("Algorithms:\n")
-	for _, c := range Collectives() {
-		fmt.Fprintf(&b, "  %-15s %s (last resort: %s)\n", c, strings.Join(Algorithms(c), ", "), lastResort[c])
+	b.WriteString("Algorithms (the nonblocking name, i<collective>, has its collective's):\n")
+	for _, c := range collNames[:numBlocking] {
+		fmt.Fprintf(&b, "  %-19s %s (last resort: %s)\n", c, strings.Join(Algorithms(c), ", "), lastResort[c])
 	}
-	b.WriteString("Override: GOMPJ_COLL_<COLLECTIVE>=<algorithm>, or GOMPJ_COLL_TABLE=<file of rules>\n")
+	b.WriteString("Nonblocking and persistent calls (icollective) take the blocking choice unless a rule names them\n")
+	b.WriteString("Override: GOMPJ_COLL_<COLLECTIVE>=<algorithm>, GOMPJ_COLL_I<COLLECTIVE>=<algorithm> (nonblocking),\n")
+	b.WriteString("  or GOMPJ_COLL_TABLE=<file of rules>\n")
 	b.WriteString("  rule: <collective> <local|multi|*> <ranks lo-hi|*> <bytes lo-hi|*> <algorithm>\n")
 	return b.String()
 }

@@ -1,3 +1,5 @@
+//go:build linux
+
 package netdev
 
 import (
@@ -33,6 +35,8 @@ type conn struct {
 	q         outq
 	hdr       [HeaderSize]byte
 	iov       [maxIov]unix.Iovec
+	iovv      *[device.IovMax]unix.Iovec // segmented writes (segments.go), made on first use
+	pieces    *[device.IovMax][]byte
 	completed []*rdvSend // streams fully written, to complete once mu is released
 
 	// Owned by the progress loop.
@@ -42,6 +46,8 @@ type conn struct {
 	closed     bool
 	cur        *device.Inbound
 	curRecv    *rdvRecv
+	riov       *[device.IovMax]unix.Iovec // segmented direct reads (segments.go), made on first use
+	rpieces    *[device.IovMax][]byte
 }
 
 func (d *Device) newConn(p *peer, stripe int) *conn {
@@ -106,14 +112,14 @@ func (q *outq) push(s seg) {
 
 // send writes one frame: straight to the socket when nothing is queued ahead of it, the rest (or all of it, if the
 // connection is busy or not up yet) copied to the queue for the progress loop.
-func (c *conn) send(h *device.Header, payload []byte) error {
+func (c *conn) send(h *device.Header, payload device.Payload) error {
 	c.mu.Lock()
 	err := c.sendLocked(h, payload)
 	c.mu.Unlock()
 	return err
 }
 
-func (c *conn) sendLocked(h *device.Header, payload []byte) error {
+func (c *conn) sendLocked(h *device.Header, payload device.Payload) error {
 	if c.dead != nil {
 		return c.dead
 	}
@@ -123,11 +129,11 @@ func (c *conn) sendLocked(h *device.Header, payload []byte) error {
 	return c.frameLocked(h, payload)
 }
 
-func (c *conn) frameLocked(h *device.Header, payload []byte) error {
+func (c *conn) frameLocked(h *device.Header, payload device.Payload) error {
 	putHeader(c.hdr[:], h, c.p.takeOwed())
 	if c.fd < 0 {
 		c.appendCopy(c.hdr[:])
-		c.appendCopy(payload)
+		c.appendPayload(payload, 0)
 		if c.d.cfg.Lazy && !c.dialing {
 			c.dialing = true
 			p, s := c.p, c.stripe
@@ -137,10 +143,16 @@ func (c *conn) frameLocked(h *device.Header, payload []byte) error {
 	}
 	if !c.q.empty() {
 		c.appendCopy(c.hdr[:])
-		c.appendCopy(payload)
+		c.appendPayload(payload, 0)
 		return nil
 	}
-	n, err := c.writeDirect(c.hdr[:], payload)
+	var n int
+	var err error
+	if payload.Segmented() {
+		n, err = c.writeDirectv(c.hdr[:], payload)
+	} else {
+		n, err = c.writeDirect(c.hdr[:], payload.Bytes)
+	}
 	if err != nil && err != unix.EAGAIN {
 		return c.failLocked(err)
 	}
@@ -148,7 +160,7 @@ func (c *conn) frameLocked(h *device.Header, payload []byte) error {
 		c.appendCopy(c.hdr[n:])
 		n = HeaderSize
 	}
-	c.appendCopy(payload[n-HeaderSize:])
+	c.appendPayload(payload, n-HeaderSize)
 	return nil
 }
 
@@ -193,25 +205,34 @@ func (c *conn) writeDirect(a, b []byte) (int, error) {
 // collected in c.completed. Called by the progress loop only.
 func (c *conn) flushLocked() error {
 	for !c.q.empty() {
-		k := 0
-		for i := c.q.head; i < len(c.q.segs) && k < maxIov-2; i++ {
-			s := &c.q.segs[i]
-			if r := s.rdv; r != nil {
-				if !r.inChunk {
-					c.beginChunk(r)
-				}
-				if r.hoff < HeaderSize {
-					setIov(&c.iov[k], r.hdr[r.hoff:])
+		var iov []unix.Iovec
+		if r := c.q.segs[c.q.head].rdv; r != nil && r.payload.Segmented() {
+			iov = c.streamIov(r) // a segmented stream's write is its own (segments.go)
+		} else {
+			k := 0
+			for i := c.q.head; i < len(c.q.segs) && k < maxIov-2; i++ {
+				s := &c.q.segs[i]
+				if r := s.rdv; r != nil {
+					if r.payload.Segmented() {
+						break // next round, alone
+					}
+					if !r.inChunk {
+						c.beginChunk(r)
+					}
+					if r.hoff < HeaderSize {
+						setIov(&c.iov[k], r.hdr[r.hoff:])
+						k++
+					}
+					setIov(&c.iov[k], r.payload.Bytes[r.sent:r.chunkEnd])
 					k++
+					break
 				}
-				setIov(&c.iov[k], r.payload[r.sent:r.chunkEnd])
+				setIov(&c.iov[k], (*s.buf)[s.off:])
 				k++
-				break
 			}
-			setIov(&c.iov[k], (*s.buf)[s.off:])
-			k++
+			iov = c.iov[:k]
 		}
-		n, err := writev(c.fd, c.iov[:k])
+		n, err := writev(c.fd, iov)
 		if err == unix.EAGAIN {
 			return nil
 		}
@@ -225,7 +246,7 @@ func (c *conn) flushLocked() error {
 
 // beginChunk prepares the DATA header of a stream's next chunk.
 func (c *conn) beginChunk(r *rdvSend) {
-	r.chunkEnd = min(len(r.payload), r.sent+c.d.cfg.ChunkSize)
+	r.chunkEnd = min(r.payload.Size(), r.sent+c.d.cfg.ChunkSize)
 	h := r.h
 	h.Kind = device.KindData
 	h.Length = uint64(r.chunkEnd - r.sent)
@@ -252,7 +273,7 @@ func (c *conn) consume(n int) {
 				continue
 			}
 			r.inChunk = false
-			if r.sent == len(r.payload) {
+			if r.sent == r.payload.Size() {
 				*s = seg{}
 				q.head++
 				c.completed = append(c.completed, r)
@@ -302,7 +323,7 @@ func (c *conn) sendCredit() {
 		return
 	}
 	h := nodeHeader(kindCredit)
-	c.frameLocked(&h, nil)
+	c.frameLocked(&h, device.Payload{})
 }
 
 // queueBye queues the goodbye behind everything already queued; the caller (the loop) flushes.

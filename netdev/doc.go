@@ -17,6 +17,10 @@
 // payloads are streamed from the sender's slice in DATA frames of at most Config.ChunkSize (1 MiB); after each
 // chunk the stream goes to the back of the queue so that other traffic interleaves.
 //
+// Segmented payloads (device.Segmented, a strided view's blocks; segments.go) go out with writev, at most
+// device.IovMax pieces a call, and DATA is read straight into the receiver's pieces with readv; pieces averaging
+// under 512 bytes are packed through a staging buffer just before each write, and scattered from the read buffer.
+//
 // # Frames
 //
 // Every frame is a 48-byte little-endian header followed by payloadLen bytes:
@@ -85,6 +89,12 @@
 // either way, sends a goodbye frame on every connection and closes each once the peer's goodbye came back (a peer
 // answers a goodbye with its own after flushing). A connection that ends without a goodbye (EOF, reset, EPOLLHUP:
 // the process died) fails its peer at once and Sink.PeerLost is called exactly once for that node.
+//
+// # Linux only
+//
+// The device is built on epoll, eventfd and raw socket descriptors, so every file but this one is built on Linux
+// alone; elsewhere the package is empty, and node says at the start of a multi-node job that the network device
+// needs Linux (single-box jobs need no device and run everywhere).
 //
 // Imports: gompj/device, gompj/netdev/auth, golang.org/x/sys/unix and the standard library (not queues or ranks).
 package netdev

@@ -1,3 +1,5 @@
+//go:build linux
+
 package netdev
 
 // crash closes every socket of d without a goodbye, as a dying process would, and stops reporting.

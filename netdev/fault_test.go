@@ -1,3 +1,5 @@
+//go:build linux
+
 package netdev
 
 import (
@@ -225,12 +227,23 @@ func TestBadFrameFromPeer(t *testing.T) {
 }
 
 func TestStrangers(t *testing.T) {
-	c := startCluster(t, 2, 1, func(i int, cfg *Config) { cfg.HandshakeTimeout = 300 * time.Millisecond })
+	// Only node 1, which the strangers call, has a short handshake timeout (for the silent stranger below). Node 1
+	// dials node 0 (node i dials nodes j < i), so no real connection is ever accepted by node 1: each rejection
+	// it counts is a stranger's, and none of them can be a slow real handshake timing out.
+	c := startCluster(t, 2, 1, func(i int, cfg *Config) {
+		if i == 1 {
+			cfg.HandshakeTimeout = 300 * time.Millisecond
+		}
+	})
 	d := c.devs[1]
 	addr := d.Addr().String()
+	base := d.Stats().Rejected // 0: the mesh is up (startCluster waited for it), and node 1 accepted none of it
 	expectRejected := func(n int64) {
 		t.Helper()
-		waitUntil(t, waitLong, "the handshake to be rejected", func() bool { return d.Stats().Rejected >= n })
+		waitUntil(t, waitLong, "the handshake to be rejected", func() bool { return d.Stats().Rejected >= base+n })
+		if got := d.Stats().Rejected - base; got != n {
+			t.Fatalf("%d handshakes rejected, want %d", got, n)
+		}
 	}
 	// garbage
 	nc, err := net.Dial("tcp", addr)

@@ -1,7 +1,10 @@
+//go:build linux
+
 package netdev
 
 import (
 	"bytes"
+	"flag"
 	"os"
 	"path/filepath"
 	"testing"
@@ -77,8 +80,13 @@ func offlineConn(t testing.TB) (*Device, *conn, *sink) {
 		t.Fatal(err)
 	}
 	p := d.peers[1]
-	p.rdvSend[1] = &rdvSend{h: device.Header{Kind: device.KindRTS, Source: 0, Dest: 2, Length: 50, Seq: 1}, payload: make([]byte, 50)}
-	p.rdvRecv[7] = &rdvRecv{h: device.Header{Kind: device.KindRTS, Source: 2, Dest: 1, Length: 100, Seq: 7}, dst: make([]byte, 100)}
+	p.rdvSend[1] = &rdvSend{h: device.Header{Kind: device.KindRTS, Source: 0, Dest: 2, Length: 50, Seq: 1}, payload: device.Contiguous(make([]byte, 50))}
+	p.rdvRecv[7] = &rdvRecv{h: device.Header{Kind: device.KindRTS, Source: 2, Dest: 1, Length: 100, Seq: 7}, dst: device.Contiguous(make([]byte, 100))}
+	// segmented destinations: tiny pieces (through the read buffer) and large ones (readv)
+	p.rdvRecv[8] = &rdvRecv{h: device.Header{Kind: device.KindRTS, Source: 2, Dest: 1, Length: 100, Seq: 8},
+		dst: device.Payload{Segs: &stridedPieces{buf: make([]byte, 300), blk: 3, stride: 7}, Len: 100}}
+	p.rdvRecv[9] = &rdvRecv{h: device.Header{Kind: device.KindRTS, Source: 2, Dest: 1, Length: 100 << 10, Seq: 9},
+		dst: device.Payload{Segs: &stridedPieces{buf: make([]byte, 300<<10), blk: 20 << 10, stride: 30 << 10}, Off: 5, Len: 100 << 10}, direct: true}
 	p.syncWait[3] = &syncEntry{h: device.Header{Source: 1, Dest: 3, Seq: 3}, done: completerFunc(func(error) {})}
 	return d, p.slots[0], s
 }
@@ -116,31 +124,36 @@ func FuzzStream(f *testing.F) {
 	})
 }
 
-// TestWriteCorpus regenerates the committed seed corpora (GOMPJ_WRITE_CORPUS=1 go test -run WriteCorpus).
-func TestWriteCorpus(t *testing.T) {
-	if os.Getenv("GOMPJ_WRITE_CORPUS") == "" {
-		t.Skip("set GOMPJ_WRITE_CORPUS=1 to rewrite the seed corpora")
-	}
-	write := func(dir, name string, vals ...string) {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		body := "go test fuzz v1\n"
-		for _, v := range vals {
-			body += v + "\n"
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+//go:generate go test -run ^TestSeedCorpus$ -update-corpus .
+
+var updateCorpus = flag.Bool("update-corpus", false, "rewrite the committed seed corpora from seedFrames (go generate)")
+
+// TestSeedCorpus: the committed seed corpora of FuzzDecodeHeader and FuzzStream, and the frame fixtures in
+// ../testdata/netdev/frames, are what seedFrames makes. When the frame format or the seeds change, `go generate
+// ./netdev` rewrites them (this test with -update-corpus), and this test fails until someone does.
+func TestSeedCorpus(t *testing.T) {
+	files := map[string][]byte{}
 	for i, b := range seedFrames() {
-		write("testdata/fuzz/FuzzDecodeHeader", "seed"+string(rune('a'+i)), "[]byte("+quote(b[:HeaderSize])+")")
-		write("testdata/fuzz/FuzzStream", "seed"+string(rune('a'+i)), "[]byte("+quote(b)+")", "uint16(13)")
-		if err := os.MkdirAll("../testdata/netdev/frames", 0o755); err != nil {
-			t.Fatal(err)
+		name := "seed" + string(rune('a'+i))
+		files[filepath.Join("testdata", "fuzz", "FuzzDecodeHeader", name)] =
+			[]byte("go test fuzz v1\n[]byte(" + quote(b[:HeaderSize]) + ")\n")
+		files[filepath.Join("testdata", "fuzz", "FuzzStream", name)] =
+			[]byte("go test fuzz v1\n[]byte(" + quote(b) + ")\nuint16(13)\n")
+		files[filepath.Join("..", "testdata", "netdev", "frames", "frame-"+string(rune('a'+i))+".bin")] = b
+	}
+	for path, want := range files {
+		if *updateCorpus {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
 		}
-		if err := os.WriteFile(filepath.Join("../testdata/netdev/frames", "frame-"+string(rune('a'+i))+".bin"), b, 0o644); err != nil {
-			t.Fatal(err)
+		got, err := os.ReadFile(path)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s is not what seedFrames makes (%v): run go generate ./netdev", path, err)
 		}
 	}
 }
@@ -155,4 +168,26 @@ func quote(b []byte) string {
 	}
 	sb.WriteByte('"')
 	return sb.String()
+}
+
+// stridedPieces is a segmented buffer for tests: blocks of blk bytes, stride bytes apart, over buf.
+type stridedPieces struct {
+	buf         []byte
+	blk, stride int
+}
+
+func (s *stridedPieces) Pieces(off, max int, dst [][]byte) int {
+	n := 0
+	for max > 0 && n < len(dst) {
+		b, in := off/s.blk, off%s.blk
+		start := b*s.stride + in
+		if start >= len(s.buf) {
+			break
+		}
+		k := min(s.blk-in, max, len(s.buf)-start)
+		dst[n] = s.buf[start : start+k]
+		n++
+		off, max = off+k, max-k
+	}
+	return n
 }

@@ -81,6 +81,16 @@ type Config struct {
 	// kernel allows it).
 	NoCMA bool
 
+	// NbcSlots is the number of shared-memory slots per communicator for nonblocking collectives: that many may be
+	// outstanding on a communicator inside a node before further ones queue (GOMPJ_NBC_SLOTS; default 16).
+	NbcSlots int
+	// Workers is the size of the node's worker pool, on which nonblocking collectives move on while the ranks
+	// compute (GOMPJ_WORKERS; default GOMAXPROCS).
+	Workers int
+	// NoAsyncProgress turns the worker pool off (GOMPJ_ASYNC_PROGRESS=0): nonblocking collectives then move on only
+	// inside the calls that start, test and wait for them, as in most MPI libraries. For comparisons.
+	NoAsyncProgress bool
+
 	// sources records where fields came from ("env", "slurm"), by variable name, for `gompj info`.
 	sources map[string]string
 }
@@ -118,7 +128,8 @@ func (c *Config) Source(name string) string {
 // how many ranks share the host's cores (see policy).
 func (c Config) withDefaults() (Config, error) {
 	if c.Ranks < 0 || c.EagerLimit < 0 || c.Yields < 0 || c.Nodes < 0 || c.NodeID < 0 || c.RanksPerNode < 0 ||
-		c.NetEagerLimit < 0 || c.Stripes < 0 || c.Timeout < 0 || c.UnexpectedLimit < 0 || c.UnexpectedShare < 0 {
+		c.NetEagerLimit < 0 || c.Stripes < 0 || c.Timeout < 0 || c.UnexpectedLimit < 0 || c.UnexpectedShare < 0 ||
+		c.Workers < 0 || c.NbcSlots < 0 {
 		return c, fmt.Errorf("gompj: negative value in the configuration")
 	}
 	env.Defaults(&c)

@@ -2,13 +2,11 @@ package node
 
 import (
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gompj/gompj/internal/env"
-	"github.com/gompj/gompj/netdev"
 )
 
 // Every exported Config field is filled by exactly one variable of internal/env, of a matching kind, and every
@@ -46,22 +44,6 @@ func TestConfigFieldsHaveVariables(t *testing.T) {
 	for i := range typ.NumField() {
 		if f := typ.Field(i); f.IsExported() && byField[f.Name] == nil {
 			t.Errorf("Config.%s has no variable in internal/env/vars.go", f.Name)
-		}
-	}
-}
-
-// The literal defaults documented for the network device are the device's own, so that netdev used directly (a
-// zero field) behaves as the documentation says too.
-func TestNetworkDefaultsMatchTheDevice(t *testing.T) {
-	for v, want := range map[*env.Var]int64{env.NetEagerLimit: netdev.DefaultEagerLimit,
-		env.UnexpectedLimit: netdev.DefaultUnexpectedLimit, env.BusyPoll: int64(netdev.DefaultBusyPoll)} {
-		got, err := strconv.ParseInt(v.Value, 10, 64)
-		if err != nil {
-			d, derr := time.ParseDuration(v.Value)
-			got, err = int64(d), derr
-		}
-		if err != nil || got != want {
-			t.Errorf("%s defaults to %q, netdev to %d", v.Name, v.Value, want)
 		}
 	}
 }

@@ -91,6 +91,8 @@ func CheckDevice(name string) error {
 	}
 	e, ok := devices.lookup(name)
 	switch {
+	case !ok && NetworkMissing() != nil:
+		return NetworkMissing()
 	case !ok:
 		return fmt.Errorf("device %q is not available on this system", name)
 	case e.open == nil:

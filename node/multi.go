@@ -177,9 +177,16 @@ func runMulti(cfg Config, body Body) error {
 	// Whether ranks may spin depends on every rank on this host, not only this node's: several node processes
 	// on one box (gompj run -nodes, or two Slurm tasks per host) share its cores.
 	pol := policy(cfg, rt.sameHost())
-	w, err := ranks.NewWorld(ranks.Options{Size: cfg.Ranks, Lo: lo, Hi: hi, EagerLimit: cfg.EagerLimit,
+	var w *ranks.World
+	pool, exec, err := executor(cfg, func(err error) { w.Abort(err) })
+	if err != nil {
+		dev.Close()
+		return fail(err)
+	}
+	defer pool.close()
+	w, err = ranks.NewWorld(ranks.Options{Size: cfg.Ranks, Lo: lo, Hi: hi, EagerLimit: cfg.EagerLimit,
 		Policy: pol, NetSpin: netSpin(cfg, pol), Device: dev, NodeOf: layout.NodeOf, Routes: routes,
-		UnexpectedLimit: cfg.UnexpectedLimit, UnexpectedShare: cfg.UnexpectedShare})
+		UnexpectedLimit: cfg.UnexpectedLimit, UnexpectedShare: cfg.UnexpectedShare, Executor: exec, NbcSlots: cfg.NbcSlots})
 	if err != nil {
 		dev.Close()
 		return fail(err)

@@ -175,8 +175,12 @@ func TestMultiNodeRankFailureAbortsAll(t *testing.T) {
 		_, err := c.Recv([]int{0}, 3, 0) // never sent: only the abort ends it
 		return err
 	})
-	if time.Since(start) > 5*time.Second {
-		t.Errorf("abort took %v", time.Since(start))
+	// The abort is prompt (well under a second here); a loaded machine may stretch it, so only a hang-sized delay
+	// fails the test.
+	took := time.Since(start)
+	t.Logf("the job ended %v after it started", took.Round(time.Millisecond))
+	if took > 30*time.Second {
+		t.Errorf("abort took %v", took)
 	}
 	if errs[0] == nil || !strings.Contains(errs[0].Error(), "node 1 (ranks 2-3)") || !strings.Contains(errs[0].Error(), "boom on rank 3") {
 		t.Errorf("node 0: %v", errs[0])
@@ -202,8 +206,12 @@ func TestMultiNodeAbortCode(t *testing.T) {
 	}
 }
 
+// Node 2 never starts: the others fail their bootstrap naming it once the registration timeout is over. The
+// timeout (3 s) is generous, so that both other nodes have registered by then even on a loaded machine.
 func TestBootstrapTimeoutNamesMissingNode(t *testing.T) {
-	co, err := bootstrap.NewCoordinator(bootstrap.CoordinatorConfig{Addr: "127.0.0.1:0", Nodes: 3, Secret: testSecret, Timeout: time.Second})
+	const timeout = 3 * time.Second
+	start := time.Now()
+	co, err := bootstrap.NewCoordinator(bootstrap.CoordinatorConfig{Addr: "127.0.0.1:0", Nodes: 3, Secret: testSecret, Timeout: timeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,11 +222,12 @@ func TestBootstrapTimeoutNamesMissingNode(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = Run(Config{Ranks: 3, Nodes: 3, NodeID: i, Coordinator: co.Addr(), Secret: testSecret, Timeout: time.Second},
+			errs[i] = Run(Config{Ranks: 3, Nodes: 3, NodeID: i, Coordinator: co.Addr(), Secret: testSecret, Timeout: timeout},
 				func(*ranks.Comm) error { return nil })
 		}()
 	}
 	wg.Wait()
+	t.Logf("both nodes gave up %v after the coordinator started", time.Since(start).Round(time.Millisecond))
 	for i, err := range errs {
 		if err == nil || !strings.Contains(err.Error(), "[2] never registered") {
 			t.Errorf("node %d: %v", i, err)

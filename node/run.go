@@ -4,13 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"runtime/debug"
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/gompj/gompj/internal/env"
 	"github.com/gompj/gompj/queues"
 	"github.com/gompj/gompj/ranks"
 )
@@ -30,8 +28,15 @@ func Run(cfg Config, body Body) error {
 	if cfg.Nodes > 1 {
 		return runMulti(cfg, body)
 	}
-	w, err := ranks.NewWorld(ranks.Options{Size: cfg.Ranks, Lo: 0, Hi: cfg.Ranks, EagerLimit: cfg.EagerLimit,
-		Policy: policy(cfg, cfg.Ranks), UnexpectedLimit: cfg.UnexpectedLimit, UnexpectedShare: cfg.UnexpectedShare})
+	var w *ranks.World
+	pool, exec, err := executor(cfg, func(err error) { w.Abort(err) })
+	if err != nil {
+		return err
+	}
+	defer pool.close()
+	w, err = ranks.NewWorld(ranks.Options{Size: cfg.Ranks, Lo: 0, Hi: cfg.Ranks, EagerLimit: cfg.EagerLimit,
+		Policy: policy(cfg, cfg.Ranks), UnexpectedLimit: cfg.UnexpectedLimit, UnexpectedShare: cfg.UnexpectedShare,
+		Executor: exec, NbcSlots: cfg.NbcSlots})
 	if err != nil {
 		return err
 	}
@@ -67,6 +72,9 @@ func netSpin(cfg Config, p queues.Policy) time.Duration {
 // runRanks starts the World's local ranks and waits for them.
 func runRanks(w *ranks.World, cfg Config, body Body) error {
 	lo, hi := w.Local()
+	if cfg.Pin && !canPin {
+		fmt.Fprintf(os.Stderr, "gompj: %s: pinning ranks to cores needs Linux; the ranks run unpinned\n", env.Pin.Name)
+	}
 	var wg sync.WaitGroup
 	wg.Add(hi - lo)
 	for id := lo; id < hi; id++ {
@@ -95,17 +103,5 @@ func runRank(w *ranks.World, cfg Config, id int, body Body, wg *sync.WaitGroup) 
 	returned = true
 	if err != nil {
 		w.Abort(&ranks.RankError{Rank: id, Err: err})
-	}
-}
-
-// pin binds the calling goroutine's thread to one core.
-func pin(id int) {
-	runtime.LockOSThread()
-	var set unix.CPUSet
-	set.Zero()
-	set.Set(id % runtime.NumCPU())
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		// Pinning is an optimisation; a container may forbid it. Say so once per rank, and go on.
-		fmt.Fprintf(os.Stderr, "gompj: rank %d: pinning to a core failed: %v\n", id, err)
 	}
 }

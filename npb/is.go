@@ -16,6 +16,7 @@ const (
 	isIterations = 10
 	isTestSize   = 5
 	isSeed       = 314159265
+	isMaxBuckets = 1 << 10 // the most buckets of any class
 )
 
 type isClass struct {
@@ -108,9 +109,9 @@ type isRank struct {
 	keys      []int32 // key_array
 	buff1     []int32 // keys sorted into buckets (send buffer), then the key histogram
 	buff2     []int32 // keys received after redistribution
-	bsize     []int   // local bucket sizes + hidden test keys
-	btotal    []int   // global bucket sizes + test keys
-	bptr      []int
+	bsize     []int32 // local bucket sizes + hidden test keys
+	btotal    []int32 // global bucket sizes + test keys
+	bptr      *[isMaxBuckets]uint32
 	distLo    []int // first bucket of each rank
 	distHi    []int // last bucket of each rank
 	sendCount []int
@@ -141,9 +142,9 @@ func newISRank(c *gompj.Comm, class byte, p isClass) *isRank {
 	// longer at its thin ends; rank grows it when the range does not fit.
 	r.buff1 = make([]int32, r.numKeys)
 	r.buff2 = make([]int32, r.numKeys+r.numKeys/2+1)
-	r.bsize = make([]int, r.nBuckets+isTestSize)
-	r.btotal = make([]int, r.nBuckets+isTestSize)
-	r.bptr = make([]int, r.nBuckets)
+	r.bsize = make([]int32, max(r.nBuckets, isMaxBuckets)+isTestSize)
+	r.btotal = make([]int32, r.nBuckets+isTestSize)
+	r.bptr = new([isMaxBuckets]uint32)
 	r.distLo = make([]int, np)
 	r.distHi = make([]int, np)
 	r.sendCount = make([]int, np)
@@ -160,36 +161,31 @@ func (r *isRank) rank(iteration int) error {
 		r.keys[iteration] = int32(iteration)
 		r.keys[iteration+isIterations] = int32(r.maxKey - iteration)
 	}
-	for i := range r.bsize {
-		r.bsize[i] = 0
+	// Count the keys per bucket, then sort them into buckets. The keys are
+	// below maxKey by construction, so a bucket index is below nBuckets
+	// and the mask, which lets the compiler drop the bounds checks on the
+	// count and pointer arrays, changes nothing.
+	cnt := (*[isMaxBuckets]int32)(r.bsize[:isMaxBuckets])
+	clear(r.bsize)
+	shift := r.shift
+	isCount(cnt, r.keys, shift)
+	bptr := r.bptr
+	bptr[0] = 0
+	for i := 1; i < nb; i++ {
+		bptr[i] = bptr[i-1] + uint32(cnt[i-1])
 	}
+	isScatter(r.buff1, bptr, r.keys, shift)
 	// Hide the test keys owned by this rank above the bucket counts so that
 	// the Allreduce below delivers them to everybody.
+	bsize := r.bsize[:nb+isTestSize]
 	for i := 0; i < isTestSize; i++ {
 		t := r.p.testIndex[i]
 		if t/r.numKeys == r.me {
-			r.bsize[nb+i] = int(r.keys[t%r.numKeys])
+			bsize[nb+i] = r.keys[t%r.numKeys]
 		}
 	}
-	keys := r.keys
-	bsize := r.bsize[:nb]
-	shift := r.shift
-	for _, k := range keys {
-		bsize[k>>shift]++
-	}
-	bptr := r.bptr[:nb]
-	bptr[0] = 0
-	for i := 1; i < nb; i++ {
-		bptr[i] = bptr[i-1] + bsize[i-1]
-	}
-	buff1 := r.buff1
-	for _, k := range keys {
-		b := k >> shift
-		buff1[bptr[b]] = k
-		bptr[b]++
-	}
 
-	if err := r.c.Allreduce(r.bsize, r.btotal, gompj.Sum); err != nil {
+	if err := r.c.Allreduce(bsize, r.btotal, gompj.Sum); err != nil {
 		return err
 	}
 
@@ -201,8 +197,8 @@ func (r *isRank) rank(iteration int) error {
 	}
 	acc, localAcc, j := 0, 0, 0
 	for i := 0; i < nb; i++ {
-		acc += btotal[i]
-		localAcc += bsize[i]
+		acc += int(btotal[i])
+		localAcc += int(bsize[i])
 		if acc >= (j+1)*r.numKeys {
 			r.sendCount[j] = localAcc
 			if j != 0 {
@@ -243,12 +239,12 @@ func (r *isRank) rank(iteration int) error {
 	m := 0
 	for k := 0; k < r.me; k++ {
 		for i := r.distLo[k]; i <= r.distHi[k]; i++ {
-			m += btotal[i]
+			m += int(btotal[i])
 		}
 	}
 	local := 0
 	for i := r.distLo[r.me]; i <= r.distHi[r.me]; i++ {
-		local += btotal[i]
+		local += int(btotal[i])
 	}
 	// Key population, then cumulative counts, over [minKey, maxKey].
 	span := maxKey - minKey + 1
@@ -262,23 +258,14 @@ func (r *isRank) rank(iteration int) error {
 	for i := range hist {
 		hist[i] = 0
 	}
-	recv := r.buff2[:local]
-	if minKey == 0 {
-		for _, k := range recv {
-			hist[k]++
-		}
-	} else {
-		for _, k := range recv {
-			hist[int(k)-minKey]++
-		}
-	}
+	isHistogram(hist, r.buff2[:local], uint32(minKey))
 	for i := 1; i < span; i++ {
 		hist[i] += hist[i-1]
 	}
 
 	// Partial verification.
 	for i := 0; i < isTestSize; i++ {
-		k := btotal[nb+i]
+		k := int(btotal[nb+i])
 		if minKey <= k && k <= maxKey {
 			keyRank := m
 			if k-1 >= minKey {
@@ -292,6 +279,62 @@ func (r *isRank) rank(iteration int) error {
 	r.lastLocal = local
 	r.lastMinKey = minKey
 	return nil
+}
+
+// isCount adds to cnt the number of keys in each bucket (key >> shift).
+// Unrolled by eight, it takes about 5.5 instructions per key instead of 8
+// (callgrind); so does isHistogram.
+func isCount(cnt *[isMaxBuckets]int32, keys []int32, shift uint) {
+	const m = isMaxBuckets - 1
+	shift &= 31 // spares the compiler's guard for shifts of 32 and more
+	k := 0
+	for ; k+7 < len(keys); k += 8 {
+		q := keys[k : k+8 : k+8]
+		cnt[(uint32(q[0])>>shift)&m]++
+		cnt[(uint32(q[1])>>shift)&m]++
+		cnt[(uint32(q[2])>>shift)&m]++
+		cnt[(uint32(q[3])>>shift)&m]++
+		cnt[(uint32(q[4])>>shift)&m]++
+		cnt[(uint32(q[5])>>shift)&m]++
+		cnt[(uint32(q[6])>>shift)&m]++
+		cnt[(uint32(q[7])>>shift)&m]++
+	}
+	for _, key := range keys[k:] {
+		cnt[(uint32(key)>>shift)&m]++
+	}
+}
+
+// isScatter moves each key to the next free place of its bucket, bptr
+// holding the buckets' next free places. (Unrolling measured no better
+// here: the loop's own overhead is small beside the body's.)
+func isScatter(dst []int32, bptr *[isMaxBuckets]uint32, keys []int32, shift uint) {
+	const m = isMaxBuckets - 1
+	shift &= 31
+	for _, key := range keys {
+		b := (uint32(key) >> shift) & m
+		i := bptr[b]
+		dst[i] = key
+		bptr[b] = i + 1
+	}
+}
+
+// isHistogram counts in hist[key-minKey] the keys of recv.
+func isHistogram(hist, recv []int32, minKey uint32) {
+	k := 0
+	for ; k+7 < len(recv); k += 8 {
+		q := recv[k : k+8 : k+8]
+		hist[uint32(q[0])-minKey]++
+		hist[uint32(q[1])-minKey]++
+		hist[uint32(q[2])-minKey]++
+		hist[uint32(q[3])-minKey]++
+		hist[uint32(q[4])-minKey]++
+		hist[uint32(q[5])-minKey]++
+		hist[uint32(q[6])-minKey]++
+		hist[uint32(q[7])-minKey]++
+	}
+	for _, key := range recv[k:] {
+		hist[uint32(key)-minKey]++
+	}
 }
 
 // fullVerify sorts the local keys with the last iteration's cumulative

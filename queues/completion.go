@@ -15,6 +15,11 @@ const (
 
 // Completion is a one-shot flag set by whoever finishes an operation and waited on by the rank that started it.
 // Reset makes it reusable (pooled requests).
+//
+// One Waker at a time is armed on a completion: a parked waiter's, or a hook (NewHook) that runs a function on the
+// goroutine that completes it (OnComplete). A nonblocking collective arms its hook on its child requests, which
+// nobody else waits on, so that a child's completion drives the collective on at once. The completion stays two
+// words, so a Request's first cache line keeps it. Several goroutines wait on one thing through an Event.
 type Completion struct {
 	state atomic.Uint32
 	waker atomic.Pointer[Waker]
@@ -55,14 +60,28 @@ func (c *Completion) arm(w *Waker) bool {
 	}
 }
 
+// OnComplete arms hook h (made by NewHook) on c: h's function runs once, on the goroutine that completes c. It
+// returns false, and arms nothing, if c is already done: the caller sees the completion itself. Whatever was armed
+// on c before is replaced, so c must have no waiter of its own.
+func (c *Completion) OnComplete(h *Waker) bool { return c.arm(h) }
+
 // Waker parks a goroutine until some completion it armed fires. Tokens are idempotent, so spurious wake-ups are
-// possible and every waiter re-checks its condition.
+// possible and every waiter re-checks its condition. A hook is a Waker that runs a function instead.
 type Waker struct {
 	ch chan struct{}
+	fn func()
 }
 
-// Wake wakes the goroutine parked on w, if any.
+// NewHook returns a Waker that runs fn whenever it is woken, on the waking goroutine. fn must be quick and must
+// not block: it runs inside whatever completed the operation (a sender, the network's progress loop).
+func NewHook(fn func()) *Waker { return &Waker{fn: fn} }
+
+// Wake wakes the goroutine parked on w, if any, or runs w's hook function.
 func (w *Waker) Wake() {
+	if w.fn != nil {
+		w.fn()
+		return
+	}
 	select {
 	case w.ch <- struct{}{}:
 	default:
@@ -81,6 +100,18 @@ func (w *Waker) Park(abort <-chan struct{}) bool {
 	case <-w.ch:
 		return true
 	case <-abort:
+		return false
+	}
+}
+
+// parkStop is Park that also returns false once stop is closed.
+func (w *Waker) parkStop(abort, stop <-chan struct{}) bool {
+	select {
+	case <-w.ch:
+		return true
+	case <-abort:
+		return false
+	case <-stop:
 		return false
 	}
 }
@@ -151,8 +182,10 @@ func (p *Policy) spinDriven(cond func() bool) bool {
 	d := p.Driver
 	d.Enter()
 	if p.Spin > 0 {
-		deadline := time.Now().Add(p.Spin)
-		for {
+		// The clock is read every 16th round only, and first after 16 rounds: on a VM a clock read can cost more
+		// than a round of polling, and most waits end before the first one.
+		var deadline time.Time
+		for round := 1; ; round++ {
 			d.Poll()
 			for i := 0; i < 32; i++ {
 				if cond() {
@@ -160,8 +193,13 @@ func (p *Policy) spinDriven(cond func() bool) bool {
 					return true
 				}
 			}
-			if time.Now().After(deadline) {
-				break
+			if round&15 == 0 {
+				now := time.Now()
+				if deadline.IsZero() {
+					deadline = now.Add(p.Spin)
+				} else if now.After(deadline) {
+					break
+				}
 			}
 		}
 	}
@@ -226,6 +264,21 @@ func (c *Completion) Wait(p *Policy, abort <-chan struct{}) bool {
 // WaitAny waits until at least one of cs (nil entries are skipped) is done and returns its index, or -1 if abort
 // was closed first.
 func WaitAny(cs []*Completion, p *Policy, abort <-chan struct{}) int {
+	return WaitAnyStop(cs, p, abort, nil)
+}
+
+// WaitAnyStop is WaitAny that also gives up, returning -1, once stop is closed (a nil stop never is): a caller
+// waiting under a context. The caller tells abort from stop by looking at them.
+func WaitAnyStop(cs []*Completion, p *Policy, abort, stop <-chan struct{}) int {
+	return WaitAnyEvent(cs, nil, 0, p, abort, stop)
+}
+
+// EventFired is what WaitAnyEvent returns when its event was signalled.
+const EventFired = -2
+
+// WaitAnyEvent is WaitAnyStop that also returns, with EventFired, once ev has been signalled since generation gen
+// (ev.Gen() read before the caller last looked at what ev stands for). A nil ev is never signalled.
+func WaitAnyEvent(cs []*Completion, ev *Event, gen uint64, p *Policy, abort, stop <-chan struct{}) int {
 	found := -1
 	scan := func() bool {
 		for i, c := range cs {
@@ -233,6 +286,10 @@ func WaitAny(cs []*Completion, p *Policy, abort <-chan struct{}) int {
 				found = i
 				return true
 			}
+		}
+		if ev != nil && ev.gen.Load() != gen {
+			found = EventFired
+			return true
 		}
 		return false
 	}
@@ -247,16 +304,92 @@ func WaitAny(cs []*Completion, p *Policy, abort <-chan struct{}) int {
 				return i
 			}
 		}
-		if !w.Park(abort) {
-			if scan() {
-				return found
-			}
-			return -1
+		if ev != nil && !ev.arm(w, gen) {
+			return EventFired
+		}
+		ok := w.parkStop(abort, stop)
+		if ev != nil {
+			ev.disarm(w)
 		}
 		if scan() {
 			return found
 		}
+		if !ok {
+			return -1
+		}
 	}
+}
+
+// Event is a broadcast signal that any number of goroutines may wait on at once (WaitAnyEvent): Signal wakes every
+// one of them. Its generation counts the signals, so that a waiter that reads it, then looks at what the event
+// stands for, then waits, misses no signal in between. A rank's nonblocking collectives signal their rank's
+// event whenever one of them can move on, and every goroutine of the rank waiting in a completion call then runs
+// them (MPI's progress rule: a rank waiting for anything moves all its operations on).
+type Event struct {
+	gen     atomic.Uint64
+	waiting atomic.Int32 // goroutines inside a wait that looks at the event (Enter, Leave)
+	parked  atomic.Int32 // len(wakers), read without the lock
+	mu      sync.Mutex
+	wakers  []*Waker
+}
+
+// Gen returns the number of signals so far.
+func (e *Event) Gen() uint64 { return e.gen.Load() }
+
+// Signal wakes every goroutine waiting on e.
+func (e *Event) Signal() {
+	e.gen.Add(1)
+	if e.parked.Load() == 0 {
+		return
+	}
+	e.mu.Lock()
+	for i, w := range e.wakers {
+		w.Wake()
+		e.wakers[i] = nil
+	}
+	e.wakers = e.wakers[:0]
+	e.parked.Store(0)
+	e.mu.Unlock()
+}
+
+// Enter and Leave bracket a wait that looks at the event, spinning or parked; Waiting reports whether one is under
+// way, so that a signaller knows whether someone will act on its signal.
+func (e *Event) Enter()        { e.waiting.Add(1) }
+func (e *Event) Leave()        { e.waiting.Add(-1) }
+func (e *Event) Waiting() bool { return e.waiting.Load() > 0 }
+
+// arm registers w to be woken by the next signal, unless there has been one since gen (then it returns false).
+// parked is raised before gen is read: a signaller that moved gen after this read then sees the waker.
+func (e *Event) arm(w *Waker, gen uint64) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.wakers = append(e.wakers, w)
+	e.parked.Store(int32(len(e.wakers)))
+	if e.gen.Load() != gen {
+		e.wakers[len(e.wakers)-1] = nil
+		e.wakers = e.wakers[:len(e.wakers)-1]
+		e.parked.Store(int32(len(e.wakers)))
+		return false
+	}
+	return true
+}
+
+// disarm takes w off the list if a signal has not already.
+func (e *Event) disarm(w *Waker) {
+	if e.parked.Load() == 0 {
+		return
+	}
+	e.mu.Lock()
+	for i, x := range e.wakers {
+		if x == w {
+			last := len(e.wakers) - 1
+			e.wakers[i], e.wakers[last] = e.wakers[last], nil
+			e.wakers = e.wakers[:last]
+			break
+		}
+	}
+	e.parked.Store(int32(len(e.wakers)))
+	e.mu.Unlock()
 }
 
 // SpinFor busy-waits on cond for the policy's window, then yields; it reports whether cond became true. It never

@@ -1,10 +1,24 @@
 package queues
 
 import (
+	"runtime"
 	"sync"
 	"testing"
 	"time"
 )
+
+// waitParked returns once a waiter has armed c (it is about to park, or parked): from then on only a wake-up can
+// end its wait, so the tests below exercise the parked path, not a waiter that finds the flag already set.
+func waitParked(t *testing.T, c *Completion) {
+	t.Helper()
+	start := time.Now()
+	for c.state.Load() != stateParked {
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("the waiter never parked")
+		}
+		runtime.Gosched()
+	}
+}
 
 func TestCompletionWakesParkedWaiter(t *testing.T) {
 	p := Policy{Spin: 0, Yields: 0} // park at once
@@ -12,6 +26,7 @@ func TestCompletionWakesParkedWaiter(t *testing.T) {
 	abort := make(chan struct{})
 	done := make(chan bool)
 	go func() { done <- c.Wait(&p, abort) }()
+	waitParked(t, &c)
 	c.Complete()
 	select {
 	case ok := <-done:
@@ -29,6 +44,7 @@ func TestCompletionAbort(t *testing.T) {
 	abort := make(chan struct{})
 	done := make(chan bool)
 	go func() { done <- c.Wait(&p, abort) }()
+	waitParked(t, &c)
 	close(abort)
 	if <-done {
 		t.Fatal("Wait on a never-completed flag returned true after abort")
@@ -61,13 +77,81 @@ func TestWaitAny(t *testing.T) {
 	abort := make(chan struct{})
 	got := make(chan int)
 	go func() { got <- WaitAny(cs, &p, abort) }()
+	waitParked(t, cs[0]) // armed in order: both are armed once the last one is
+	waitParked(t, cs[2])
 	cs[2].Complete()
-	if i := <-got; i != 2 {
-		t.Fatalf("WaitAny = %d, want 2", i)
+	select {
+	case i := <-got:
+		if i != 2 {
+			t.Fatalf("WaitAny = %d, want 2", i)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a parked WaitAny was never woken")
 	}
 	// A completion armed by WaitAny must still be waitable on its own afterwards.
 	go func() { cs[0].Complete() }()
 	if !cs[0].Wait(&p, abort) {
 		t.Fatal("Wait after WaitAny failed")
+	}
+}
+
+// A hook armed on a completion runs once, on the completing goroutine; arming a done completion reports it and
+// runs nothing; Reset disarms.
+func TestCompletionHook(t *testing.T) {
+	var c Completion
+	runs := 0
+	h := NewHook(func() { runs++ })
+	if !c.OnComplete(h) {
+		t.Fatal("OnComplete on a pending completion reported it done")
+	}
+	c.Complete()
+	if runs != 1 {
+		t.Fatalf("hook ran %d times, want 1", runs)
+	}
+	if c.OnComplete(h) {
+		t.Fatal("OnComplete on a done completion armed the hook")
+	}
+	c.Complete()
+	if runs != 1 {
+		t.Fatalf("a hook armed too late ran (%d)", runs)
+	}
+	c.Reset()
+	c.Complete()
+	if runs != 1 {
+		t.Fatal("Reset left the hook armed")
+	}
+}
+
+// Hooks armed while other goroutines complete: every completion that was armed before it completed runs its hook
+// exactly once, and the others are reported done by OnComplete.
+func TestCompletionHookRace(t *testing.T) {
+	const n = 2000
+	cs := make([]Completion, n)
+	var ran [n]int32
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := range cs {
+			cs[i].Complete()
+		}
+	}()
+	armed := make([]bool, n)
+	for i := range cs {
+		i := i
+		armed[i] = cs[i].OnComplete(NewHook(func() { mu.Lock(); ran[i]++; mu.Unlock() }))
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range cs {
+		want := int32(0)
+		if armed[i] {
+			want = 1
+		}
+		if ran[i] != want {
+			t.Fatalf("completion %d: armed %v, hook ran %d times", i, armed[i], ran[i])
+		}
 	}
 }

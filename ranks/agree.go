@@ -19,11 +19,18 @@ import (
 // so a member takes part in one agreement at a time: it holds its rank's right to allocate from reading nextCtx to
 // raising it past the agreed number. An agreement runs in rounds: each member tries to take the right and
 // contributes its nextCtx if it got it; the round succeeds only if every member got it, else every member lets go
-// and the round is repeated. Nobody ever waits for the right, so rounds cannot deadlock. To exclude livelock, the
-// agreements in flight on a rank are ordered by a key unique among them and the same on all their members: a rank
-// gives the right only to the smallest key among those that asked for it and are not finished. The agreement of
-// the smallest key in the whole job then finds all its members' rights free as soon as the rounds under way end,
-// and succeeds.
+// and the round is repeated. Nobody ever waits for the right, so rounds cannot deadlock.
+//
+// The right must never be held by an agreement that waits for a member still busy elsewhere: that member may be in
+// another agreement which needs this very right (rank r runs X and Y in two goroutines, rank s runs Y, then X; if
+// X held r's right while waiting for s, Y could never finish). So an agreement first makes sure every member is
+// present (a barrier among them: one empty round, or the caller's own exchange just before) and only then competes
+// for rights: from then on, every round it runs ends promptly, and so does every hold.
+//
+// To exclude livelock, the agreements present on a rank are ordered by a key unique among them and the same on all
+// their members: a rank gives the right only to the smallest key among those present and not finished. The
+// agreement of the smallest key in the whole job then finds all its members' rights free as soon as the rounds
+// under way end, and succeeds.
 
 // agreeKey orders concurrent agreements. parents are the identities (Comm.id) of the communicators the agreement
 // runs over, smaller first (two for an agreement across the groups of a future intercommunicator); kind and tag
@@ -77,14 +84,18 @@ type agreement struct {
 // maxCtxNumber bounds context numbers: contexts are 2k and 2k+1, below sideCtx.
 const maxCtxNumber = sideCtx/2 - 1
 
-// tryHold gives a the rank's right to allocate if it is free and no unfinished agreement with a smaller key asked
-// for it, and returns the rank's proposal (nextCtx).
+// present records that all of a's members are taking part: from now on it competes for the rank's right.
+func (r *Rank) present(a *agreement) {
+	r.ctxMu.Lock()
+	r.agreeing = append(r.agreeing, a)
+	r.ctxMu.Unlock()
+}
+
+// tryHold gives a (present) the rank's right to allocate if it is free and no unfinished agreement present with a
+// smaller key, and returns the rank's proposal (nextCtx).
 func (r *Rank) tryHold(a *agreement) (bool, int64) {
 	r.ctxMu.Lock()
 	defer r.ctxMu.Unlock()
-	if !slices.Contains(r.agreeing, a) {
-		r.agreeing = append(r.agreeing, a)
-	}
 	if r.ctxHolder != nil {
 		return false, 0
 	}
@@ -120,9 +131,17 @@ func (r *Rank) letGo(a *agreement, finished bool, k, span int64) {
 type roundFunc func(held bool, proposal int64) (allHeld bool, k int64, err error)
 
 // agree runs agreement key among the members that round connects and returns the first of span consecutive
-// context numbers unused on every member, now recorded as used.
-func (r *Rank) agree(key agreeKey, span int64, round roundFunc) (int64, error) {
+// context numbers unused on every member, now recorded as used. present says that the caller has just run an
+// exchange among the same members that none could leave before all had entered it (an allgather): then the
+// presence barrier is not needed.
+func (r *Rank) agree(key agreeKey, span int64, present bool, round roundFunc) (int64, error) {
+	if !present {
+		if _, _, err := round(false, 0); err != nil {
+			return 0, err
+		}
+	}
 	a := &agreement{key: key}
+	r.present(a)
 	for {
 		held, p := r.tryHold(a)
 		all, k, err := round(held, p)

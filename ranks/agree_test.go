@@ -3,9 +3,11 @@ package ranks
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 )
 
 // ringCheck passes a token round c with the same tag on every communicator: if two communicators of a rank shared
@@ -65,12 +67,45 @@ func TestConcurrentCommCreation(t *testing.T) {
 	ctxs := make([][]uint32, np) // per rank, every context it was given
 	err := spmd(w, func(c *Comm) error {
 		var wg sync.WaitGroup
-		errs := make([]error, groups+1)
+		errs := make([]error, groups+2)
 		keep := func(nc *Comm) {
 			mu.Lock()
 			ctxs[c.Rank()] = append(ctxs[c.Rank()], nc.ctx)
+			if nc.local != nil {
+				ctxs[c.Rank()] = append(ctxs[c.Rank()], nc.local.ctx)
+			}
 			mu.Unlock()
 		}
+		half, err := c.Split(c.Rank()%2, 0)
+		if err != nil {
+			return err
+		}
+		keep(half)
+		// Intercommunicators between the halves, their Dups and Merges, beside the rest.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; k < rounds; k++ {
+				ic, err := half.IntercommCreate(0, c, 1-c.Rank()%2, 3)
+				var d, m *Comm
+				if err == nil {
+					keep(ic)
+					d, err = ic.Dup()
+				}
+				if err == nil {
+					keep(d)
+					m, err = d.Merge(c.Rank()%2 == 1)
+				}
+				if err == nil {
+					keep(m)
+					err = ringCheck(m, 300)
+				}
+				if err != nil {
+					errs[groups+1] = err
+					return
+				}
+			}
+		}()
 		for j := 0; j < groups; j++ {
 			m := members(j)
 			if !slices.Contains(m, int32(c.Rank())) {
@@ -134,19 +169,22 @@ func TestConcurrentCommCreation(t *testing.T) {
 	}
 }
 
-// The key order decides: an agreement waiting with a smaller key keeps the right from a larger one.
+// The key order decides: among the agreements present on a rank, the right goes to the smallest key only, and
+// never to two at once; a finished agreement raises nextCtx past its numbers.
 func TestAgreementRightOrder(t *testing.T) {
 	r := &Rank{nextCtx: 5}
 	lo, hi := &agreement{key: keyOf(1, 1, agreeColl, 0)}, &agreement{key: keyOf(2, 2, agreeColl, 0)}
+	r.present(hi)
 	if ok, _ := r.tryHold(hi); !ok {
 		t.Fatal("a lone agreement did not get the right")
 	}
+	r.present(lo)
 	if ok, _ := r.tryHold(lo); ok {
 		t.Fatal("the right was given twice")
 	}
 	r.letGo(hi, false, 0, 0)
 	if ok, _ := r.tryHold(hi); ok {
-		t.Fatal("a larger key took the right while a smaller one waits for it")
+		t.Fatal("a larger key took the right while a smaller one is present")
 	}
 	ok, p := r.tryHold(lo)
 	if !ok || p != 5 {
@@ -155,5 +193,122 @@ func TestAgreementRightOrder(t *testing.T) {
 	r.letGo(lo, true, 9, 2)
 	if ok, p := r.tryHold(hi); !ok || p != 11 {
 		t.Fatalf("after the smaller key finished with 9..10: %v, proposal %d", ok, p)
+	}
+}
+
+// An agreement does not hold its rank's right while it waits for a member busy in another agreement that needs the
+// right: rank 0 runs Dup and CreateGroup in two goroutines, ranks 1 and 2 run CreateGroup, then Dup. Rank 0's Dup
+// (the smaller key) starts first and is waiting for ranks 1 and 2 before its CreateGroup starts. If the Dup held
+// rank 0's right while waiting, the CreateGroup could never get it, ranks 1 and 2 would never reach the Dup, and
+// the job would hang.
+func TestAgreementWaitsWithoutTheRight(t *testing.T) {
+	w := world(t, 3)
+	done := make(chan error, 1)
+	go func() {
+		done <- spmd(w, func(c *Comm) error {
+			g := newGroup([]int32{0, 1, 2}, c.Rank())
+			if c.Rank() != 0 {
+				cg, err := c.CreateGroup(g, 5)
+				if err != nil {
+					return err
+				}
+				d, err := c.Dup()
+				return errors.Join(err, ringCheck(cg, 1), ringCheck(d, 2))
+			}
+			dupErr := make(chan error, 1)
+			var d *Comm
+			go func() {
+				var err error
+				d, err = c.Dup()
+				dupErr <- err
+			}()
+			// Wait until the Dup is blocked in a receive (from a member not there yet).
+			for c.r.slot.Load() == nil || c.r.slot.Load().claim.Load()&1 == 0 {
+				runtime.Gosched()
+			}
+			cg, err := c.CreateGroup(g, 5)
+			if err != nil {
+				return err
+			}
+			if err := <-dupErr; err != nil {
+				return err
+			}
+			return errors.Join(ringCheck(cg, 1), ringCheck(d, 2))
+		})
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		w.Abort(errors.New("hung"))
+		t.Fatal("Dup and CreateGroup on rank 0 deadlocked against ranks 1 and 2")
+	}
+}
+
+// IntercommCreate's leader must be in the peer communicator it passes: a peer that is another rank's is ErrComm,
+// reported to the leader's whole group. Both leaders pass one here, so both groups fail and nobody waits.
+func TestIntercommPeerOfAnotherRank(t *testing.T) {
+	w := world(t, 4)
+	err := spmd(w, func(c *Comm) error {
+		half, err := c.Split(c.Rank()%2, 0)
+		if err != nil {
+			return err
+		}
+		peer := c
+		if half.Rank() == 0 {
+			peer = w.Comm((c.Rank() + 2) % 4) // a world communicator, but rank 2's (or 3's)
+		}
+		_, err = half.IntercommCreate(0, peer, 1-c.Rank()%2, 1)
+		if !errors.Is(err, ErrComm) {
+			return fmt.Errorf("rank %d: %v, want ErrComm", c.Rank(), err)
+		}
+		// The job goes on: the same call with the right peer works.
+		ic, err := half.IntercommCreate(0, c, 1-c.Rank()%2, 1)
+		if err != nil {
+			return err
+		}
+		return ic.Free()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A communicator's node-shared objects outlive its first Free: a member that makes its first lookup after another
+// member freed the communicator finds the same object (a neighbourhood collective lets a member finish with a
+// communicator before a non-neighbour has started). They go once every member on the node has freed it.
+func TestSharedOutlivesTheFirstFree(t *testing.T) {
+	w := world(t, 3)
+	objs := make([]any, 3)
+	err := spmd(w, func(c *Comm) error {
+		d, err := c.Dup()
+		if err != nil {
+			return err
+		}
+		me := c.Rank()
+		if me > 0 { // in turn: rank 0 looks up and frees, then rank 1, then rank 2
+			if _, err := c.Recv(make([]byte, 1), me-1, 0); err != nil {
+				return err
+			}
+		}
+		objs[me] = w.Shared(d, "k", func() any { return new(int) })
+		if err := d.Free(); err != nil {
+			return err
+		}
+		if me < 2 {
+			return c.Send([]byte{1}, me+1, 0)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if objs[0] != objs[1] || objs[1] != objs[2] {
+		t.Fatal("a member that looked up after the first Free got another object")
+	}
+	if len(w.shared) != 0 || len(w.freed) != 0 {
+		t.Fatalf("after every member freed: %d objects, %d counts left", len(w.shared), len(w.freed))
 	}
 }

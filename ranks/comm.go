@@ -121,7 +121,7 @@ func (c *Comm) send(buf any, dest, tag int, mode sendMode) error {
 	if err := c.checkDest(dest, tag); err != nil || dest == ProcNull {
 		return err
 	}
-	req, err := c.startSend(&buf, dest, tag, mode, true)
+	req, err := c.startSend(&buf, dest, tag, mode, true, nil)
 	if err != nil || req == nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func (c *Comm) isend(buf any, dest, tag int, mode sendMode) (*Request, error) {
 	if dest == ProcNull {
 		return c.r.completed(kindSend), nil
 	}
-	req, err := c.startSend(&buf, dest, tag, mode, false)
+	req, err := c.startSend(&buf, dest, tag, mode, false, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -178,23 +178,46 @@ func (rk *Rank) waitInternal(req *Request) error {
 	return err
 }
 
-// startSend starts a send of *buf. It returns nil when the send is already complete, or a request to wait on
-// (pooled if internal). buf is a pointer to the caller's parameter, which must not escape (see buffer.go).
-func (c *Comm) startSend(buf *any, dest, tag int, mode sendMode, internal bool) (*Request, error) {
-	env := queues.Envelope{Ctx: c.ctx, Src: int32(c.rank), Tag: int32(tag)}
-	wdest := c.peerWorld(dest)
+// startSend starts a send of *buf. It returns nil when the send is already complete, or a request to wait on:
+// pr if given (a persistent request's run), else a pooled one if internal, else a new one. buf is a pointer to the
+// caller's parameter, which must not escape (see buffer.go). A nil buf is a message of no elements.
+func (c *Comm) startSend(buf *any, dest, tag int, mode sendMode, internal bool, pr *Request) (*Request, error) {
 	v, prim := MemOf(*buf)
 	var enc []byte
-	if !prim {
+	switch {
+	case *buf == nil:
+		v = Mem{Type: TypeNone}
+	case prim && v.Type == TypeNone:
+		return nil, fmt.Errorf("%w: a nil or zero *View", ErrBuffer)
+	case !prim:
 		var err error
 		if enc, err = encodeObject(buf); err != nil {
 			return nil, err
 		}
 		v = Mem{Type: TypeObject, Ptr: unsafe.Pointer(unsafe.SliceData(enc)), N: len(enc)}
 	}
+	return c.startSendMem(v, enc, dest, tag, mode, internal, pr)
+}
+
+// sendReq returns the request a send waits on: pr if given, else a pooled one if internal, else a new one.
+func (rk *Rank) sendReq(internal bool, pr *Request) *Request {
+	switch {
+	case pr != nil:
+		return pr
+	case internal:
+		return rk.getReq(kindSend)
+	}
+	return rk.newReq(kindSend)
+}
+
+// startSendMem is startSend of memory: primitive, or enc's encoded object (v then describes enc).
+func (c *Comm) startSendMem(v Mem, enc []byte, dest, tag int, mode sendMode, internal bool, pr *Request) (*Request, error) {
+	prim := enc == nil
+	env := queues.Envelope{Ctx: c.ctx, Src: int32(c.rank), Tag: int32(tag)}
+	wdest := c.peerWorld(dest)
 	r := c.w.local(wdest)
 	if r == nil {
-		return c.sendRemote(env, wdest, v, enc != nil, mode, internal)
+		return c.sendRemote(env, wdest, v, enc != nil, mode, internal, pr)
 	}
 
 	rr := r.claimSlot(env)
@@ -207,11 +230,13 @@ func (c *Comm) startSend(buf *any, dest, tag int, mode sendMode, internal bool) 
 	}
 	{
 		if prim {
-			rr.fill(env, v, v.Bytes())
+			rr.fill(env, v)
 		} else {
 			m := getMsg()
 			m.item.Env, m.typ, m.count, m.proto, m.data, m.class = env, TypeObject, 1, eagerOwned, enc, -1
 			rr.takeObject(m)
+			rr.completeObject()
+			return nil, nil
 		}
 		rr.done.Complete()
 		return nil, nil
@@ -230,7 +255,7 @@ unexpected:
 		}
 		if r.reserve(cost) {
 			if prim {
-				copy(m.own(v.Size()), v.Bytes())
+				v.CopyTo(m.own(v.Size())) // a View is packed here: the eager copy is made anyway
 			} else {
 				m.data, m.class = enc, -1
 			}
@@ -240,13 +265,9 @@ unexpected:
 			return nil, nil
 		}
 	}
-	var sreq *Request
-	if internal {
-		sreq = c.r.getReq(kindSend)
-	} else {
-		sreq = c.r.newReq(kindSend)
-	}
-	m.proto, m.data, m.class, m.sreq = rendezvousLocal, v.Bytes(), -1, sreq
+	sreq := c.r.sendReq(internal, pr)
+	sreq.rk, sreq.held = r, m // until a receive takes m, Cancel may withdraw it (see msg.taken)
+	m.proto, m.data, m.sview, m.soff, m.class, m.sreq = rendezvousLocal, v.Bytes(), v.view, v.off, -1, sreq
 	if !prim {
 		m.proto, m.data = eagerOwned, enc // an encoded object is ours; a synchronous send still waits for the match
 	}
@@ -255,29 +276,49 @@ unexpected:
 	return sreq, nil
 }
 
-// fill completes a posted primitive receive with data (one copy), checking type and size.
-func (rr *Request) fill(env queues.Envelope, v Mem, data []byte) {
+// fill completes a posted primitive receive with the message src (one copy, block by block where either side is
+// a View), checking type and size.
+func (rr *Request) fill(env queues.Envelope, src Mem) {
 	rv := rr.mem()
-	rr.setStatus(env.Src, env.Tag, int64(len(data)), v.Type)
-	if rv.Type != v.Type {
-		rr.err = fmt.Errorf("%w: message of %s from rank %d (tag %d) received into %s", ErrType, v.Type,
+	n := src.Size()
+	rr.setStatus(env.Src, env.Tag, int64(n), src.Type)
+	if n == 0 {
+		return // a message of no elements fits any buffer, nil included
+	}
+	if rv.Type == TypeNone {
+		rr.err = fmt.Errorf("%w: %d elements from rank %d (tag %d) into nil", ErrTruncate, src.N, env.Src, env.Tag)
+		rr.bytes = 0
+		return
+	}
+	if rv.Type != src.Type {
+		rr.err = fmt.Errorf("%w: message of %s from rank %d (tag %d) received into %s", ErrType, src.Type,
 			env.Src, env.Tag, rv.Type)
 		return
 	}
-	dst := rv.Bytes()
-	if len(data) > len(dst) {
-		rr.err = fmt.Errorf("%w: %d elements from rank %d (tag %d) into a buffer of %d", ErrTruncate, v.N,
+	if n > rv.Size() {
+		rr.err = fmt.Errorf("%w: %d elements from rank %d (tag %d) into a buffer of %d", ErrTruncate, src.N,
 			env.Src, env.Tag, rv.N)
-		rr.bytes = int64(len(dst))
-		data = data[:len(dst)]
+		n = rv.Size()
+		rr.bytes = int64(n)
 	}
-	copy(dst, data)
+	CopyMem(rv, src, n)
+}
+
+// bytesMem is the memory of count elements of typ held contiguously in data.
+func bytesMem(typ Type, count int, data []byte) Mem {
+	return Mem{Type: typ, Ptr: unsafe.Pointer(unsafe.SliceData(data)), N: count}
 }
 
 // takeObject hands an object message to a posted receive: the waiter decodes it.
 func (rr *Request) takeObject(m *msg) {
 	env := m.item.Env
 	rr.setStatus(env.Src, env.Tag, int64(len(m.payload())), TypeObject)
+	if rr.vtyp == TypeNone {
+		rr.err = fmt.Errorf("%w: object message from rank %d (tag %d) into nil", ErrTruncate, env.Src, env.Tag)
+		rr.bytes = 0
+		m.release()
+		return
+	}
 	if rr.vtyp != TypeObject {
 		rr.err = fmt.Errorf("%w: object message from rank %d (tag %d) received into %s", ErrType, env.Src,
 			env.Tag, rr.vtyp)
@@ -306,11 +347,15 @@ func (w *World) consume(rr *Request, m *msg) {
 	if m.typ == TypeObject {
 		rr.takeObject(m) // m now belongs to rr (or was released on a type error)
 	} else {
-		rr.fill(env, Mem{Type: m.typ, N: m.count}, m.payload())
+		rr.fill(env, m.src())
 		m.release()
 	}
 	if sreq != nil {
 		sreq.done.Complete()
+	}
+	if rr.held != nil {
+		rr.completeObject()
+		return
 	}
 	rr.done.Complete()
 }
@@ -323,6 +368,12 @@ func (w *World) clearToSend(rr *Request, m *msg) {
 	rv := rr.mem()
 	var dst []byte
 	switch {
+	case h.Length == 0: // a message of no elements fits any buffer, nil included
+	case rv.Type == TypeNone:
+		rr.err = fmt.Errorf("%w: %d elements from rank %d (tag %d) into nil", ErrTruncate, m.count, env.Src,
+			env.Tag)
+		rr.bytes = 0
+		dst = make([]byte, h.Length) // the payload must still be drained
 	case m.typ != rv.Type:
 		rr.err = fmt.Errorf("%w: message of %s from rank %d (tag %d) received into %s", ErrType, m.typ,
 			env.Src, env.Tag, rv.Type)
@@ -339,48 +390,101 @@ func (w *World) clearToSend(rr *Request, m *msg) {
 		rr.bytes = int64(rv.Size())
 		rr.scratch = make([]byte, h.Length)
 		dst = rr.scratch
+	case rv.view != nil && w.segs != nil && w.segs.Segments(int(h.Source)):
+		// The device reads the payload straight into the view's blocks.
+		*m = msg{class: -1}
+		msgPool.Put(m)
+		if err := w.segs.ClearToSendv(&h, rv.Window(0, int(h.Length)/rv.Type.Size()).payload(), rr.completer()); err != nil {
+			rr.completer().Complete(err)
+		}
+		return
+	case rv.view != nil:
+		rr.scratch, rr.box = bounce(int(h.Length)) // unpacked into the view when the payload is in (Complete)
+		dst = rr.scratch
 	default:
 		dst = rv.Bytes()[:h.Length]
 	}
 	*m = msg{class: -1}
 	msgPool.Put(m)
-	if err := w.dev.ClearToSend(&h, dst, rr); err != nil {
-		rr.Complete(err)
+	if err := w.dev.ClearToSend(&h, dst, rr.completer()); err != nil {
+		rr.completer().Complete(err)
 	}
 }
 
-func (c *Comm) sendRemote(env queues.Envelope, wdest int, v Mem, object bool, mode sendMode, internal bool) (*Request, error) {
+func (c *Comm) sendRemote(env queues.Envelope, wdest int, v Mem, object bool, mode sendMode, internal bool, pr *Request) (*Request, error) {
 	dev := c.w.dev
 	h := device.Header{Kind: device.KindEager, Type: uint8(v.Type), Context: env.Ctx, Source: int32(c.r.id),
 		Dest: int32(wdest), SrcRank: env.Src, Tag: env.Tag, Length: uint64(v.Size())}
 	// EagerLimit 0 means "no credit toward that node": rendezvous, even for an empty message.
 	lim := dev.EagerLimit(wdest)
 	eager := lim > 0 && v.Size() <= lim
+	if v.view != nil {
+		return c.sendRemoteView(h, wdest, v, eager, mode, internal, pr)
+	}
 	if mode == standard && eager {
 		if err := dev.SendEager(&h, v.Bytes(), nil); err != nil {
 			return nil, c.w.deviceError(err)
 		}
 		return nil, nil
 	}
-	var sreq *Request
-	if internal {
-		sreq = c.r.getReq(kindSend)
-	} else {
-		sreq = c.r.newReq(kindSend)
-	}
+	sreq := c.r.sendReq(internal, pr)
 	sreq.remote = true
 	var err error
 	if eager {
 		h.Flags |= device.FlagSync
-		err = dev.SendEager(&h, v.Bytes(), sreq)
+		err = dev.SendEager(&h, v.Bytes(), sreq.completer())
 	} else {
 		h.Kind = device.KindRTS
-		err = dev.SendRendezvous(&h, v.Bytes(), sreq)
+		err = dev.SendRendezvous(&h, v.Bytes(), sreq.completer())
 	}
 	if err != nil {
 		return nil, c.w.deviceError(err)
 	}
 	_ = object
+	return sreq, nil
+}
+
+// sendRemoteView is sendRemote of a View: its blocks go to the device as pieces where the device serving dest
+// moves them itself (device.Segmented), else packed into a pooled buffer (given back once the device is done).
+func (c *Comm) sendRemoteView(h device.Header, wdest int, v Mem, eager bool, mode sendMode, internal bool, pr *Request) (*Request, error) {
+	var sreq *Request
+	var done device.Completer
+	if mode != standard || !eager {
+		sreq = c.r.sendReq(internal, pr)
+		sreq.remote = true
+		done = sreq.completer()
+	}
+	if eager && sreq != nil {
+		h.Flags |= device.FlagSync
+	}
+	if !eager {
+		h.Kind = device.KindRTS
+	}
+	var err error
+	if segs := c.w.segs; segs != nil && segs.Segments(wdest) {
+		p := v.payload()
+		if eager {
+			err = segs.SendEagerv(&h, p, done)
+		} else {
+			err = segs.SendRendezvousv(&h, p, done)
+		}
+	} else {
+		b, box := bounce(v.Size())
+		v.CopyTo(b)
+		if eager {
+			err = c.w.dev.SendEager(&h, b, done)
+			unbounce(box) // an eager payload may be reused once SendEager returns
+		} else {
+			sreq.scratch, sreq.box = b, box
+			if err = c.w.dev.SendRendezvous(&h, b, done); err != nil {
+				sreq.scratch, sreq.box = nil, nil
+				unbounce(box)
+			}
+		}
+	}
+	if err != nil {
+		return nil, c.w.deviceError(err)
+	}
 	return sreq, nil
 }
 
@@ -404,7 +508,14 @@ func (c *Comm) Recv(buf any, source, tag int) (Status, error) {
 	}
 	v, prim := MemOf(buf)
 	var target any
-	if !prim {
+	switch {
+	case buf == nil:
+		v = Mem{Type: TypeNone} // receives a message of no elements; any other is ErrTruncate
+	case prim:
+		if err := checkMem(v, true); err != nil {
+			return Status{}, err
+		}
+	case !prim:
 		target = hide(&buf) // written through only, synchronously, by decodeInto below
 		if err := checkTarget(target); err != nil {
 			return Status{}, err
@@ -437,15 +548,26 @@ func (c *Comm) Irecv(buf any, source, tag int) (*Request, error) {
 	if err := c.checkSource(source, tag); err != nil {
 		return nil, err
 	}
-	v, prim := MemOf(buf)
-	var target any
-	if !prim {
-		if err := checkTarget(buf); err != nil {
-			return nil, err
-		}
-		v, target = Mem{Type: TypeObject}, buf
+	v, target, err := recvBuffer(buf)
+	if err != nil {
+		return nil, err
 	}
 	return c.irecv(v, target, source, tag), nil
+}
+
+// recvBuffer returns the view a receive into buf fills and, for an object receive, the pointer it decodes into.
+// nil takes only a message of no elements; any other is ErrTruncate.
+func recvBuffer(buf any) (Mem, any, error) {
+	if buf == nil {
+		return Mem{Type: TypeNone}, nil, nil
+	}
+	if v, ok := MemOf(buf); ok {
+		return v, nil, checkMem(v, true)
+	}
+	if err := checkTarget(buf); err != nil {
+		return Mem{}, nil, err
+	}
+	return Mem{Type: TypeObject}, buf, nil
 }
 
 // IrecvBytes is Irecv into a byte slice, given as itself rather than boxed in an interface: Irecv's argument
@@ -487,7 +609,7 @@ func (c *Comm) postRecv(rr *Request, source, tag int) {
 		if m.inPlace {
 			// A small local eager message is consumed under the lock, which it then returns to the rank's list
 			// for the next sender to this rank: the copy is a few words, and no pool is touched.
-			rr.fill(m.item.Env, Mem{Type: m.typ, N: m.count}, m.data)
+			rr.fill(m.item.Env, bytesMem(m.typ, m.count, m.data))
 			r.keepMsg(m)
 			r.mu.Unlock()
 			rr.done.Complete()
@@ -498,6 +620,7 @@ func (c *Comm) postRecv(rr *Request, source, tag int) {
 		return
 	}
 	rr.remote = c.remoteSource(source)
+	rr.rk = r
 	r.post(rr, queues.Envelope{Ctx: c.ctx, Src: int32(source), Tag: int32(tag)})
 	r.mu.Unlock()
 }
@@ -517,7 +640,7 @@ func (c *Comm) Sendrecv(sendBuf any, dest, sendTag int, recvBuf any, source, rec
 	var sreq *Request
 	if dest != ProcNull {
 		var err error
-		if sreq, err = c.startSend(&sendBuf, dest, sendTag, standard, true); err != nil {
+		if sreq, err = c.startSend(&sendBuf, dest, sendTag, standard, true, nil); err != nil {
 			return Status{}, err
 		}
 	}
@@ -553,15 +676,22 @@ func (c *Comm) peek(source, tag int) (Status, bool) {
 	if it == nil {
 		return Status{}, false
 	}
-	m := (*msg)(unsafe.Pointer(it))
+	return (*msg)(unsafe.Pointer(it)).status(), true
+}
+
+// status is what a probe of m reports.
+func (m *msg) status() Status {
 	n := len(m.data)
+	if m.sview != nil {
+		n = m.count * m.typ.Size()
+	}
 	switch m.proto {
 	case eagerRemote:
 		n = len(m.in.Payload)
 	case rendezvousRemote:
 		n = int(m.rts.Length)
 	}
-	return Status{Source: int(it.Env.Src), Tag: int(it.Env.Tag), count: m.count, bytes: n, typ: m.typ}, true
+	return Status{Source: int(m.item.Env.Src), Tag: int(m.item.Env.Tag), count: m.count, bytes: n, typ: m.typ}
 }
 
 // Probe waits until a message from source with tag could be received and returns its status.

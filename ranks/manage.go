@@ -39,9 +39,10 @@ func (c *Comm) side(ctx uint32) *Comm {
 		local: c.local}
 }
 
-// agreeColl agrees on span fresh context numbers among all of c (an intracommunicator), collectively.
-func (c *Comm) agreeColl(t tree, span int64) (int64, error) {
-	return c.r.agree(keyOf(c.id(), c.id(), agreeColl, 0), span, t.round)
+// agreeColl agrees on span fresh context numbers among all of c (an intracommunicator), collectively; present as
+// for agree.
+func (c *Comm) agreeColl(t tree, span int64, present bool) (int64, error) {
+	return c.r.agree(keyOf(c.id(), c.id(), agreeColl, 0), span, present, t.round)
 }
 
 // Dup returns a new communicator with the same group(s), the same topology and a context of its own. Collective
@@ -53,7 +54,10 @@ func (c *Comm) Dup() (*Comm, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
-	k, err := c.agreeColl(c.newTree(0), 1)
+	if c.IsInter() {
+		return c.dupInter()
+	}
+	k, err := c.agreeColl(c.newTree(0), 1, false)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +104,9 @@ func (c *Comm) split(color, key int, extra []int64, verify func(all []int64, str
 			return nil, err
 		}
 	}
-	k, err := c.agreeColl(t, 1) // every rank of c takes part, Undefined or not: disjoint groups share k harmlessly
+	// Every rank of c takes part, Undefined or not (disjoint groups share k harmlessly), and the allgather above was
+	// the presence barrier.
+	k, err := c.agreeColl(t, 1, true)
 	if err != nil || color == Undefined {
 		return nil, err
 	}
@@ -181,7 +187,7 @@ func (c *Comm) Create(g *Group) (*Comm, error) {
 	if err != nil {
 		return nil, err
 	}
-	k, err := c.agreeColl(c.newTree(0), 1)
+	k, err := c.agreeColl(c.newTree(0), 1, false)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +218,7 @@ func (c *Comm) CreateGroup(g *Group, tag int) (*Comm, error) {
 			ErrGroup, c.rank, g)
 	}
 	t := tree{c: c.side(c.ctx | sideCtx), members: in, me: me, n: len(in), up: tag, down: tag}
-	k, err := c.r.agree(keyOf(c.id(), c.id(), agreeGroup, tag), 1, t.round)
+	k, err := c.r.agree(keyOf(c.id(), c.id(), agreeGroup, tag), 1, false, t.round)
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,6 @@ package ranks
 
 import (
 	"fmt"
-	"runtime"
 	"sync/atomic"
 	"unsafe"
 
@@ -12,43 +11,66 @@ import (
 
 // Status describes a received (or probed) message.
 type Status struct {
-	Source int // rank of the sender in the communicator
-	Tag    int
-	count  int
-	bytes  int
-	typ    Type
+	Source   int // rank of the sender in the communicator
+	Tag      int
+	count    int
+	bytes    int
+	typ      Type
+	canceled bool
 }
 
-// Count is the number of elements received (1 for an object).
+// Count is the number of elements received (1 for an object, 0 for a message of no elements).
 func (s Status) Count() int { return s.count }
 
 // Bytes is the size of the message payload in bytes.
 func (s Status) Bytes() int { return s.bytes }
 
-// Type is the element type the message carries.
+// Type is the element type the message carries (TypeNone for a nil message).
 func (s Status) Type() Type { return s.typ }
+
+// Canceled reports whether the request was cancelled (Request.Cancel) before anything moved: nothing was received
+// into the buffer, or nothing of the send reached its receiver. Source and Tag are then the receive's own
+// arguments (wildcards included), and Count is 0.
+func (s Status) Canceled() bool { return s.canceled }
 
 type reqKind uint8
 
 const (
 	kindSend reqKind = iota + 1
 	kindRecv
-	kindOp // an Operation (nonblocking collective) completes through the request
+	kindOp // an Operation (nonblocking or persistent collective) completes through the request
 )
 
-// Operation is a multi-step operation (a nonblocking collective) that completes through a Request, so that Wait,
-// Test, Waitall and Waitany treat it like any point-to-point request.
+// Operation is a multi-step operation (a nonblocking collective) that completes through a Request, so that the
+// completion calls (Wait, Test, Waitall, Waitany, Waitsome, Testany, Testsome, Testall) treat it like any
+// point-to-point request.
 type Operation interface {
 	// Progress advances the operation as far as it can without blocking and reports whether it has finished, and
 	// with what error.
 	Progress() (done bool, err error)
-	// Blocker returns a completion the operation is waiting on now (a child request), for the waiter to park on,
-	// or nil if it has none (the waiter then yields and polls again).
+	// Blocker returns a completion the operation is waiting on now (a child request's, see CompletionOf), for the
+	// waiter to park on, or nil if it has none (the waiter then yields and polls again).
 	Blocker() *queues.Completion
 }
 
-// Request is the handle of a nonblocking operation: a send, a receive, or an Operation. A completed request stays
-// completed: Wait and Test may be called again and return the same outcome.
+// The life cycle of a request, one rule for every kind (Request.life). A request is active from its start (a
+// nonblocking call, or Start) until a completion call has reported it complete; it is then inactive, and
+// completion calls skip it. A persistent request is created inactive and goes round again at each Start.
+const (
+	lifeActive   uint32 = iota // started, not yet reported (the zero value: nonblocking calls store nothing)
+	lifeInactive               // reported complete, or persistent and not started
+	lifeBusy                   // being reported, or being started: others treat it as inactive meanwhile
+	lifeFreeing                // freed while active: released once its operation completes (see settle)
+	lifeFreed                  // released: any use is ErrRequest
+)
+
+// Request is the handle of a nonblocking operation: a send, a receive, or an Operation; persistent or not.
+//
+// Its state is laid out by who touches it. The first cache line is all that a matching sender reads and writes; the
+// rest belongs to the owner's side: the queue links, the outcome it reports, the life cycle. What only some
+// requests need (an operation, a persistent request's recipe, later hooks) lives behind ext, allocated with the
+// request that needs it, so that the common request stays in the allocator's 256-byte size class, whose objects
+// are 64-byte aligned (TestRequestLayout).
 type Request struct {
 	// The first cache line is all that a matching sender reads and writes (Request is 256 bytes, so the allocator
 	// aligns it to 64): the claim word and envelope of a slotted receive, the buffer, the outcome, the flag. A
@@ -62,11 +84,14 @@ type Request struct {
 	// claimer writes the status's source and tag over them. Atomic, since senders that lose the claim read them.
 	src  atomic.Uint64 // ctx<<32 | source
 	tag  atomic.Int32
-	vtyp Type // the buffer: vtyp, vptr, vn (see view)
+	vtyp Type // the buffer: vtyp, vptr, vn, vview (see mem)
 	styp Type // the status: src, tag, styp, bytes (see status)
-	_    [2]byte
-	vptr unsafe.Pointer
-	vn   int
+	// canceled: Cancel withdrew the request from matching (written under the queue's lock, before done).
+	canceled bool
+	// vview: the buffer is a window of a View, vptr points to its description (see mem)
+	vview bool
+	vptr  unsafe.Pointer
+	vn    int
 	// bytes is the received payload size.
 	bytes int64
 	done  queues.Completion
@@ -74,26 +99,63 @@ type Request struct {
 	item queues.Item // posted-receive queue node (see itemRequest)
 	err  error
 	w    *World
-	kind reqKind
-
-	target any  // object receive target (a pointer)
-	held   *msg // an object message's bytes, handed over at match, decoded by the waiter
+	// rk is the rank whose queues hold what this request still waits to match, for Cancel to lock: a receive's
+	// own rank, set when it is posted; a local send's destination, set when it leaves its message there to wait
+	// for the receive (rendezvous, synchronous). Nil when nothing was ever queued.
+	rk     *Rank
+	target any // object receive target (a pointer)
+	// held: for a receive, an object message's bytes, handed over at match, decoded by the reporter. For a send,
+	// the message it left in rk's unexpected queue: set under rk's lock, cleared under it by the receive that takes
+	// the message (see msg.taken); while set, Cancel may still withdraw the send.
+	held *msg
 	// rendezvous truncation: the payload arrives into scratch, then what fits is copied to the buffer
 	scratch []byte
+	ext     *reqExt // cold state: nil for a one-shot point-to-point request
 
-	op Operation
+	life     atomic.Uint32 // lifeActive ... lifeFreed
+	kind     reqKind
+	finished bool // the reporter has run finish
+	internal bool // pooled; owned by a blocking call
+	remote   bool // may complete through the network device: its waiter drives the device (see World.waitPolicy)
+	// owner is the rank that made the request: its completion calls move the rank's operations on (ops.go).
+	owner *Rank
+	voff  int     // a View buffer's window starts at this element of its selection (read only for views)
+	box   *[]byte // scratch's pool holder (see bounce), given back when the device completes; 256 bytes in all (TestRequestLayout)
+}
 
-	finished bool     // the waiter has run finish
-	internal bool     // pooled; owned by a blocking call
-	remote   bool     // may complete through the network device: its waiter drives the device (see World.waitPolicy)
-	_        [16]byte // to 256 bytes, a size class whose objects are 64-byte aligned (TestRequestLayout)
+// reqExt is the cold part of a request that is more than a one-shot point-to-point transfer. Nonblocking
+// collectives' on-complete hooks and waiters belong here too.
+type reqExt struct {
+	op     Operation   // kindOp: the operation the request completes with
+	opDone atomic.Bool // CompleteOp has completed the request (for this run)
+	// persist runs one instance of a persistent request at each Start; nil for a one-shot request.
+	persist starter
+}
+
+// starter is what a persistent request holds to run its operation again: a point-to-point send or receive
+// recipe (persistent.go), or a persistent collective (NewPersistentRequest).
+type starter interface {
+	// start begins one run on r, which Start has reset; an error means nothing was started.
+	start(r *Request) error
+	// release lets go of what the recipe holds, once, when the request is released.
+	release()
 }
 
 // mem returns the receive buffer.
-func (r *Request) mem() Mem { return Mem{Type: r.vtyp, Ptr: r.vptr, N: r.vn} }
+func (r *Request) mem() Mem {
+	if r.vview {
+		return Mem{Type: r.vtyp, N: r.vn, view: (*viewData)(r.vptr), off: r.voff}
+	}
+	return Mem{Type: r.vtyp, Ptr: r.vptr, N: r.vn}
+}
 
 // setMem sets the receive buffer.
-func (r *Request) setMem(v Mem) { r.vtyp, r.vptr, r.vn = v.Type, v.Ptr, v.N }
+func (r *Request) setMem(v Mem) {
+	r.vtyp, r.vptr, r.vn, r.vview = v.Type, v.Ptr, v.N, v.view != nil
+	if v.view != nil {
+		r.vptr, r.voff = unsafe.Pointer(v.view), v.off
+	}
+}
 
 // setStatus records what was received: a sender's rank and tag, the payload size and its type.
 func (r *Request) setStatus(src, tag int32, bytes int64, typ Type) {
@@ -104,10 +166,13 @@ func (r *Request) setStatus(src, tag int32, bytes int64, typ Type) {
 
 // status returns the outcome set by setStatus. The element count follows from bytes and type.
 func (r *Request) status() Status {
-	st := Status{Source: int(int32(uint32(r.src.Load()))), Tag: int(r.tag.Load()), bytes: int(r.bytes), typ: r.styp}
+	st := Status{Source: int(int32(uint32(r.src.Load()))), Tag: int(r.tag.Load()), bytes: int(r.bytes), typ: r.styp,
+		canceled: r.canceled}
 	switch {
 	case r.styp == TypeObject:
-		st.count = 1
+		if r.bytes > 0 { // 0: an object truncated into nil, of which nothing was delivered
+			st.count = 1
+		}
 	case r.styp.Size() > 0:
 		st.count = int(r.bytes) / r.styp.Size()
 	}
@@ -149,7 +214,7 @@ func (rk *Rank) newReq(kind reqKind) *Request {
 		if ch != nil {
 			if i := ch.used.Add(1) - 1; i < reqChunkLen {
 				r := &ch.reqs[i]
-				r.w, r.kind = rk.w, kind
+				r.w, r.kind, r.owner = rk.w, kind, rk
 				return r
 			}
 		}
@@ -160,7 +225,7 @@ func (rk *Rank) newReq(kind reqKind) *Request {
 		}
 		rk.chunk.CompareAndSwap(ch, nc)
 	}
-	return &Request{w: rk.w, kind: kind} // 256 bytes, no header: aligned (TestRequestLayout)
+	return &Request{w: rk.w, kind: kind, owner: rk} // 256 bytes, no header: aligned (TestRequestLayout)
 }
 
 // maxFree bounds a rank's list of recycled requests beyond the spare: as many as its goroutines block in
@@ -169,7 +234,8 @@ const maxFree = 16
 
 // getReq returns a request for a blocking call of rank rk: its spare one if free, else one from its free list.
 // Requests never move between ranks: a sender may still hold a stale pointer to a rank's slotted request (see
-// Rank.slot), and must never find it slotted at another rank.
+// Rank.slot), and must never find it slotted at another rank. Internal requests stay lifeActive: no completion
+// call ever sees them.
 func (rk *Rank) getReq(kind reqKind) *Request {
 	r := rk.spare.Swap(nil)
 	if r == nil {
@@ -189,7 +255,7 @@ func (rk *Rank) getReq(kind reqKind) *Request {
 	r.done.Reset()
 	r.src.Store(0)
 	r.tag.Store(0)
-	r.vtyp, r.vptr, r.vn, r.styp, r.bytes = 0, nil, 0, 0, 0
+	r.vtyp, r.vptr, r.vn, r.vview, r.styp, r.bytes = 0, nil, 0, false, 0, 0
 	r.kind, r.internal = kind, true
 	return r
 }
@@ -197,7 +263,7 @@ func (rk *Rank) getReq(kind reqKind) *Request {
 // putReq recycles a request of a blocking call that nobody else can still see.
 func (rk *Rank) putReq(r *Request) {
 	r.item = queues.Item{}
-	r.kind, r.target, r.held, r.scratch, r.op = 0, nil, nil, nil, nil
+	r.kind, r.target, r.held, r.scratch, r.rk = 0, nil, nil, nil, nil
 	r.err, r.finished, r.internal, r.remote = nil, false, false, false
 	if rk.spare.CompareAndSwap(nil, r) {
 		return
@@ -209,37 +275,65 @@ func (rk *Rank) putReq(r *Request) {
 	rk.freeMu.Unlock()
 }
 
-// Complete implements device.Completer: a device finished this request's transfer.
-func (r *Request) Complete(err error) {
+// devDone is a request seen by a device: its Complete is device.Completer's, called once when the device has
+// finished the request's transfer. It is a distinct type so that Request itself, which users hold, has no
+// Complete method.
+type devDone Request
+
+// completer returns r as the device's Completer.
+func (r *Request) completer() device.Completer { return (*devDone)(r) }
+
+// Complete implements device.Completer.
+func (d *devDone) Complete(err error) {
+	r := (*Request)(d)
 	switch {
 	case err != nil:
 		// Nothing reliable arrived: even a truncation already noted is now a failure of the transfer.
 		r.err = fmt.Errorf("%w: %w", ErrAborted, err)
-	case r.scratch != nil:
-		// A truncated rendezvous (r.err is ErrTruncate): the whole payload came into scratch; deliver what fits.
-		copy(r.mem().Bytes(), r.scratch)
+	case r.scratch != nil && r.kind == kindRecv:
+		// The payload came into scratch: a truncated rendezvous (r.err is ErrTruncate), or one into a View that
+		// the device could not fill in place. Deliver what fits.
+		m := r.mem()
+		r.bytes = min(r.bytes, int64(m.Size()))
+		m.CopyFrom(r.scratch[:min(len(r.scratch), m.Size())])
 	}
-	r.scratch = nil
+	// A send's scratch is its packed View, which the device no longer reads.
+	unbounce(r.box)
+	r.scratch, r.box = nil, nil
+	if r.held != nil && r.kind == kindRecv {
+		r.completeObject()
+		return
+	}
 	r.done.Complete()
 }
 
-var _ device.Completer = (*Request)(nil)
+// CompletionOf returns a request's completion flag, for gompj's own packages: a nonblocking collective parks on
+// its child requests' flags (Operation.Blocker). It is not a method, so that users' Request has no such call.
+func CompletionOf(r *Request) *queues.Completion { return &r.done }
 
-// NewOpRequest returns a request that completes when op does.
-func (w *World) NewOpRequest(op Operation) *Request {
-	return &Request{w: w, kind: kindOp, op: op, remote: w.dev != nil}
+// opRequest is an operation's request and its extension in one allocation.
+type opRequest struct {
+	r   Request
+	x   reqExt
+	pop PersistentOp // a persistent collective's operation (opRequest is then its starter)
 }
 
-// Completion returns the request's completion flag (for nonblocking collectives built on child requests).
-func (r *Request) Completion() *queues.Completion { return &r.done }
+// NewOpRequest returns an active request that completes when op does (a nonblocking collective).
+func (w *World) NewOpRequest(op Operation) *Request {
+	o := new(opRequest)
+	r := &o.r
+	r.w, r.kind, r.remote, r.ext = w, kindOp, w.dev != nil, &o.x
+	o.x.op = op
+	return r
+}
 
-// finish runs on the waiting side once the request is done: decodes an object and releases held buffers.
+// finish runs on the reporting side once the request is done: decodes an object and releases held buffers.
 func (r *Request) finish() {
 	if r.finished {
 		return
 	}
 	r.finished = true
-	if m := r.held; m != nil {
+	if m := r.held; m != nil && r.kind == kindRecv {
 		r.held = nil
 		if r.err == nil {
 			r.err = decodeInto(r.target, m.payload())
@@ -249,161 +343,109 @@ func (r *Request) finish() {
 	r.target = nil
 }
 
+// completeObject completes an object receive. Its owner may have freed it while it was active, and then no
+// completion call will ever report it: the completer decodes it itself (settle). Free makes the same check the other
+// way round (the flag first, then the state), so one of them sees the other; settle lets only one act. Only object
+// receives need this: other requests have nothing left to do once their flag is set.
+func (r *Request) completeObject() {
+	r.done.Complete()
+	if r.life.Load() == lifeFreeing {
+		r.settle()
+	}
+}
+
+// settle releases a request that was freed while active, once it is done: it finishes it (an object receive is
+// decoded into its target) and lets its recipe go. Whoever calls it first after both happened wins; it reports
+// whether this call did it.
+func (r *Request) settle() bool {
+	if !r.done.Done() || !r.life.CompareAndSwap(lifeFreeing, lifeFreed) {
+		return false
+	}
+	r.finish()
+	r.release()
+	return true
+}
+
+// release drops what a freed request holds.
+func (r *Request) release() {
+	if x := r.ext; x != nil && x.persist != nil {
+		x.persist.release()
+	}
+	r.target = nil
+}
+
 // pollOp advances an operation request; it reports whether it is done.
 func (r *Request) pollOp() bool {
 	if r.done.Done() {
 		return true
 	}
-	done, err := r.op.Progress()
-	if done {
-		r.err = err
-		r.done.Complete()
+	if done, err := r.ext.op.Progress(); done {
+		CompleteOp(r, err)
 	}
-	return done
+	return r.done.Done()
 }
 
-// Wait blocks until the request completes and returns its status.
+func errFreed() error { return fmt.Errorf("%w: the request was freed", ErrRequest) }
+
+func errNilRequest() error { return fmt.Errorf("%w: nil request", ErrRequest) }
+
+// Wait blocks until the request completes and returns its status. On a request that is not active (already
+// reported complete, or persistent and not started) it returns at once, with an empty Status and a nil error.
 func (r *Request) Wait() (Status, error) {
 	if r == nil {
-		return Status{}, fmt.Errorf("%w: nil request", ErrRequest)
+		return Status{}, errNilRequest()
 	}
-	if err := r.wait(); err != nil {
+	if ok, err := r.pending(); !ok {
 		return Status{}, err
 	}
-	r.finish()
-	return r.status(), r.err
-}
-
-func (r *Request) wait() error {
-	w := r.w
-	if r.kind == kindOp {
-		for !r.pollOp() {
-			if w.aborted.Load() {
-				return w.abortError()
-			}
-			if b := r.op.Blocker(); b != nil {
-				if !b.Wait(w.waitPolicy(r.remote), w.abortCh) {
-					return w.abortError()
-				}
-			} else {
-				runtime.Gosched()
-			}
+	if !r.done.Done() { // done already (a nonblocking collective's child): nothing to wait for or move on
+		if err := r.await(nil); err != nil {
+			return Status{}, err
 		}
-		return nil
 	}
-	if !r.done.Wait(w.waitPolicy(r.remote), w.abortCh) {
-		return w.abortError()
-	}
-	return nil
+	return r.reportOnce()
 }
 
-// Test reports whether the request has completed, without blocking; when it has, it returns the status.
+// Test reports whether the request has completed, without blocking; when it has, it returns the status. A request
+// that is not active counts as complete, with an empty Status.
 func (r *Request) Test() (Status, bool, error) {
 	if r == nil {
-		return Status{}, false, fmt.Errorf("%w: nil request", ErrRequest)
+		return Status{}, false, errNilRequest()
 	}
-	if r.kind == kindOp {
-		r.pollOp()
+	if ok, err := r.pending(); !ok {
+		return Status{}, err == nil, err
 	}
-	if !r.done.Done() {
+	r.sweep()
+	if !r.poll() {
 		if r.w.aborted.Load() {
 			return Status{}, false, r.w.abortError()
 		}
 		return Status{}, false, nil
 	}
-	r.finish()
-	return r.status(), true, r.err
+	if st, ok, err := r.report(); ok {
+		return st, true, err
+	}
+	_, err := r.pending() // another goroutine reported it: inactive (complete) for this call, unless freed since
+	return Status{}, err == nil, err
 }
 
-// Waitall waits for every request (nil ones are skipped) and returns the first error, if any.
-func Waitall(reqs ...*Request) error {
-	var first error
-	for _, r := range reqs {
-		if r == nil {
-			continue
-		}
-		if _, err := r.Wait(); err != nil && first == nil {
-			first = err
-		}
+// pending classifies r for a completion call: active (true), or not, with ErrRequest if it was freed.
+func (r *Request) pending() (bool, error) {
+	switch r.life.Load() {
+	case lifeActive:
+		return true, nil
+	case lifeFreeing, lifeFreed:
+		return false, errFreed()
 	}
-	return first
+	return false, nil
 }
 
-// Testall reports whether every request (nil ones are skipped) has completed.
-func Testall(reqs ...*Request) (bool, error) {
-	all := true
-	for _, r := range reqs {
-		if r == nil {
-			continue
-		}
-		_, ok, err := r.Test()
-		if err != nil {
-			return false, err
-		}
-		all = all && ok
+// reportOnce reports a done request to this completion call; if another got there first (several goroutines
+// completing the same request) it is inactive for this one.
+func (r *Request) reportOnce() (Status, error) {
+	if st, ok, err := r.report(); ok {
+		return st, err
 	}
-	return all, nil
-}
-
-// Waitany waits until one of the requests completes and returns its index and status. Nil requests are skipped;
-// with none left it returns index -1 (MPI_UNDEFINED) at once.
-func Waitany(reqs ...*Request) (int, Status, error) {
-	var w *World
-	for _, r := range reqs {
-		if r != nil {
-			w = r.w
-			break
-		}
-	}
-	if w == nil {
-		return -1, Status{}, nil
-	}
-	cs := make([]*queues.Completion, len(reqs))
-	for {
-		hasOp := false
-		for i, r := range reqs {
-			if r == nil {
-				cs[i] = nil
-				continue
-			}
-			if r.kind == kindOp {
-				hasOp = true
-				r.pollOp()
-				cs[i] = r.op.Blocker()
-				if r.done.Done() {
-					cs[i] = &r.done
-				}
-			} else {
-				cs[i] = &r.done
-			}
-			if r.done.Done() {
-				st, err := r.Wait()
-				return i, st, err
-			}
-		}
-		if w.aborted.Load() {
-			return -1, Status{}, w.abortError()
-		}
-		if hasOp {
-			// Operations need polling: wait for a child completion, but only briefly between polls.
-			any := false
-			for _, c := range cs {
-				if c != nil {
-					any = true
-					break
-				}
-			}
-			if !any {
-				runtime.Gosched()
-				continue
-			}
-		}
-		remote := false
-		for _, r := range reqs {
-			remote = remote || (r != nil && r.remote)
-		}
-		if queues.WaitAny(cs, w.waitPolicy(remote), w.abortCh) < 0 {
-			return -1, Status{}, w.abortError()
-		}
-	}
+	_, err := r.pending()
+	return Status{}, err
 }

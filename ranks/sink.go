@@ -26,18 +26,22 @@ func (w *World) inbound(h *device.Header) (*Rank, queues.Envelope, int, error) {
 		return nil, queues.Envelope{}, 0, fmt.Errorf("frame from rank %d for rank %d, which is not on this node", h.Source, h.Dest)
 	}
 	t := Type(h.Type)
-	if !t.Valid() {
+	empty := t == TypeNone && h.Length == 0 // a nil message: no elements, no type
+	if !empty && !t.Valid() {
 		return nil, queues.Envelope{}, 0, fmt.Errorf("frame from rank %d with unknown element type %d", h.Source, h.Type)
 	}
-	if h.Length%uint64(t.Size()) != 0 {
+	if !empty && h.Length%uint64(t.Size()) != 0 {
 		return nil, queues.Envelope{}, 0, fmt.Errorf("frame from rank %d: %d bytes is not a whole number of %s elements", h.Source, h.Length, t)
 	}
 	if h.Tag < 0 || h.SrcRank < 0 || int(h.SrcRank) >= w.size {
 		return nil, queues.Envelope{}, 0, fmt.Errorf("frame from rank %d with tag %d, source rank %d", h.Source, h.Tag, h.SrcRank)
 	}
-	count := int(h.Length) / t.Size()
-	if t == TypeObject {
+	count := 0
+	switch {
+	case t == TypeObject:
 		count = 1
+	case !empty:
+		count = int(h.Length) / t.Size()
 	}
 	return r, queues.Envelope{Ctx: h.Context, Src: h.SrcRank, Tag: h.Tag}, count, nil
 }

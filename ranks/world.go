@@ -28,6 +28,14 @@ type Options struct {
 	// UnexpectedShare, if positive, is each rank's share exactly, below MinUnexpectedShare too (tests use a few
 	// KiB, so that every stream crosses the bound).
 	UnexpectedShare int64
+	Executor        Executor // the node's worker pool; nil: nothing runs in the background
+	NbcSlots        int      // shared-memory slots per communicator of nonblocking collectives (0: their default)
+}
+
+// Executor runs tasks in the background: the node's worker pool, on which nonblocking collectives progress. Submit
+// never blocks and never fails; tasks must not block either.
+type Executor interface {
+	Submit(task func())
 }
 
 // World is one node process's share of a job.
@@ -36,6 +44,7 @@ type World struct {
 	lo, hi int
 	ranks  []*Rank
 	dev    device.Device
+	segs   device.Segmented // dev, when it moves segmented payloads (views) itself
 	nodeOf func(int) int
 	eager  int
 	policy queues.Policy
@@ -48,11 +57,16 @@ type World struct {
 	aborted   atomic.Bool
 	abortErr  error
 
-	hooks  Hooks
-	routes string
+	hooks    Hooks
+	routes   string
+	exec     Executor
+	nbcSlots int
+
+	orphans orphans // operation requests freed while active (see sweepOrphans)
 
 	sharedMu sync.Mutex
 	shared   map[sharedKey]any
+	freed    map[sharedKey]int // per communicator (key ""), how many of its members here have freed it
 }
 
 // sharedKey names a communicator on this node: disjoint groups from one Split share a context, but never their
@@ -99,9 +113,11 @@ type Rank struct {
 	ctxMu     sync.Mutex // guards nextCtx, ctxHolder and agreeing (agree.go)
 	nextCtx   uint32
 	world     *Comm
-	ctxHolder *agreement   // the context agreement holding this rank's right to allocate, if any
-	agreeing  []*agreement // the context agreements in flight on this rank
-	_         [24]byte     // to a multiple of 64 bytes (TestRankLayout)
+	ctxHolder *agreement                 // the context agreement holding this rank's right to allocate, if any
+	agreeing  []*agreement               // the context agreements in flight on this rank
+	bsend     atomic.Pointer[bsendState] // the buffer attached for buffered sends (bsend.go), made on first use
+	ops       *rankOps                   // the rank's active operation requests (ops.go)
+	_         [8]byte                    // to a multiple of 64 bytes (TestRankLayout)
 }
 
 // MinUnexpectedShare is the least unexpected eager data a rank may hold from its own node, whatever
@@ -123,8 +139,10 @@ func NewWorld(o Options) (*World, error) {
 		return nil, fmt.Errorf("%w: ranks outside this node but no network device", ErrArg)
 	}
 	w := &World{size: o.Size, lo: o.Lo, hi: o.Hi, dev: o.Device, nodeOf: o.NodeOf, eager: o.EagerLimit,
-		policy: o.Policy, abortCh: make(chan struct{}), routes: o.Routes}
+		policy: o.Policy, abortCh: make(chan struct{}), exec: o.Executor,
+		nbcSlots: o.NbcSlots, routes: o.Routes}
 	w.netPolicy = w.policy
+	w.segs, _ = o.Device.(device.Segmented)
 	if p, ok := o.Device.(device.Poller); ok {
 		w.netPolicy = w.policy.Driven(p)
 	}
@@ -140,7 +158,7 @@ func NewWorld(o Options) (*World, error) {
 		share = UnexpectedShare(o.UnexpectedLimit, len(w.ranks))
 	}
 	for i := range w.ranks {
-		r := &Rank{w: w, id: o.Lo + i, nextCtx: 1, share: share}
+		r := &Rank{w: w, id: o.Lo + i, nextCtx: 1, share: share, ops: &rankOps{}}
 		r.world = &Comm{r: r, w: w, rank: r.id, size: o.Size, ctx: 0}
 		w.ranks[i] = r
 	}
@@ -172,6 +190,12 @@ func (w *World) Device() device.Device { return w.dev }
 
 // Routes says which device serves which peer nodes ("" in a one-node job).
 func (w *World) Routes() string { return w.routes }
+
+// Executor returns the node's worker pool, or nil when there is none (GOMPJ_ASYNC_PROGRESS=0).
+func (w *World) Executor() Executor { return w.exec }
+
+// NbcSlots returns the shared-memory slots per communicator that nonblocking collectives use (0: their default).
+func (w *World) NbcSlots() int { return w.nbcSlots }
 
 // Policy returns how ranks wait.
 func (w *World) Policy() *queues.Policy { return &w.policy }
@@ -228,16 +252,33 @@ func (w *World) Shared(c *Comm, key string, mk func() any) any {
 	return v
 }
 
-// dropShared forgets a freed communicator's shared objects, and no other group's.
+// dropShared forgets a freed communicator's shared objects, and no other group's, once every member of the
+// communicator on this node has freed it. Members make their first calls at their own pace (a neighbourhood
+// collective waits for neighbours only, so a member may finish with the communicator before another has started),
+// and a member that looked an object up after an early drop would make a fresh one that the others never see.
 func (w *World) dropShared(c *Comm) {
 	ctx, leader := c.ctx&^1, c.WorldRank(0)
+	here := 0
+	for i := 0; i < c.size; i++ {
+		if w.local(c.WorldRank(i)) != nil {
+			here++
+		}
+	}
 	w.sharedMu.Lock()
+	defer w.sharedMu.Unlock()
+	fk := sharedKey{ctx: ctx, leader: leader}
+	if w.freed == nil {
+		w.freed = make(map[sharedKey]int)
+	}
+	if w.freed[fk]++; w.freed[fk] < here {
+		return
+	}
+	delete(w.freed, fk)
 	for k := range w.shared {
 		if k.ctx == ctx && k.leader == leader {
 			delete(w.shared, k)
 		}
 	}
-	w.sharedMu.Unlock()
 }
 
 // msg is an unexpected message: it arrived before its receive was posted.
@@ -246,7 +287,9 @@ type msg struct {
 	typ   Type
 	count int
 	proto proto
-	data  []byte  // eagerOwned: our copy (small, pooled or encoded); rendezvousLocal: the sender's memory
+	data  []byte    // eagerOwned: our copy (small, pooled or encoded); rendezvousLocal: the sender's memory
+	sview *viewData // rendezvousLocal from a View: the sender's view (data is nil), its window from element soff
+	soff  int
 	class int     // size class of a pooled data buffer, -1 if none
 	box   *[]byte // the pooled buffer's holder, put back with it (so that recycling allocates nothing)
 	// inPlace: a small eager message whose payload is in small (see own); its receiver recycles it itself.
@@ -318,6 +361,27 @@ func (m *msg) disown() {
 
 func getMsg() *msg { return msgPool.Get().(*msg) }
 
+// bounce returns a buffer of n bytes from the size-class pools and its holder, to give back with unbounce (a nil
+// holder: too large to pool). Views that a device cannot move in pieces are packed into, or received through, one.
+func bounce(n int) ([]byte, *[]byte) {
+	c := sizeClass(n)
+	if c < 0 {
+		return make([]byte, n), nil
+	}
+	box, _ := bufPools[c].Get().(*[]byte)
+	if box == nil {
+		b := make([]byte, 64<<c)
+		box = &b
+	}
+	return (*box)[:n], box
+}
+
+func unbounce(box *[]byte) {
+	if box != nil {
+		bufPools[sizeClass(cap(*box))].Put(box)
+	}
+}
+
 // maxKeptMsgs bounds a rank's list of recycled messages.
 const maxKeptMsgs = 64
 
@@ -341,6 +405,14 @@ func (r *Rank) keepMsg(m *msg) {
 		return
 	}
 	msgPool.Put(m)
+}
+
+// src is the message's elements in memory: its payload, or the local sender's View.
+func (m *msg) src() Mem {
+	if m.sview != nil {
+		return Mem{Type: m.typ, N: m.count, view: m.sview, off: m.soff}
+	}
+	return bytesMem(m.typ, m.count, m.payload())
 }
 
 func (m *msg) payload() []byte {
@@ -419,6 +491,7 @@ func (r *Rank) takeUnexpected(ctx uint32, source, tag int32) *msg {
 	m := (*msg)(unsafe.Pointer(it))
 	r.held -= m.held
 	m.held = 0
+	m.taken()
 	return m
 }
 

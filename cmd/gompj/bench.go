@@ -14,19 +14,20 @@ import (
 )
 
 func init() {
-	register(&command{name: "bench", summary: "OSU-style benchmarks (latency, bw, bibw, latency-any, collectives)",
+	register(&command{name: "bench", summary: "OSU-style benchmarks (latency, bw, bibw, mbw_mr, latency-any, collectives, view, halo)",
 		usage: func(w io.Writer) { f, _ := benchFlags(new(runOpts), new(benchOpts)); f.printHelp(w) }, run: benchCmd})
 	register(&command{name: "bench-node", hidden: true, run: benchNodeCmd,
 		usage: func(w io.Writer) { fmt.Fprintln(w, "internal: the node program of `gompj bench -nodes`") }})
 }
 
 type benchOpts struct {
-	sizes  string
-	iters  int
-	warmup int
-	window int
-	algo   string
-	json   bool
+	sizes   string
+	iters   int
+	warmup  int
+	window  int
+	algo    string
+	json    bool
+	compute string
 }
 
 func (b *benchOpts) addFlags(fs *flag.FlagSet) {
@@ -36,12 +37,13 @@ func (b *benchOpts) addFlags(fs *flag.FlagSet) {
 	fs.IntVar(&b.window, "window", 64, "bandwidth window")
 	fs.StringVar(&b.algo, "algo", "", "collective algorithm to force")
 	fs.BoolVar(&b.json, "json", false, "print JSON instead of OSU's text")
+	fs.StringVar(&b.compute, "compute", "busy", "overlap benchmarks (i...): the computation, busy (OSU's spinning loop) or idle (a sleep: the cores stay free)")
 }
 
 // args turns the options back into flags for the node processes of a multi-node benchmark.
 func (b *benchOpts) args() []string {
 	a := []string{"-iters", strconv.Itoa(b.iters), "-warmup", strconv.Itoa(b.warmup), "-window", strconv.Itoa(b.window),
-		"-algo", b.algo, "-json=" + strconv.FormatBool(b.json)}
+		"-algo", b.algo, "-json=" + strconv.FormatBool(b.json), "-compute", b.compute}
 	if b.sizes != "" {
 		a = append(a, "-sizes", b.sizes)
 	}
@@ -49,7 +51,11 @@ func (b *benchOpts) args() []string {
 }
 
 func (b *benchOpts) options() (bench.Options, error) {
-	o := bench.Options{Iters: b.iters, Warmup: b.warmup, Window: b.window, Algo: b.algo, JSON: b.json}
+	o := bench.Options{Iters: b.iters, Warmup: b.warmup, Window: b.window, Algo: b.algo, JSON: b.json,
+		Compute: b.compute}
+	if b.compute != "busy" && b.compute != "idle" {
+		return o, fmt.Errorf("-compute %q: want busy or idle", b.compute)
+	}
 	if b.sizes != "" {
 		s, err := bench.ParseSizes(b.sizes)
 		if err != nil {
@@ -64,11 +70,18 @@ func benchFlags(o *runOpts, b *benchOpts) (*flagSet, *flag.FlagSet) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	o.addFlags(fs, 2)
 	b.addFlags(fs)
-	return &flagSet{FlagSet: fs, synopsis: "gompj bench NAME [-np 2] [-nodes K | -hosts ...] [-ranks-per-node K] [-sizes ...] [-iters N] [-window W] [-algo A] [-json]",
+	return &flagSet{FlagSet: fs, synopsis: "gompj bench NAME [-np 2] [-nodes K | -hosts ...] [-ranks-per-node K] [-sizes ...] [-iters N] [-window W] [-algo A] [-compute busy|idle] [-json]",
 		extra: "NAME is one of: " + strings.Join(bench.Names(), ", ") + `.
 Point-to-point benchmarks measure between ranks 0 and 1 (with -nodes 2 -np 2 they are on different node processes;
-with -nodes 2 -np 4 both are on node 0). latency-any is latency with the receiver using AnySource: compare it
-with latency. Rank 0 prints OSU's format: "# Size  Latency (us)" or "# Size  Bandwidth (MB/s)".`}, fs
+with -nodes 2 -np 4 both are on node 0), except mbw_mr, osu_mbw_mr: every rank i < np/2 streams windows to
+rank i+np/2 at once and rank 0 prints the pairs' total MB/s and messages per second. latency-any is latency with the
+receiver using AnySource: compare it with latency. Rank 0 prints OSU's format: "# Size  Latency (us)" or
+"# Size  Bandwidth (MB/s)". The overlap benchmarks of the nonblocking collectives (ibarrier, ibcast, ...
+ireduce_scatter) print OSU's "# Size  Overall(us)  Compute(us)  Pure Comm.(us)  Overlap(%)": the collective is
+started, the rank computes for as long as the collective alone takes (-compute busy: a spinning loop; idle: a
+sleep), then waits; -algo forces the nonblocking algorithm. view ping-pongs 4096 blocks of SIZE bytes 8 KiB apart
+as a Vector view, against the same bytes contiguous and packed by hand (SIZE 8: a column); halo times a 2D halo
+exchange of SIZE bytes per neighbour by NeighborAlltoall, its persistent form and Isend/Irecv/Waitall.`}, fs
 }
 
 func benchCmd(args []string) int {

@@ -1,6 +1,7 @@
 // Command gompj is gompj's command line: it launches jobs on this box, on several node processes, over ssh or
-// under Slurm (run), runs the OSU-style benchmarks (bench), and prints the effective configuration (info) and the
-// documentation of every flag and environment variable (help).
+// under Slurm (run), runs the OSU-style benchmarks (bench) and the NAS kernels (npb), and prints the module version
+// from the build information (version), the effective configuration (info) and the documentation of every flag and
+// environment variable (help).
 //
 // Subcommands live in the commands map; another file adds one with an init function calling register (npb does).
 //

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/gompj/gompj/collectives"
@@ -34,6 +35,19 @@ func helpCmd(args []string) int {
 	}
 	c.usage(w)
 	return 0
+}
+
+// unknownVariables returns the GOMPJ_* names in environ that nothing reads: names no definition knows, and
+// GOMPJ_COLL_<NAME> for a NAME that is no collective (GOMPJ_COLL_ALLREDUSE).
+func unknownVariables(environ []string) []string {
+	out := env.Unknown(environ)
+	for _, m := range env.CollAlgorithm.Members(environ) {
+		name := strings.TrimPrefix(m[0], env.CollAlgorithm.Member(""))
+		if !slices.Contains(collectives.Collectives(), strings.ToLower(name)) {
+			out = append(out, m[0])
+		}
+	}
+	return out
 }
 
 // printEnv lists every variable of internal/env but the tests', by group, and what each collective's

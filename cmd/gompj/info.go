@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"text/tabwriter"
 
@@ -60,7 +61,13 @@ func infoCmd(args []string) int {
 		return l.runMulti()
 	}
 	w := os.Stdout
-	fmt.Fprintf(w, "gompj %s (%s, %s/%s, %d CPUs)\n\n", Version, runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	bi, _ := debug.ReadBuildInfo()
+	version, commit := moduleVersion(bi)
+	fmt.Fprintf(w, "gompj %s (%s, %s/%s, %d CPUs)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	if commit != "" {
+		fmt.Fprintln(w, commit)
+	}
+	fmt.Fprintln(w)
 	settings, err := node.Effective()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "gompj info: %v\n", err)
@@ -72,7 +79,7 @@ func infoCmd(args []string) int {
 	for _, s := range settings {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", s.Variable, s.Value, s.Source)
 	}
-	for _, name := range env.Unknown(os.Environ()) {
+	for _, name := range unknownVariables(os.Environ()) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", name, "not a gompj variable (misspelt?): ignored", "env")
 	}
 	tw.Flush()

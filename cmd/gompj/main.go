@@ -8,9 +8,6 @@ import (
 	"strings"
 )
 
-// Version is gompj's version, printed by `gompj info`.
-const Version = "0.3.0-dev"
-
 // command is one subcommand of gompj.
 type command struct {
 	name    string

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -110,7 +111,7 @@ func (o *runOpts) target() (nodes int, hosts []string, err error) {
 	if o.envErr != nil {
 		return 0, nil, o.envErr
 	}
-	for _, name := range env.Unknown(os.Environ()) {
+	for _, name := range unknownVariables(os.Environ()) {
 		fmt.Fprintf(os.Stderr, "gompj: warning: %s is not a gompj variable (misspelt? see gompj help env)\n", name)
 	}
 	if err := node.CheckDevice(o.dev); err != nil {
@@ -163,6 +164,9 @@ func (o *runOpts) target() (nodes int, hosts []string, err error) {
 	if _, err := node.NewLayout(o.np, nodes, o.rpn); err != nil {
 		return 0, nil, err
 	}
+	if err := node.NetworkMissing(); err != nil && nodes > 1 && len(hosts) == 0 {
+		return 0, nil, err // the node processes would be started here, and would all refuse (-hosts may be Linux)
+	}
 	return nodes, hosts, nil
 }
 
@@ -213,7 +217,7 @@ func runCmd(args []string) int {
 func resolveProgram(p string) (string, func(), error) {
 	none := func() {}
 	if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
-		if st.Mode().Perm()&0o111 == 0 {
+		if st.Mode().Perm()&0o111 == 0 && runtime.GOOS != "windows" { // Windows has no execute bits
 			return "", none, fmt.Errorf("%s is not executable", p)
 		}
 		abs, err := filepath.Abs(p)
@@ -242,6 +246,9 @@ func resolveProgram(p string) (string, func(), error) {
 		name = "program"
 	}
 	out := filepath.Join(dir, name)
+	if runtime.GOOS == "windows" {
+		out += ".exe" // Windows runs a file without an extension as if it were NAME.exe
+	}
 	cmd := exec.Command("go", "build", "-o", out, pkg)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {

@@ -94,6 +94,19 @@ var (
 	CollAlgorithm = def(Var{Name: "GOMPJ_COLL_<NAME>", Kind: String, Job: true, Group: Collectives,
 		Default: "the table's choice",
 		Meaning: "algorithm for collective NAME wherever it applies, e.g. GOMPJ_COLL_ALLREDUCE=ring"})
+	CollNonblocking = def(Var{Name: "GOMPJ_COLL_I<NAME>", Kind: String, Job: true, Group: Collectives,
+		Default: "the blocking collective's choice",
+		Meaning: "algorithm for the nonblocking and persistent calls of collective NAME (Iallreduce, AllreduceInit) " +
+			"wherever it applies, one of NAME's, e.g. GOMPJ_COLL_IALLREDUCE=ring"})
+	NbcSlots = def(Var{Name: "GOMPJ_NBC_SLOTS", Field: "NbcSlots", Kind: Int, Value: "16", Group: Collectives,
+		Meaning: "shared-memory slots per communicator for nonblocking collectives; more outstanding ones queue"})
+	Workers = def(Var{Name: "GOMPJ_WORKERS", Field: "Workers", Kind: Int, Group: Collectives,
+		Default: "GOMAXPROCS",
+		Meaning: "goroutines of the node's worker pool, which moves nonblocking collectives on while ranks compute"})
+	AsyncProgress = def(Var{Name: "GOMPJ_ASYNC_PROGRESS", Field: "NoAsyncProgress", Not: true, Kind: Bool,
+		Value: "1", Group: Collectives,
+		Meaning: "0 turns the worker pool off: nonblocking collectives then move on only in the calls that start, " +
+			"test and wait for them"})
 )
 
 // The gompj command.
@@ -110,6 +123,4 @@ var (
 		Meaning: "internal/harness: the node process's id, for messages"})
 	NetdevChild = def(Var{Name: "GOMPJ_NETDEV_CHILD", Kind: String, Role: Test, Group: Tests,
 		Meaning: "netdev's fault tests: the address a child process connects to"})
-	WriteCorpus = def(Var{Name: "GOMPJ_WRITE_CORPUS", Kind: Bool, Role: Test, Group: Tests,
-		Meaning: "netdev's fuzz tests: rewrite the seed corpus"})
 )

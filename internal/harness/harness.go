@@ -35,6 +35,18 @@ const PureMax = 6
 // provider; skipped in builds without -tags ofi).
 func Run(t *testing.T, np int, body func(c *gompj.Comm) error) {
 	t.Helper()
+	run(t, np, PureMax, body)
+}
+
+// RunLarge is Run with the pure mode whatever np: one process per rank for every rank, for the few tests that
+// must see a large job of processes.
+func RunLarge(t *testing.T, np int, body func(c *gompj.Comm) error) {
+	t.Helper()
+	run(t, np, np, body)
+}
+
+func run(t *testing.T, np, pureMax int, body func(c *gompj.Comm) error) {
+	t.Helper()
 	t.Run("onenode", func(t *testing.T) {
 		if isChild() {
 			t.Skip("node process of another subtest")
@@ -47,8 +59,8 @@ func Run(t *testing.T, np int, body func(c *gompj.Comm) error) {
 		Procs(t, Spec{Ranks: np, Nodes: min(3, np)}, body).Check(t)
 	})
 	t.Run("pure", func(t *testing.T) {
-		if np > PureMax {
-			t.Skipf("pure mode runs up to %d ranks (one process each); this test has %d", PureMax, np)
+		if np > pureMax {
+			t.Skipf("pure mode runs up to %d ranks (one process each); this test has %d", pureMax, np)
 		}
 		Procs(t, Spec{Ranks: np, Nodes: np}, body).Check(t)
 	})

@@ -1,3 +1,5 @@
+//go:build linux
+
 package shm
 
 // kill makes the endpoint vanish as a killed process would: its connections close without a goodbye and it does
@@ -10,7 +12,5 @@ func (e *endpoint) kill() {
 	}
 	e.mu.Unlock()
 	e.ln.Close()
-	e.life.Lock()
-	e.closed = true
-	e.life.Unlock()
+	e.closed.Store(true)
 }

@@ -11,6 +11,11 @@ import (
 	"github.com/gompj/gompj/rdma/shm"
 )
 
+// NetworkMissing says why this build has no device between node processes, or nil when it has one (`gompj info`).
+func NetworkMissing() error { return nil }
+
+// The devices of a Linux build: this file and network_other.go are the one place where the operating system
+// decides which devices a multi-node job may get.
 func init() {
 	devices.add(deviceEntry{name: DevSHM, summary: "same host: node processes share memory (rdma over its shm provider)",
 		open: openSHM, status: shmStatus})

@@ -1,0 +1,353 @@
+package nbc
+
+import (
+	"fmt"
+	"reflect"
+
+	"github.com/gompj/gompj/collectives"
+	"github.com/gompj/gompj/ranks"
+)
+
+// spec is one rank's part of one collective operation: what the schedule builders take.
+type spec struct {
+	algo    string
+	rank, n int
+	id      collectives.OpID
+	a       *collectives.Call
+}
+
+func (sp *spec) p2p(s *Schedule) p2pb { return p2pb{s: s, rank: sp.rank, n: sp.n, id: sp.id} }
+
+// buildP2P appends to s the schedule of sp's collective with a message-based algorithm (the table's names; the
+// collective's last resort for any other name). Argument errors were found when the call was resolved; what it
+// returns are errors of object calls, which package collectives checks only while it runs them.
+func buildP2P(s *Schedule, sp *spec) error {
+	a := sp.a
+	if a.Object {
+		return buildObjects(s, sp)
+	}
+	b := sp.p2p(s)
+	n, rank := sp.n, sp.rank
+	switch a.Coll {
+	case "barrier":
+		b.dissemination()
+	case "bcast":
+		if n == 1 {
+			return nil
+		}
+		switch sp.algo {
+		case "linear":
+			b.linearBcast(a.Recv, a.Root)
+		case "scatter_allgather":
+			b.scatterAllgatherBcast(a.Recv, a.Sz, a.Root)
+		default:
+			b.binomialBcast(a.Recv, a.Root, tagBcast)
+		}
+	case "reduce":
+		acc := a.Send
+		if rank == a.Root {
+			acc = a.Recv[:len(a.Send)]
+		} else if n > 1 {
+			acc = make([]byte, len(a.Send))
+		}
+		s.Copy(acc, a.Send)
+		if n > 1 {
+			b.binomialReduce(a.Kernel, a.Commutative, acc, a.Root, tagReduce)
+		}
+	case "allreduce":
+		acc := a.Recv[:len(a.Send)]
+		s.Copy(acc, a.Send)
+		if n == 1 {
+			return nil
+		}
+		switch sp.algo {
+		case "rabenseifner":
+			b.rabenseifner(a.Kernel, acc, a.Sz)
+		case "ring":
+			b.ringAllreduce(a.Kernel, acc, a.Sz)
+		case "reduce_bcast":
+			b.binomialReduce(a.Kernel, a.Commutative, acc, 0, tagReduce)
+			b.binomialBcast(acc, 0, tagBcast)
+		default:
+			b.recursiveDoubling(a.Kernel, a.Commutative, acc)
+		}
+	case "gather":
+		if n == 1 {
+			s.Copy(a.Recv, a.Send)
+			return nil
+		}
+		own := a.Send
+		if a.InPlace {
+			own = a.Recv[a.Root*a.Blk : (a.Root+1)*a.Blk]
+		}
+		if sp.algo == "binomial" {
+			b.binomialGather(own, a.Recv, a.Blk, a.Root)
+			return nil
+		}
+		if a.InPlace {
+			own = nil
+		}
+		b.linearGatherv(own, a.Recv, nil, nil, 1, a.Blk, a.Root)
+	case "gatherv":
+		if n == 1 {
+			if !a.InPlace {
+				blk := blockOf(a.Recv, a.Counts, a.Displs, a.Sz, 0, 0)
+				if len(a.Send) > len(blk) {
+					return truncf("gatherv: %d elements into a block of %d", len(a.Send)/a.Sz, len(blk)/a.Sz)
+				}
+				s.Copy(blk, a.Send)
+			}
+			return nil
+		}
+		own := a.Send
+		if a.InPlace {
+			own = nil
+		}
+		if rank == a.Root && own != nil {
+			if blk := blockOf(a.Recv, a.Counts, a.Displs, a.Sz, rank, 0); len(own) > len(blk) {
+				return truncf("gatherv: %d elements from the root into a block of %d", len(own)/a.Sz, len(blk)/a.Sz)
+			}
+		}
+		b.linearGatherv(own, a.Recv, a.Counts, a.Displs, a.Sz, 0, a.Root)
+	case "scatter":
+		var recv []byte
+		if !a.InPlace {
+			recv = a.Recv[:a.Blk]
+		}
+		if n == 1 {
+			s.Copy(recv, a.Send)
+			return nil
+		}
+		if sp.algo == "binomial" {
+			b.binomialScatter(a.Send, recv, a.Blk, a.Root)
+			return nil
+		}
+		b.linearScatterv(a.Send, nil, nil, a.Sz, recv, a.Blk, a.Root)
+	case "scatterv":
+		var recv []byte
+		if !a.InPlace {
+			recv = a.Recv
+			if rank == a.Root {
+				if blk := blockOf(a.Send, a.Counts, a.Displs, a.Sz, rank, 0); len(blk) > len(recv) {
+					return truncf("scatterv: %d elements into a buffer of %d", len(blk)/a.Sz, len(recv)/a.Sz)
+				}
+				recv = recv[:len(blockOf(a.Send, a.Counts, a.Displs, a.Sz, rank, 0))]
+			}
+		}
+		if n == 1 {
+			if recv != nil {
+				s.Copy(recv, blockOf(a.Send, a.Counts, a.Displs, a.Sz, 0, 0))
+			}
+			return nil
+		}
+		b.linearScatterv(a.Send, a.Counts, a.Displs, a.Sz, recv, 0, a.Root)
+	case "allgather":
+		if !a.InPlace {
+			s.Copy(a.Recv[rank*a.Blk:(rank+1)*a.Blk], a.Send)
+		}
+		if n == 1 {
+			return nil
+		}
+		all := a.Recv[:n*a.Blk]
+		switch sp.algo {
+		case "recursive_doubling":
+			b.recursiveDoublingAllgather(all, a.Blk)
+		case "bruck":
+			b.bruckAllgather(all, a.Blk)
+		default:
+			b.ringAllgatherv(all, nil, nil, 1, a.Blk)
+		}
+	case "allgatherv":
+		if !a.InPlace {
+			s.Copy(blockOf(a.Recv, a.Counts, a.Displs, a.Sz, rank, 0), a.Send)
+		}
+		if n > 1 {
+			b.ringAllgatherv(a.Recv, a.Counts, a.Displs, a.Sz, 0)
+		}
+	case "alltoall":
+		src := a.Send
+		if a.InPlace {
+			src = make([]byte, len(a.Recv)) // the blocks to send, copied when the operation starts
+			s.Copy(src, a.Recv)
+		}
+		if n == 1 {
+			s.Copy(a.Recv, src)
+			return nil
+		}
+		if sp.algo == "bruck" {
+			b.bruckAlltoall(src, a.Recv, a.Blk)
+			return nil
+		}
+		b.pairwiseAlltoallv(src, nil, nil, a.Recv, nil, nil, 1, a.Blk)
+	case "alltoallv":
+		sb := blockOf(a.Send, a.Counts, a.Displs, a.Sz, rank, 0)
+		if rb := blockOf(a.Recv, a.RCounts, a.RDispls, a.Sz, rank, 0); len(sb) > len(rb) {
+			return truncf("alltoallv: %d elements to self into a block of %d", len(sb)/a.Sz, len(rb)/a.Sz)
+		}
+		b.pairwiseAlltoallvChecked(a.Send, a.Counts, a.Displs, a.Recv, a.RCounts, a.RDispls, a.Sz)
+	case "reduce_scatter":
+		return buildReduceScatter(s, sp)
+	case "scan", "exscan":
+		exclusive := a.Coll == "exscan"
+		src := a.Send
+		if exclusive && a.InPlace {
+			src = make([]byte, len(a.Send)) // rank 0's recv stays untouched, the others' is overwritten
+			s.Copy(src, a.Send)
+		}
+		dst := a.Recv[:len(src)]
+		if n == 1 {
+			if !exclusive {
+				s.Copy(dst, src)
+			}
+			return nil
+		}
+		b.chainScan(a.Kernel, src, dst, exclusive)
+	default:
+		return fmt.Errorf("%w: nbc: no collective %q", ranks.ErrArg, a.Coll)
+	}
+	return nil
+}
+
+// pairwiseAlltoallvChecked is pairwiseAlltoallv with this rank's block to itself cut to what it sends (checked).
+func (b p2pb) pairwiseAlltoallvChecked(send []byte, scounts, sdispls []int, recv []byte, rcounts, rdispls []int, sz int) {
+	n := b.n
+	sb := blockOf(send, scounts, sdispls, sz, b.rank, 0)
+	b.s.Copy(blockOf(recv, rcounts, rdispls, sz, b.rank, 0)[:len(sb)], sb)
+	for i := 1; i < n; i++ {
+		dst, src := (b.rank+i)%n, (b.rank-i+n)%n
+		b.s.Round()
+		b.sendDet(blockOf(send, scounts, sdispls, sz, dst, 0), dst, tagAlltoall)
+		b.recv(blockOf(recv, rcounts, rdispls, sz, src, 0), src, tagAlltoall)
+	}
+}
+
+func buildReduceScatter(s *Schedule, sp *spec) error {
+	a, n, rank := sp.a, sp.n, sp.rank
+	b := sp.p2p(s)
+	sz := a.Sz
+	if n == 1 {
+		if !a.InPlace {
+			s.Copy(a.Recv, a.Send)
+		}
+		return nil
+	}
+	offs := make([]int, n+1)
+	for i, x := range a.Counts {
+		offs[i+1] = offs[i] + x*sz
+	}
+	if sp.algo == "ring" {
+		acc := make([]byte, len(a.Send))
+		s.Copy(acc, a.Send)
+		piece := func(i int) []byte { return acc[offs[i]:offs[i+1]] }
+		b.ringReduceScatter(a.Kernel, acc, piece, 0, tagReduce)
+		s.Round()
+		s.Copy(a.Recv, piece(rank))
+		return nil
+	}
+	// reduce to rank 0, which scatters the blocks
+	acc := make([]byte, len(a.Send))
+	s.Copy(acc, a.Send)
+	b.binomialReduce(a.Kernel, a.Commutative, acc, 0, tagReduce)
+	var full []byte
+	if rank == 0 {
+		full = acc
+	}
+	b.linearScatterv(full, a.Counts, nil, sz, a.Recv[:a.Counts[rank]*sz], 0, 0)
+	return nil
+}
+
+func truncf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ranks.ErrTruncate}, args...)...)
+}
+
+// --- objects ---
+
+// buildObjects: collectives of values that are not primitive slices, msgpack-encoded one message per value, by the
+// patterns of the blocking ones (a binomial bcast, linear gather and scatter, gather then bcast for allgather).
+// Argument errors of the receiving side are found here, at the start, as a blocking call finds them while it runs.
+func buildObjects(s *Schedule, sp *spec) error {
+	a, n, rank := sp.a, sp.n, sp.rank
+	b := sp.p2p(s)
+	switch a.Coll {
+	case "bcast":
+		b.binomialBcastObj(a.ObjRecv, a.Root)
+	case "gather":
+		return b.gatherObj(a.ObjSend, a.ObjRecv, a.Root)
+	case "allgather":
+		if err := b.gatherObj(a.ObjSend, a.ObjRecv, 0); err != nil {
+			return err
+		}
+		if rank != 0 {
+			if _, err := collectives.SliceTarget("allgather", a.ObjRecv, n); err != nil {
+				return err
+			}
+		}
+		b.binomialBcastObj(a.ObjRecv, 0)
+	case "scatter":
+		rv := reflect.ValueOf(a.ObjRecv)
+		if !rv.IsValid() || rv.Kind() != reflect.Pointer || rv.IsNil() {
+			return fmt.Errorf("%w: scatter of objects needs a pointer to receive into, got %T", ranks.ErrBuffer, a.ObjRecv)
+		}
+		s.Round()
+		if rank != a.Root {
+			b.recvObj(a.ObjRecv, a.Root, tagScatter)
+			return nil
+		}
+		sv := reflect.ValueOf(a.ObjSend)
+		if !sv.IsValid() || sv.Kind() != reflect.Slice || sv.Len() != n {
+			return fmt.Errorf("%w: scatter of objects needs a slice of %d elements at the root, got %T", ranks.ErrBuffer, n, a.ObjSend)
+		}
+		if !sv.Type().Elem().AssignableTo(rv.Elem().Type()) {
+			return fmt.Errorf("%w: scatter: a %s into a %T", ranks.ErrType, sv.Type().Elem(), a.ObjRecv)
+		}
+		s.Do(func() error { rv.Elem().Set(sv.Index(a.Root)); return nil })
+		for i := 0; i < n; i++ {
+			if i != a.Root {
+				b.sendObj(sv.Index(i).Interface(), i, tagScatter)
+			}
+		}
+	default:
+		return fmt.Errorf("%w: nbc: %s of objects", ranks.ErrBuffer, a.Coll)
+	}
+	return nil
+}
+
+func (b p2pb) binomialBcastObj(buf any, root int) {
+	n := b.n
+	vr := (b.rank - root + n) % n
+	mask := 1
+	for ; mask < n; mask <<= 1 {
+		if vr&mask != 0 {
+			b.s.Round()
+			b.recvObj(buf, (b.rank-mask+n)%n, tagBcast)
+			break
+		}
+	}
+	b.s.Round()
+	for mask >>= 1; mask > 0; mask >>= 1 {
+		if vr+mask < n {
+			b.sendObj(buf, (b.rank+mask)%n, tagBcast) // encoded when posted: after buf was received
+		}
+	}
+}
+
+func (b p2pb) gatherObj(send, recv any, root int) error {
+	b.s.Round()
+	if b.rank != root {
+		b.sendObj(send, root, tagGather)
+		return nil
+	}
+	sl, err := collectives.SliceTarget("gather", recv, b.n)
+	if err != nil {
+		return err
+	}
+	if err := collectives.SetElem("gather", sl, root, send); err != nil {
+		return err
+	}
+	for i := 0; i < b.n; i++ {
+		if i != root {
+			b.recvObj(sl.Index(i).Addr().Interface(), i, tagGather)
+		}
+	}
+	return nil
+}

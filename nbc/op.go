@@ -1,0 +1,173 @@
+package nbc
+
+import (
+	"sync/atomic"
+
+	"github.com/gompj/gompj/collectives"
+	"github.com/gompj/gompj/queues"
+	"github.com/gompj/gompj/ranks"
+)
+
+// An op is one rank's instance of a nonblocking or persistent collective: a schedule, the machine that runs it,
+// and the transport that carries its steps out over the rank's requests (transport.go).
+//
+// Who runs it. Whoever calls run advances the machine as far as it can without blocking; runs are serialised (a
+// run that finds another in progress marks it dirty, and that one goes round once more), so the owner's Test or
+// Wait and a worker of the node's pool may meet on an op safely. Three things call run:
+//
+//   - the starting call (the I-call, or Start): the first round is posted before it returns;
+//   - the completion calls of the op's rank (Progress, through the request; they run all the rank's ops);
+//   - kick, which the op's hook calls when one of its child requests completes (on the completing goroutine: a
+//     sender, the network's progress loop, a driving rank), and shared-memory protocols call when they change
+//     something the op waits for. If a completion call of the rank is under way, kick signals it (ranks.SignalOp)
+//     and it runs the op; otherwise kick hands the op to the node's worker pool, so that it moves on while its
+//     rank computes and calls nothing (a worker then does the rank's share of a shared-memory collective).
+//
+// The run that sees the machine finish completes the request (ranks.CompleteOp).
+type op struct {
+	m  Machine
+	tr transport
+
+	state  atomic.Int32 // opIdle, opRunning, opDirty
+	queued atomic.Bool  // handed to the pool and not yet run
+	done   atomic.Bool  // the machine has finished; err is set
+	err    error
+
+	hook    *queues.Waker  // armed on child requests: runs kick
+	exec    ranks.Executor // the node's worker pool, or nil
+	task    func()         // o.work, made once: handing the op to the pool allocates nothing
+	req     *ranks.Request // the request the op completes through
+	watch   []*watchlist   // the shared-memory wait lists the op is on
+	name    string         // the collective and its algorithm, for errors and tests
+	c       *ranks.Comm
+	onStart []func() // a persistent op's shared-memory schedules move to their slots' next use at each Start
+	finish  func()   // runs once the machine has finished, before the request completes (unpacking Views)
+	release []func() // what Release lets go of
+
+	// reuse (cache.go)
+	key  *collectives.Call // the call the op was built for, kept for reuse; nil if it is not kept
+	algo string
+	shm  *shmb // a shared-memory schedule's builder, which reuse moves to another slot
+}
+
+const (
+	opIdle int32 = iota
+	opRunning
+	opDirty // running, and something happened since it started: go round again
+)
+
+func newOp(c *ranks.Comm, name string) *op {
+	o := &op{exec: c.World().Executor(), name: name, c: c}
+	o.hook = queues.NewHook(o.kick)
+	o.task = o.work
+	return o
+}
+
+// kick says that something the op waits for may have happened. It must not block.
+func (o *op) kick() {
+	if o.done.Load() || ranks.SignalOp(o.req) {
+		return
+	}
+	if o.exec != nil && o.queued.CompareAndSwap(false, true) {
+		o.exec.Submit(o.task)
+	}
+}
+
+// work is the pool's task.
+func (o *op) work() {
+	o.queued.Store(false)
+	o.run()
+}
+
+// run advances the op as far as it can; concurrent runs are serialised (see op).
+func (o *op) run() {
+	for {
+		switch s := o.state.Load(); s {
+		case opIdle:
+			if o.state.CompareAndSwap(opIdle, opRunning) {
+				goto owner
+			}
+		case opRunning:
+			if o.state.CompareAndSwap(opRunning, opDirty) {
+				return
+			}
+		default:
+			return
+		}
+	}
+owner:
+	o.held()
+}
+
+// held runs the op while the caller holds it (opRunning), then lets it go.
+func (o *op) held() {
+	for {
+		o.step()
+		if o.state.CompareAndSwap(opRunning, opIdle) {
+			return
+		}
+		o.state.Store(opRunning) // it was dirty: look again
+	}
+}
+
+func (o *op) step() {
+	if o.done.Load() {
+		return
+	}
+	done, err := o.m.Progress(&o.tr)
+	if !done {
+		return
+	}
+	o.err = err
+	o.unwatch()
+	if o.finish != nil {
+		o.finish()
+	}
+	o.done.Store(true)
+	ranks.CompleteOp(o.req, err)
+}
+
+// started follows the starting call's first run: an op still under way over the network needs the device's
+// progress loop running while its rank goes on computing (ranks.World.ResumeNetwork).
+func (o *op) started() {
+	if !o.done.Load() && o.c.World().Device() != nil {
+		o.c.World().ResumeNetwork()
+	}
+}
+
+// Progress implements ranks.Operation: the rank's completion calls run the op. It never reports the op finished:
+// the run that finishes it completes its request itself (step), which the caller then sees. (Reading the outcome
+// here, outside the run, would race with a reuse of the finished op for a new call: cache.go.)
+func (o *op) Progress() (bool, error) {
+	o.run()
+	return false, nil
+}
+
+// Blocker implements ranks.Operation. The op's request belongs to a rank (Comm.OpRequest), whose completion calls
+// park on the request itself and on the rank's event, which kick signals: there is nothing else to park on.
+func (o *op) Blocker() *queues.Completion { return nil }
+
+// Start implements ranks.PersistentOp: one run of a persistent collective. Its schedule, buffers, child requests
+// and slots were made by its Init call; a run allocates nothing.
+func (o *op) Start() error {
+	if err := o.c.Check(); err != nil {
+		return err
+	}
+	for _, f := range o.onStart {
+		f()
+	}
+	o.m.Reset()
+	o.err = nil
+	o.done.Store(false)
+	o.run()
+	o.started()
+	return nil
+}
+
+// Release implements ranks.Releaser: the persistent request was freed (after its last run).
+func (o *op) Release() {
+	for _, f := range o.release {
+		f()
+	}
+	o.release = nil
+}

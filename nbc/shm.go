@@ -1,0 +1,655 @@
+package nbc
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/gompj/gompj/collectives"
+	"github.com/gompj/gompj/ranks"
+)
+
+// Shared-memory schedules, for a communicator whose members all live on this node: FastMPJ's slot protocol for
+// nonblocking collectives (Ramos et al.), with its defects mended and extended to every collective.
+//
+// The members of a communicator share a ring of slots (GOMPJ_NBC_SLOTS, default 16). The k-th shared-memory
+// operation a member starts on the communicator uses slot k mod N, for the (k/N+1)-th time: its use number u. Every
+// member counts its operations alike (they start the communicator's collectives in the same order and choose
+// algorithms alike), so they meet in the same slot at the same use. A slot has two counters that only grow, over
+// all its uses: arrived (members that published their buffers for the use) and finished (members that no longer
+// touch the slot or anybody's buffers); use u is over once finished reaches u*n, and a member starts use u+1 only
+// then (it acquires the slot). Every member arrives once per use, before it finishes and after the use became its
+// own (it acquired the slot, or saw the root publish, who did), so that when use u+1 begins arrived is exactly u*n
+// whatever the collectives: arrivals of two uses never mix. An operation that finds its slot busy waits: operations queue, never fail, and
+// never deadlock, since an earlier operation on the slot needs nothing from a later one.
+//
+// Within a use, members publish slices of their buffers in their member entry and copy or combine straight from
+// each other's memory, one copy per byte: readers copy from the root's published buffer (bcast, scatter), members
+// copy into the root's (gather), reductions combine from the peers' buffers (in chunks shared among the members
+// for large vectors; small contributions are copied into the slot, so that whoever published may finish at once).
+// A member's publication (its entry's fields, then its gen set to u, or the arrived counter) happens before any
+// reader looks at it (sync/atomic orders it), and a member finishes only once nobody reads its buffers any more.
+//
+// The waits are Wait steps on conditions over these counters; whoever moves a counter past a value someone waits
+// for notifies the slot's wait list, which kicks the waiting operations. A kick hands an operation whose rank is
+// busy computing to the node's worker pool, so that rank's share (its copy, its combine) is done on its behalf and
+// the others are not held back.
+//
+// What the paper's protocol lacked: the root's completion counted itself ambiguously (here readers are counted, and
+// the root waits for n-1 of them); the tag and the slot's states shared one integer space (here uses are numbered
+// apart from the state); a full ring threw an exception (here operations queue); nothing moved without the owner's
+// Test or Wait (here kicks and workers move it).
+
+const (
+	inlineMax = 256 - 16 // a contribution up to this size is copied into the slot
+	minChunk  = 16 << 10 // smallest share of a reduction given to one member
+	ringKey   = "github.com/gompj/gompj/nbc.ring"
+)
+
+// defaultSlots is the ring's size when the World does not say (GOMPJ_NBC_SLOTS's default).
+const defaultSlots = 16
+
+// ring is the slots one communicator's members share; ops[i] is member i's count of operations started on it
+// (only member i touches it).
+type ring struct {
+	slots []*slot
+	ops   []paddedCount
+}
+
+type paddedCount struct {
+	n uint64
+	_ [56]byte
+}
+
+type slot struct {
+	arrived  atomic.Uint64
+	_        [56]byte
+	finished atomic.Uint64
+	_        [56]byte
+	list     watchlist
+	mem      []member
+}
+
+// member is one member's entry in a slot: what it publishes for the current use.
+type member struct {
+	gen            atomic.Uint64 // the use it has published for
+	src, dst       []byte
+	counts, displs []int
+	blk            int
+	inlen          int
+	inline         [inlineMax]byte
+	last           *op // the member's operation of the previous use (see acquire)
+	_              [64]byte
+}
+
+func newSlot(n int) *slot { return &slot{mem: make([]member, n)} }
+
+// slotFor returns the slot and use of the next shared-memory operation of rank on c's ring.
+func slotFor(c *ranks.Comm) (*slot, uint64) {
+	n, rank := c.Size(), c.Rank()
+	cc := cacheOf(c)
+	rg := cc.ring
+	if rg == nil { // the first time on c: the members' shared ring, found once and kept (World.Shared locks)
+		rg = c.World().Shared(c, ringKey, func() any {
+			k := c.World().NbcSlots()
+			if k <= 0 {
+				k = defaultSlots
+			}
+			r := &ring{slots: make([]*slot, k), ops: make([]paddedCount, n)}
+			for i := range r.slots {
+				r.slots[i] = newSlot(n)
+			}
+			return r
+		}).(*ring)
+		cc.ring = rg
+	}
+	k := rg.ops[rank].n
+	rg.ops[rank].n++
+	return rg.slots[k%uint64(len(rg.slots))], k/uint64(len(rg.slots)) + 1
+}
+
+// persistentSlot returns a persistent operation's own slot (its id names it).
+func persistentSlot(c *ranks.Comm, id collectives.OpID) *slot {
+	n := c.Size()
+	return c.World().Shared(c, fmt.Sprintf("%s/persistent/%d", ringKey, id), func() any { return newSlot(n) }).(*slot)
+}
+
+// shmb builds, and then serves at run time, one member's schedule of one shared-memory operation. The closures of
+// the schedule read the slot and use through it, never a copy: a persistent operation moves to its next use at
+// each Start, a reused one to another slot (moveTo).
+type shmb struct {
+	s    *Schedule
+	sl   *slot
+	me   *member
+	r, n int
+	u    uint64
+	prev *op // this member's operation of the previous use of the slot
+	a    *collectives.Call
+	acc  []byte   // reductions: the block being combined
+	dsts [][]byte // reductions: where combined blocks go
+	out  []byte   // reduce_scatter in place: the block, until the others are done reading
+	own  []byte   // alltoall and exscan in place: a copy of the input
+}
+
+func (b *shmb) un() uint64 { return b.u * uint64(b.n) }
+
+// acquire waits until the slot's previous use is over. While it waits it helps this member's operation of that use
+// along: with no worker pool (GOMPJ_ASYNC_PROGRESS=0) nothing else would move it if the owner waits on this one.
+func (b *shmb) acquire() {
+	b.s.Wait(func() bool {
+		if b.sl.finished.Load() >= b.un()-uint64(b.n) {
+			return true
+		}
+		if p := b.prev; p != nil && !p.done.Load() {
+			p.run()
+		}
+		return b.sl.finished.Load() >= b.un()-uint64(b.n)
+	}, &b.sl.list)
+}
+
+func (b *shmb) publish() {
+	b.me.gen.Store(b.u)
+}
+
+func (b *shmb) arrive() {
+	if b.sl.arrived.Add(1) == b.un() {
+		b.sl.list.notify()
+	}
+}
+
+func (b *shmb) finish() {
+	if v := b.sl.finished.Add(1); v >= b.un()-1 {
+		b.sl.list.notify()
+	}
+}
+
+func (b *shmb) waitArrived() {
+	b.s.Wait(func() bool { return b.sl.arrived.Load() >= b.un() }, &b.sl.list)
+}
+
+func (b *shmb) waitFinished(less uint64) {
+	b.s.Wait(func() bool { return b.sl.finished.Load() >= b.un()-less }, &b.sl.list)
+}
+
+func (b *shmb) waitGen(j int) {
+	b.s.Wait(func() bool { return b.sl.mem[j].gen.Load() >= b.u }, &b.sl.list)
+}
+
+// buildShm appends the shared-memory schedule of sp's call on c to s.
+func buildShm(s *Schedule, sp *spec, c *ranks.Comm, o *op, persistent bool) error {
+	var sl *slot
+	var u uint64
+	if persistent {
+		sl, u = persistentSlot(c, sp.id), 0 // each Start moves it on (onStart): the first run is use 1
+	} else {
+		sl, u = slotFor(c)
+	}
+	return buildShmSlot(s, sp, sl, u, o, persistent)
+}
+
+// buildShmSlot appends the schedule of sp's call at use u of slot sl.
+func buildShmSlot(s *Schedule, sp *spec, sl *slot, u uint64, o *op, persistent bool) error {
+	b := &shmb{s: s, r: sp.rank, n: sp.n, a: sp.a}
+	b.moveTo(sl, u, o)
+	if persistent {
+		b.prev = nil // its own slot: its previous use is its own previous run, over before Start
+		o.onStart = append(o.onStart, func() { b.u++ })
+	}
+	if o != nil {
+		o.shm = b
+	}
+	return b.build()
+}
+
+// moveTo points the schedule at use u of slot sl (a new operation, or one reused: cache.go).
+func (b *shmb) moveTo(sl *slot, u uint64, o *op) {
+	b.sl, b.me, b.u = sl, &sl.mem[b.r], u
+	b.prev, b.me.last = b.me.last, o
+}
+
+func (b *shmb) build() error {
+	a, r := b.a, b.r
+	switch a.Coll {
+	case "barrier":
+		b.acquire()
+		b.s.Do(func() error { b.arrive(); return nil })
+		b.waitArrived()
+		b.s.Do(func() error { b.finish(); return nil })
+	case "bcast":
+		b.rooted(func() error { b.me.src = a.Recv; return nil }, func(root *member) error {
+			if len(root.src) > len(a.Recv) {
+				return truncf("bcast of %d bytes from root %d into a buffer of %d", len(root.src), a.Root, len(a.Recv))
+			}
+			copy(a.Recv, root.src)
+			return nil
+		})
+	case "scatter", "scatterv":
+		recv := a.Recv
+		if a.InPlace {
+			recv = nil
+		}
+		b.rooted(func() error {
+			b.me.src, b.me.counts, b.me.displs, b.me.blk = a.Send, a.Counts, a.Displs, a.Blk
+			if recv == nil {
+				return nil
+			}
+			blk := blockOf(a.Send, a.Counts, a.Displs, a.Sz, r, a.Blk)
+			if len(blk) > len(recv) {
+				return truncf("%s: %d bytes for the root into a buffer of %d", a.Coll, len(blk), len(recv))
+			}
+			copy(recv, blk)
+			return nil
+		}, func(root *member) error {
+			blk := blockOf(root.src, root.counts, root.displs, a.Sz, r, root.blk)
+			if len(blk) > len(recv) {
+				return truncf("%s: %d bytes for rank %d into a buffer of %d", a.Coll, len(blk), r, len(recv))
+			}
+			copy(recv, blk)
+			return nil
+		})
+	case "gather", "gatherv":
+		b.rooted(func() error {
+			b.me.dst, b.me.counts, b.me.displs, b.me.blk = a.Recv, a.Counts, a.Displs, a.Blk
+			if a.InPlace {
+				return nil
+			}
+			blk := blockOf(a.Recv, a.Counts, a.Displs, a.Sz, r, a.Blk)
+			if len(a.Send) > len(blk) {
+				return truncf("%s: %d bytes from the root into a block of %d", a.Coll, len(a.Send), len(blk))
+			}
+			copy(blk, a.Send)
+			return nil
+		}, func(root *member) error {
+			blk := blockOf(root.dst, root.counts, root.displs, a.Sz, r, root.blk)
+			if len(a.Send) > len(blk) {
+				return truncf("%s: %d bytes from rank %d into a block of %d", a.Coll, len(a.Send), r, len(blk))
+			}
+			copy(blk, a.Send)
+			return nil
+		})
+	case "allreduce", "reduce":
+		b.reduction()
+	case "allgather", "allgatherv":
+		b.allgather()
+	case "alltoall", "alltoallv":
+		b.alltoall()
+	case "reduce_scatter":
+		b.reduceScatter()
+	case "scan", "exscan":
+		b.scan()
+	default:
+		return fmt.Errorf("%w: nbc: no shared-memory %s", ranks.ErrArg, a.Coll)
+	}
+	return nil
+}
+
+// rooted builds bcast, scatter and gather: the root publishes (pub, which also does its own part) and waits for
+// the n-1 others, who each wait for the publication and then do their part with the root's entry.
+func (b *shmb) rooted(pub func() error, part func(root *member) error) {
+	root := b.a.Root
+	if b.r == root {
+		var err error
+		b.acquire()
+		b.s.Do(func() error {
+			err = pub() // reported once the others are done with the root's buffer
+			b.publish()
+			b.arrive()
+			b.sl.list.notify()
+			return nil
+		})
+		b.waitFinished(1)
+		b.s.Do(func() error { b.finish(); return err })
+		return
+	}
+	// A reader needs no acquire: the root publishes use u only after acquiring the slot for it.
+	b.waitGen(root)
+	b.s.Do(func() error {
+		b.arrive()
+		err := part(&b.sl.mem[root])
+		b.finish()
+		return err
+	})
+}
+
+// share returns the byte range [lo, hi) of a reduction of total bytes (elements of sz) that member i combines:
+// chunks of at least minChunk, shared among the members from member first on.
+func share(total, sz, n, i, first int) (lo, hi int) {
+	parts := min(n, max(1, total/minChunk))
+	p := (i - first + n) % n
+	if p >= parts {
+		return 0, 0
+	}
+	lo, hi = span(total, sz, parts, p)
+	return lo, hi
+}
+
+// combine computes, for bytes [lo, hi) of the members' published srcs, src[0] op ... op src[n-1] (rank order),
+// block by block through b.acc, and writes each block at its offset less base into every buffer of dsts.
+func (b *shmb) combine(k func(inout, in []byte), lo, hi, sz int, dsts [][]byte, base int) {
+	bs := max((4<<10)/sz, 1) * sz
+	n := b.n
+	for x := lo; x < hi; x += bs {
+		y := min(x+bs, hi)
+		t := b.acc[:y-x]
+		copy(t, b.sl.mem[n-1].src[x:y])
+		for i := n - 2; i >= 0; i-- {
+			k(t, b.sl.mem[i].src[x:y])
+		}
+		for _, d := range dsts {
+			copy(d[x-base:y-base], t)
+		}
+	}
+}
+
+func (b *shmb) checkSrcs(what string, total int) error {
+	for j := range b.sl.mem {
+		if l := len(b.sl.mem[j].src); l != total {
+			return collectivesArg("%s: rank %d contributes %d bytes, rank %d %d", what, b.r, total, j, l)
+		}
+	}
+	return nil
+}
+
+func collectivesArg(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ranks.ErrArg}, args...)...)
+}
+
+// reduction builds allreduce and reduce.
+func (b *shmb) reduction() {
+	a, r, n := b.a, b.r, b.n
+	all := a.Coll == "allreduce"
+	total := len(a.Send)
+	k := a.Kernel
+	sz := a.Sz
+	if total <= inlineMax {
+		b.acquire()
+		b.s.Do(func() error {
+			b.me.inlen = copy(b.me.inline[:], a.Send)
+			b.publish()
+			b.arrive()
+			if !all && r != a.Root {
+				b.finish() // its contribution is in the slot: nothing of its own is read any more
+			}
+			return nil
+		})
+		if !all && r != a.Root {
+			return
+		}
+		b.waitArrived()
+		b.s.Do(func() error {
+			defer b.finish()
+			out := a.Recv[:total]
+			for i := n - 1; i >= 0; i-- {
+				m := &b.sl.mem[i]
+				in := m.inline[:m.inlen]
+				switch {
+				case len(in) != total:
+					return collectivesArg("%s: rank %d contributes %d bytes, rank %d %d", a.Coll, r, total, i, len(in))
+				case i == n-1:
+					copy(out, in)
+				default:
+					k(out, in)
+				}
+			}
+			return nil
+		})
+		return
+	}
+	b.acc = make([]byte, max((4<<10)/sz, 1)*sz)
+	b.dsts = make([][]byte, 0, n)
+	b.acquire()
+	b.s.Do(func() error {
+		b.me.src, b.me.dst = a.Send, a.Recv
+		b.publish()
+		b.arrive()
+		return nil
+	})
+	b.waitArrived()
+	first := 0
+	if !all {
+		first = a.Root
+	}
+	b.s.Do(func() error {
+		defer b.finish()
+		if err := b.checkSrcs(a.Coll, total); err != nil {
+			return err
+		}
+		if all {
+			for j := range b.sl.mem {
+				if len(b.sl.mem[j].dst) < total {
+					return truncf("%s: %d bytes into rank %d's buffer of %d", a.Coll, total, j, len(b.sl.mem[j].dst))
+				}
+			}
+		} else if len(b.sl.mem[a.Root].dst) < total {
+			return truncf("reduce: %d bytes into a root buffer of %d", total, len(b.sl.mem[a.Root].dst))
+		}
+		lo, hi := share(total, sz, n, r, first)
+		if hi <= lo {
+			return nil
+		}
+		dsts := b.dsts[:0]
+		if !all {
+			dsts = append(dsts, b.sl.mem[a.Root].dst)
+		} else {
+			for j := 0; j < n; j++ { // this member's first: its own buffer is the nearest
+				dsts = append(dsts, b.sl.mem[(r+j)%n].dst)
+			}
+		}
+		b.combine(k, lo, hi, sz, dsts, 0)
+		clear(dsts) // the peers' buffers are not this operation's to keep
+		return nil
+	})
+	b.waitFinished(0)
+}
+
+// allgather builds allgather and allgatherv.
+func (b *shmb) allgather() {
+	a, r, n := b.a, b.r, b.n
+	sz := a.Sz
+	src := a.Send
+	if a.InPlace {
+		src = blockOf(a.Recv, a.Counts, a.Displs, sz, r, a.Blk)
+	}
+	if a.Counts == nil && a.Blk <= inlineMax {
+		b.acquire()
+		b.s.Do(func() error {
+			b.me.inlen = copy(b.me.inline[:], src)
+			b.publish()
+			b.arrive()
+			return nil
+		})
+		b.waitArrived()
+		b.s.Do(func() error {
+			defer b.finish()
+			var err error
+			for j := 0; j < n; j++ {
+				if j == r && a.InPlace {
+					continue
+				}
+				m := &b.sl.mem[j]
+				blk := blockOf(a.Recv, nil, nil, sz, j, a.Blk)
+				if m.inlen > len(blk) {
+					err = truncf("allgather: %d bytes from rank %d into a block of %d", m.inlen, j, len(blk))
+					continue
+				}
+				copy(blk, m.inline[:m.inlen])
+			}
+			return err
+		})
+		return
+	}
+	b.acquire()
+	b.s.Do(func() error {
+		b.me.src = src
+		b.publish()
+		b.arrive()
+		return nil
+	})
+	b.waitArrived()
+	b.s.Do(func() error {
+		defer b.finish()
+		var err error
+		for x := 1; x <= n; x++ {
+			j := (r + x) % n // the next rank first: spreads the readers over the sources
+			if j == r && a.InPlace {
+				continue
+			}
+			blk := blockOf(a.Recv, a.Counts, a.Displs, sz, j, a.Blk)
+			s := b.sl.mem[j].src
+			if len(s) > len(blk) {
+				err = truncf("%s: %d bytes from rank %d into a block of %d", a.Coll, len(s), j, len(blk))
+				continue
+			}
+			copy(blk, s)
+		}
+		return err
+	})
+	b.waitFinished(0)
+}
+
+// alltoall builds alltoall and alltoallv: every member pulls its blocks from the others' published sends.
+func (b *shmb) alltoall() {
+	a, r, n := b.a, b.r, b.n
+	sz := a.Sz
+	src := a.Send
+	if a.InPlace {
+		b.own = make([]byte, len(a.Recv)) // the blocks to send, copied when the operation starts
+		src = b.own
+		b.s.Copy(b.own, a.Recv)
+	}
+	b.acquire()
+	b.s.Do(func() error {
+		b.me.src, b.me.counts, b.me.displs, b.me.blk = src, a.Counts, a.Displs, a.Blk
+		b.publish()
+		b.arrive()
+		return nil
+	})
+	b.waitArrived()
+	b.s.Do(func() error {
+		defer b.finish()
+		var err error
+		for x := 0; x < n; x++ {
+			j := (r + x) % n
+			m := &b.sl.mem[j]
+			if m.counts == nil && len(m.src) < n*m.blk {
+				err = collectivesArg("alltoall: rank %d sends %d bytes, not %d blocks of %d", j, len(m.src), n, m.blk)
+				continue
+			}
+			s := blockOf(m.src, m.counts, m.displs, sz, r, m.blk)
+			d := blockOf(a.Recv, a.RCounts, a.RDispls, sz, j, a.Blk)
+			if len(s) > len(d) {
+				err = truncf("%s: %d bytes from rank %d into a block of %d", a.Coll, len(s), j, len(d))
+				continue
+			}
+			copy(d, s)
+		}
+		return err
+	})
+	b.waitFinished(0)
+}
+
+// reduceScatter: every member combines its own block from everybody's published vector. In place the vector is
+// the member's receive buffer, which others read until all are done: the block waits in b.out until then.
+func (b *shmb) reduceScatter() {
+	a, r := b.a, b.r
+	sz := a.Sz
+	lo := 0
+	for j := 0; j < r; j++ {
+		lo += a.Counts[j] * sz
+	}
+	hi := lo + a.Counts[r]*sz
+	total := len(a.Send)
+	b.acc = make([]byte, max((4<<10)/sz, 1)*sz)
+	out := a.Recv[:hi-lo]
+	if a.InPlace {
+		b.out = make([]byte, hi-lo)
+		out = b.out
+	}
+	b.dsts = [][]byte{out}
+	b.acquire()
+	b.s.Do(func() error {
+		b.me.src = a.Send
+		b.publish()
+		b.arrive()
+		return nil
+	})
+	b.waitArrived()
+	b.s.Do(func() error {
+		defer b.finish()
+		if err := b.checkSrcs("reduce_scatter", total); err != nil {
+			return err
+		}
+		if hi > lo {
+			b.combine(a.Kernel, lo, hi, sz, b.dsts[:1], lo)
+		}
+		return nil
+	})
+	b.waitFinished(0)
+	if a.InPlace {
+		b.s.Copy(a.Recv[:hi-lo], b.out)
+	}
+}
+
+// scan builds scan and exscan: a chain, each member combining its predecessor's published prefix with its own
+// contribution straight from the predecessor's memory.
+func (b *shmb) scan() {
+	a, r, n := b.a, b.r, b.n
+	exclusive := a.Coll == "exscan"
+	total := len(a.Send)
+	src := a.Send
+	if exclusive && a.InPlace {
+		b.own = make([]byte, total)
+		src = b.own
+		b.s.Copy(b.own, a.Send)
+	}
+	dst := a.Recv[:total]
+	var pref []byte // what this member publishes: its inclusive prefix
+	if exclusive && r > 0 && r < n-1 {
+		pref = make([]byte, total)
+	}
+	b.acquire()
+	if !exclusive {
+		b.s.Copy(dst, src)
+	}
+	if r > 0 {
+		b.waitGen(r - 1)
+	}
+	prev := func() ([]byte, error) {
+		p := b.sl.mem[r-1].dst
+		if len(p) != total {
+			return nil, collectivesArg("%s: rank %d contributes %d bytes, rank %d %d", a.Coll, r, total, r-1, len(p))
+		}
+		return p, nil
+	}
+	b.s.Do(func() error {
+		var err error
+		mine := dst
+		switch {
+		case !exclusive && r > 0:
+			var p []byte
+			if p, err = prev(); err == nil {
+				a.Kernel(dst, p)
+			}
+		case exclusive && r == 0:
+			mine = src
+		case exclusive:
+			var p []byte
+			if p, err = prev(); err == nil {
+				copy(dst, p)
+				if pref != nil {
+					copy(pref, src)
+					a.Kernel(pref, dst)
+				}
+			}
+			mine = pref
+		}
+		if r < n-1 {
+			b.me.dst = mine
+			b.publish()
+			b.sl.list.notify()
+		}
+		b.arrive()
+		b.finish()
+		return err
+	})
+	b.waitFinished(0)
+}

@@ -1,0 +1,183 @@
+package nbc
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/gompj/gompj/ranks"
+)
+
+// transport carries out a schedule's communication steps for one rank: sends and receives as requests on the
+// communicator's collective context, each armed with the op's hook so that its completion kicks the op; waits on
+// shared-memory conditions, through the wait list whose notifier kicks the op; sub-operations, run inside the op
+// (node-aware algorithms' phases on other communicators).
+//
+// A persistent op's sends and receives are persistent requests, made once by its Init call (persist) and
+// started again at each run, so that a run allocates nothing. A nonblocking op's are made as it posts them.
+type transport struct {
+	o       *op
+	c       *ranks.Comm      // on the collective context
+	reqs    []*ranks.Request // per step, while posted
+	persist []*ranks.Request // per step: a persistent op's requests
+}
+
+func newTransport(o *op, c *ranks.Comm, steps int) transport {
+	return transport{o: o, c: c.Coll(), reqs: make([]*ranks.Request, steps)}
+}
+
+// makePersistent makes the persistent requests of s's sends and receives (a persistent op's Init).
+func (t *transport) makePersistent(s *Schedule) error {
+	t.persist = make([]*ranks.Request, len(s.Steps))
+	for i := range s.Steps {
+		st := &s.Steps[i]
+		var r *ranks.Request
+		var err error
+		switch st.Kind {
+		case StepSend:
+			r, err = t.c.SendInit(st.Buf, st.Peer, st.Tag)
+		case StepRecv:
+			r, err = t.c.RecvInit(st.Buf, st.Peer, st.Tag)
+		case StepSendMem:
+			r, err = t.c.SendInitMem(st.Mem, st.Peer, st.Tag)
+		case StepRecvMem:
+			r, err = t.c.RecvInitMem(st.Mem, st.Peer, st.Tag)
+		default:
+			continue
+		}
+		if err != nil {
+			t.free()
+			return err
+		}
+		t.persist[i] = r
+	}
+	t.o.release = append(t.o.release, t.free)
+	return nil
+}
+
+// free frees the persistent requests.
+func (t *transport) free() {
+	for i, r := range t.persist {
+		if r != nil {
+			r.Free()
+			t.persist[i] = nil
+		}
+	}
+}
+
+// Post implements Transport.
+func (t *transport) Post(i int, st *Step) error {
+	var r *ranks.Request
+	var err error
+	switch {
+	case t.persist != nil && t.persist[i] != nil:
+		r = t.persist[i]
+		err = r.Start()
+	case st.Kind == StepSend:
+		r, err = t.c.Isend(st.Buf, st.Peer, st.Tag)
+	case st.Kind == StepRecv:
+		r, err = t.c.IrecvBytes(st.Buf, st.Peer, st.Tag)
+	case st.Kind == StepSendMem:
+		r, err = t.c.IsendMem(st.Mem, st.Peer, st.Tag)
+	case st.Kind == StepRecvMem:
+		r, err = t.c.IrecvMem(st.Mem, st.Peer, st.Tag)
+	case st.Kind == StepSendObj:
+		r, err = t.c.Isend(st.Obj, st.Peer, st.Tag)
+	case st.Kind == StepRecvObj:
+		r, err = t.c.Irecv(st.Obj, st.Peer, st.Tag)
+	case st.Kind == StepWait:
+		t.o.watchOn(st.List)
+		return nil
+	case st.Kind == StepSub:
+		return st.Sub.Begin()
+	default:
+		return fmt.Errorf("%w: nbc: cannot post a %v step", ranks.ErrInternal, st.Kind)
+	}
+	if err != nil {
+		return err
+	}
+	t.reqs[i] = r
+	ranks.CompletionOf(r).OnComplete(t.o.hook) // already done: the machine sees it when it tests
+	return nil
+}
+
+// Test implements Transport.
+func (t *transport) Test(i int, st *Step) (bool, error) {
+	switch st.Kind {
+	case StepWait:
+		return st.Cond(), nil
+	case StepSub:
+		return st.Sub.Poll()
+	}
+	r := t.reqs[i]
+	if !ranks.CompletionOf(r).Done() {
+		return false, nil
+	}
+	t.reqs[i] = nil
+	_, err := r.Wait() // done: reports it at once, with its error (an object receive decodes here)
+	return true, err
+}
+
+// watchlist is the set of ops waiting on some shared-memory state: whoever changes it calls notify, which kicks
+// them all. An op joins the list when it posts a wait on it and leaves when it finishes.
+type watchlist struct {
+	mu  sync.Mutex
+	ops []*op
+}
+
+func (l *watchlist) add(o *op) {
+	l.mu.Lock()
+	l.ops = append(l.ops, o)
+	l.mu.Unlock()
+}
+
+func (l *watchlist) remove(o *op) {
+	l.mu.Lock()
+	for i, x := range l.ops {
+		if x == o {
+			l.ops[i] = l.ops[len(l.ops)-1]
+			l.ops[len(l.ops)-1] = nil
+			l.ops = l.ops[:len(l.ops)-1]
+			break
+		}
+	}
+	l.mu.Unlock()
+}
+
+// notify kicks every op on the list. Kicks do not block, so it holds the lock throughout.
+func (l *watchlist) notify() {
+	l.mu.Lock()
+	for _, o := range l.ops {
+		o.kick()
+	}
+	l.mu.Unlock()
+}
+
+// watchOn puts the op on list (once).
+func (o *op) watchOn(l *watchlist) {
+	for _, x := range o.watch {
+		if x == l {
+			return
+		}
+	}
+	o.watch = append(o.watch, l)
+	l.add(o)
+}
+
+// unwatch takes the op off every list it is on.
+func (o *op) unwatch() {
+	for i, l := range o.watch {
+		l.remove(o)
+		o.watch[i] = nil
+	}
+	o.watch = o.watch[:0]
+}
+
+// sub is a sub-operation: a whole schedule on another communicator, run inside its op (Step.Sub).
+type sub struct {
+	m  Machine
+	tr transport
+}
+
+func (s *sub) Begin() error { s.m.Reset(); return nil }
+
+func (s *sub) Poll() (bool, error) { return s.m.Progress(&s.tr) }

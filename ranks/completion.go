@@ -1,0 +1,382 @@
+package ranks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gompj/gompj/queues"
+)
+
+// The completion calls. Each one inspects requests only through poll and blocker, and hands a done request's
+// outcome over only through report: those three are the one place that knows what a request is made of (a flag,
+// or an operation to progress), so that operation requests can gain hooks and worker-driven progress there alone.
+
+// poll reports whether r is done, advancing it first if it is an operation.
+func (r *Request) poll() bool {
+	if r.kind == kindOp {
+		return r.pollOp()
+	}
+	return r.done.Done()
+}
+
+// blocker returns the completion a waiter parks on while r is not done, or nil when r can only be polled (an
+// operation waiting on nothing in particular). An operation of a rank (OpRequest) completes its request itself,
+// and signals its rank's event whenever it can move on (ops.go): its waiter parks on both.
+func (r *Request) blocker() *queues.Completion {
+	if r.kind == kindOp && !r.done.Done() && r.owner == nil {
+		return r.ext.op.Blocker()
+	}
+	return &r.done
+}
+
+// report hands the outcome of a done request to the calling completion call and makes the request inactive. The
+// transition is a CAS, so that when several goroutines complete one request exactly one of them gets its outcome
+// (and decodes its object): the others see it inactive (ok false).
+func (r *Request) report() (st Status, ok bool, err error) {
+	if !r.life.CompareAndSwap(lifeActive, lifeBusy) {
+		return Status{}, false, nil
+	}
+	r.finish()
+	st, err = r.status(), r.err
+	r.life.Store(lifeInactive)
+	return st, true, err
+}
+
+// errStopped is what awaitAny returns when its stop channel closes.
+var errStopped = errors.New("stopped")
+
+// await blocks until r is done (or stop closes: errStopped).
+func (r *Request) await(stop <-chan struct{}) error {
+	w := r.w
+	if r.kind != kindOp && stop == nil && w.orphans.n.Load() == 0 && (r.owner == nil || r.owner.ops.n.Load() == 0) {
+		if !r.done.Wait(w.waitPolicy(r.remote), w.abortCh) {
+			return w.abortError()
+		}
+		return nil
+	}
+	one := [1]*Request{r}
+	_, err := awaitAny(one[:], stop)
+	return err
+}
+
+// awaitAny blocks until one active request of reqs is done and returns its index, or -1 when none is active (nil
+// and inactive requests are skipped). It fails with ErrRequest on a freed request, with the abort error when the
+// job aborts, and with errStopped when stop closes.
+func awaitAny(reqs []*Request, stop <-chan struct{}) (int, error) {
+	var small [8]*queues.Completion
+	cs := small[:]
+	if len(reqs) > len(small) {
+		cs = make([]*queues.Completion, len(reqs))
+	}
+	cs = cs[:len(reqs)]
+	// The rank's event: whenever one of its operations can move on, the loop runs them all (ops.go). Until this
+	// call leaves, signallers count on it to; it looks once more on its way out if one came after its last sweep.
+	var rk *Rank
+	for _, r := range reqs {
+		if r != nil && r.owner != nil {
+			rk = r.owner
+			break
+		}
+	}
+	var ev *queues.Event
+	var gen uint64
+	if rk != nil {
+		ev = &rk.ops.ev
+		ev.Enter()
+		defer func() {
+			ev.Leave()
+			if ev.Gen() != gen {
+				rk.ops.sweep()
+			}
+			if rk.ops.n.Load() > 0 {
+				rk.w.ResumeNetwork() // the rank goes back to computing: its operations still need the network
+			}
+		}()
+	}
+	for {
+		var w *World
+		polling, remote, swept := false, false, false
+		if ev != nil {
+			gen = ev.Gen()
+		}
+		for i, r := range reqs {
+			cs[i] = nil
+			if r == nil {
+				continue
+			}
+			if ok, err := r.pending(); !ok {
+				if err != nil {
+					return -1, err
+				}
+				continue
+			}
+			w = r.w
+			if !swept {
+				r.sweep()
+				swept = true
+			}
+			if r.poll() {
+				return i, nil
+			}
+			if cs[i] = r.blocker(); cs[i] == nil {
+				polling = true
+			}
+			remote = remote || r.remote
+		}
+		if w == nil {
+			return -1, nil
+		}
+		if w.orphans.n.Load() != 0 {
+			// Orphaned operations progress only inside completion calls: poll rather than park while there are any.
+			polling = true
+		}
+		if w.aborted.Load() {
+			return -1, w.abortError()
+		}
+		select {
+		case <-stop:
+			return -1, errStopped
+		default:
+		}
+		if polling {
+			runtime.Gosched() // an operation with nothing to park on: poll everything again
+			continue
+		}
+		queues.WaitAnyEvent(cs, ev, gen, w.waitPolicy(remote), w.abortCh, stop) // then look again
+	}
+}
+
+// WaitContext is Wait that gives up when ctx ends, returning ctx.Err(). The request is then still active and valid:
+// wait for it again, test it or cancel it.
+func (r *Request) WaitContext(ctx context.Context) (Status, error) {
+	if r == nil {
+		return Status{}, errNilRequest()
+	}
+	if ok, err := r.pending(); !ok {
+		return Status{}, err
+	}
+	if err := r.await(ctx.Done()); err != nil {
+		if err == errStopped {
+			return Status{}, ctx.Err()
+		}
+		return Status{}, err
+	}
+	return r.reportOnce()
+}
+
+// Waitall waits for every active request (nil and inactive ones are skipped) and returns the first error, if any.
+func Waitall(reqs ...*Request) error {
+	var first error
+	for _, r := range reqs {
+		if r == nil {
+			continue
+		}
+		if _, err := r.Wait(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Testall reports whether every active request (nil and inactive ones are skipped) has completed. Only then are
+// they reported complete, all at once (and made inactive); otherwise none is. The error is the first of theirs.
+func Testall(reqs ...*Request) (bool, error) {
+	var w *World
+	for _, r := range reqs {
+		if r == nil {
+			continue
+		}
+		if ok, err := r.pending(); !ok {
+			if err != nil {
+				return false, err
+			}
+			continue
+		}
+		if w == nil {
+			w = r.w
+			r.sweep()
+		}
+		if !r.poll() {
+			if w.aborted.Load() {
+				return false, w.abortError()
+			}
+			return false, nil
+		}
+	}
+	var first error
+	for _, r := range reqs {
+		if r == nil {
+			continue
+		}
+		if _, ok, err := r.report(); ok && err != nil && first == nil {
+			first = err
+		}
+	}
+	return true, first
+}
+
+// Waitany waits until one of the active requests completes and returns its index and status. Nil and inactive
+// requests are skipped; with none active it returns index -1 (MPI_UNDEFINED) at once.
+func Waitany(reqs ...*Request) (int, Status, error) {
+	for {
+		i, err := awaitAny(reqs, nil)
+		if err != nil || i < 0 {
+			return -1, Status{}, err
+		}
+		if st, ok, err := reqs[i].report(); ok {
+			return i, st, err
+		}
+		// Another goroutine reported it first: it is inactive now, look again.
+	}
+}
+
+// Waitsome waits until at least one active request has completed, then reports every one that has: their indices
+// and statuses, in index order. With no active request it returns nil at once. A failed request's error is
+// returned (the first one, naming its index) beside the indices and statuses of all.
+func Waitsome(reqs ...*Request) ([]int, []Status, error) {
+	for {
+		i, err := awaitAny(reqs, nil)
+		if err != nil || i < 0 {
+			return nil, nil, err
+		}
+		if idx, sts, err := reportDone(reqs); len(idx) > 0 || err != nil {
+			return idx, sts, err
+		}
+	}
+}
+
+// Testsome reports every active request that has completed, as Waitsome does, without blocking: an empty (non-nil)
+// list when some are active but none is done, nil when none is active.
+func Testsome(reqs ...*Request) ([]int, []Status, error) {
+	active := false
+	for _, r := range reqs {
+		if r == nil {
+			continue
+		}
+		if ok, err := r.pending(); err != nil {
+			return nil, nil, err
+		} else if ok {
+			active = true
+			r.sweep()
+			break
+		}
+	}
+	if !active {
+		return nil, nil, nil
+	}
+	idx, sts, err := reportDone(reqs)
+	if len(idx) == 0 && err == nil {
+		for _, r := range reqs {
+			if r != nil && r.w.aborted.Load() {
+				return nil, nil, r.w.abortError()
+			}
+		}
+		return []int{}, []Status{}, nil
+	}
+	return idx, sts, err
+}
+
+// reportDone reports every active request of reqs that is done.
+func reportDone(reqs []*Request) ([]int, []Status, error) {
+	var idx []int
+	var sts []Status
+	var first error
+	for i, r := range reqs {
+		if r == nil {
+			continue
+		}
+		if ok, err := r.pending(); !ok {
+			if err != nil && first == nil {
+				first = fmt.Errorf("request %d: %w", i, err)
+			}
+			continue
+		}
+		if !r.poll() {
+			continue
+		}
+		if st, ok, err := r.report(); ok {
+			idx, sts = append(idx, i), append(sts, st)
+			if err != nil && first == nil {
+				first = fmt.Errorf("request %d: %w", i, err)
+			}
+		}
+	}
+	return idx, sts, first
+}
+
+// Testany reports whether one of the active requests has completed, without blocking: its index and status, and
+// true. With no active request (nil and inactive ones are skipped) it returns -1 and true; with none done, -1 and
+// false.
+func Testany(reqs ...*Request) (int, Status, bool, error) {
+	var w *World
+	for i, r := range reqs {
+		if r == nil {
+			continue
+		}
+		if ok, err := r.pending(); !ok {
+			if err != nil {
+				return -1, Status{}, false, err
+			}
+			continue
+		}
+		if w == nil {
+			w = r.w
+			r.sweep()
+		}
+		if !r.poll() {
+			continue
+		}
+		if st, ok, err := r.report(); ok {
+			return i, st, true, err
+		}
+	}
+	if w != nil && w.aborted.Load() {
+		return -1, Status{}, false, w.abortError()
+	}
+	for _, r := range reqs {
+		if r != nil && r.life.Load() == lifeActive {
+			return -1, Status{}, false, nil
+		}
+	}
+	return -1, Status{}, true, nil // none active (any that were have been reported by other goroutines)
+}
+
+// orphans are operation requests freed while active: nobody will wait for them, but their operation must still
+// run to its end (the other ranks of a collective depend on it), and only then be released. Until operations
+// progress on their own, the completion calls of the node's ranks progress them.
+type orphans struct {
+	n    atomic.Int32 // len(reqs), read without the lock: the common case is none
+	mu   sync.Mutex
+	reqs []*Request
+}
+
+// adopt takes an operation request that was freed while active.
+func (w *World) adopt(r *Request) {
+	w.orphans.mu.Lock()
+	w.orphans.reqs = append(w.orphans.reqs, r)
+	w.orphans.n.Store(int32(len(w.orphans.reqs)))
+	w.orphans.mu.Unlock()
+}
+
+// sweepOrphans progresses the orphaned operations, releasing those that are done. One goroutine sweeps at a time;
+// the others go on.
+func (w *World) sweepOrphans() {
+	if w.orphans.n.Load() == 0 || !w.orphans.mu.TryLock() {
+		return
+	}
+	keep := w.orphans.reqs[:0]
+	for _, r := range w.orphans.reqs {
+		r.pollOp()
+		if !r.settle() {
+			keep = append(keep, r)
+		}
+	}
+	clear(w.orphans.reqs[len(keep):])
+	w.orphans.reqs = keep
+	w.orphans.n.Store(int32(len(keep)))
+	w.orphans.mu.Unlock()
+}

@@ -1,0 +1,124 @@
+package ranks
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/gompj/gompj/device"
+	"github.com/gompj/gompj/queues"
+)
+
+// Operation requests (nonblocking and persistent collectives) and the rank that owns them.
+//
+// An operation moves on three ways: a worker of the node's pool runs it when one of its children completes
+// (package nbc hands it over), the calls that start it run its first step, and the completion calls of its rank
+// run it. The last is MPI's progress rule: a rank waiting for anything, or testing anything, moves all its
+// operations on, not only those it names. Without it, and without workers (GOMPJ_ASYNC_PROGRESS=0), two ranks
+// could each wait for a request whose progress needs an operation of the other's that nobody runs. So a rank keeps
+// the set of its active operation requests, and an event that an operation signals whenever it can move on;
+// every completion call runs the set (sweep) and parks on the event as well as on what it waits for.
+//
+// Whoever finishes an operation (a worker, a completion call, the starting call) completes its request with
+// CompleteOp, once: the request's error and flag are set there, and only there.
+
+// rankOps is a rank's active operation requests and their event.
+type rankOps struct {
+	ev   queues.Event
+	n    atomic.Int32 // len(reqs), read without the lock: the common case is none
+	mu   sync.Mutex
+	reqs []*Request
+}
+
+// add records an operation request that has started.
+func (o *rankOps) add(r *Request) {
+	o.mu.Lock()
+	o.reqs = append(o.reqs, r)
+	o.n.Store(int32(len(o.reqs)))
+	o.mu.Unlock()
+}
+
+// sweep runs every active operation of the rank and forgets the finished ones. One goroutine sweeps at a time;
+// the others go on (the sweeper sees what they would).
+func (o *rankOps) sweep() {
+	if o.n.Load() == 0 || !o.mu.TryLock() {
+		return
+	}
+	keep := o.reqs[:0]
+	for _, r := range o.reqs {
+		if !r.pollOp() {
+			keep = append(keep, r)
+		}
+	}
+	clear(o.reqs[len(keep):])
+	o.reqs = keep
+	o.n.Store(int32(len(keep)))
+	o.mu.Unlock()
+}
+
+// sweep runs the operations that a completion call on r should move on: the orphans of r's node, and the active
+// operations of r's rank.
+func (r *Request) sweep() {
+	r.w.sweepOrphans()
+	if rk := r.owner; rk != nil {
+		rk.ops.sweep()
+	}
+}
+
+// CompleteOp completes operation request r with err: its operation has finished. Only the first call counts, so
+// that a worker and a completion call that both see the operation finish complete the request once. For gompj's
+// own packages (nbc), like CompletionOf.
+func CompleteOp(r *Request, err error) {
+	if !r.ext.opDone.CompareAndSwap(false, true) {
+		return
+	}
+	r.err = err
+	r.done.Complete()
+	if rk := r.owner; rk != nil {
+		rk.ops.ev.Signal() // a completion call waiting for another of the rank's requests looks again
+	}
+}
+
+// SignalOp says that operation request r can move on. It reports whether a completion call of r's rank is under
+// way, which will run it; otherwise the caller runs it or hands it to the node's worker pool.
+func SignalOp(r *Request) bool {
+	rk := r.owner
+	if rk == nil {
+		return false
+	}
+	rk.ops.ev.Signal()
+	return rk.ops.ev.Waiting()
+}
+
+// OpRequest returns an active request of c's rank that completes when op does (a nonblocking collective). Once
+// op knows its request, Launch hands it to the rank's completion calls, which move it on (see above).
+func (c *Comm) OpRequest(op Operation) *Request {
+	r := c.w.NewOpRequest(op)
+	r.owner = c.r
+	return r
+}
+
+// Launch makes the completion calls of r's rank move operation request r on, from now until it completes.
+func Launch(r *Request) {
+	if rk := r.owner; rk != nil {
+		rk.ops.add(r)
+	}
+}
+
+// ResumeNetwork makes the node's network device run its own progress loop at once, for operations that must move
+// on while their ranks compute. A rank that stops waiting leaves the device to it lazily (device.Poller: the loop
+// may stay down a little while, expecting the rank to poll again soon); an operation just started, or still active
+// when its rank's completion call returns, needs the network now, the way a rank that parks does.
+func (w *World) ResumeNetwork() {
+	if p, ok := w.dev.(device.Poller); ok {
+		p.Enter()
+		p.Leave(true)
+	}
+}
+
+// PersistentOpRequest returns an inactive persistent request of c's rank that runs op at each Start (a persistent
+// collective); while a run is active the rank's completion calls move it on.
+func (c *Comm) PersistentOpRequest(op PersistentOp) *Request {
+	r := c.w.NewPersistentRequest(op)
+	r.owner = c.r
+	return r
+}

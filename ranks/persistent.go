@@ -1,0 +1,298 @@
+package ranks
+
+import (
+	"fmt"
+	"reflect"
+	"runtime"
+)
+
+// Persistent requests. A persistent request is created inactive, holding a recipe (starter) for its operation;
+// Start runs the recipe once on the same request, which is then active until a completion call reports it, as any
+// request. Point-to-point recipes live here; a persistent collective is just another recipe (NewPersistentRequest).
+// Start, Startall, Free and the life cycle are the same for every kind.
+
+// p2pRecipe is a persistent send or receive: its extension and its arguments, in one allocation.
+type p2pRecipe struct {
+	x    reqExt
+	c    *Comm
+	buf  any // a send's buffer; a receive's object target (nil when it receives into a slice or into nil)
+	mem  Mem // a receive's buffer; a send's, when sendMem (SendInitMem)
+	peer int // dest or source
+	tag  int
+	mode sendMode
+	// sendMem: a send of mem rather than of buf
+	sendMem bool
+}
+
+func (p *p2pRecipe) start(r *Request) error {
+	if err := p.c.check(); err != nil {
+		return err
+	}
+	if r.kind == kindSend {
+		if p.peer == ProcNull {
+			r.done.Complete()
+			return nil
+		}
+		var sreq *Request
+		var err error
+		if p.sendMem {
+			sreq, err = p.c.startSendMem(p.mem, nil, p.peer, p.tag, p.mode, false, r)
+		} else {
+			sreq, err = p.c.startSend(&p.buf, p.peer, p.tag, p.mode, false, r)
+		}
+		if err != nil {
+			return err
+		}
+		if sreq == nil { // done at once (eager): r was not needed to wait on
+			r.done.Complete()
+		}
+		return nil
+	}
+	if p.peer == ProcNull {
+		r.setStatus(ProcNull, AnyTag, 0, 0)
+		r.done.Complete()
+		return nil
+	}
+	r.target = p.buf
+	r.setMem(p.mem)
+	p.c.postRecv(r, p.peer, p.tag)
+	return nil
+}
+
+func (p *p2pRecipe) release() { p.buf, p.mem = nil, Mem{} }
+
+// newPersistent returns an inactive persistent request of rank rk following recipe p.
+func (rk *Rank) newPersistent(kind reqKind, p *p2pRecipe) *Request {
+	r := rk.newReq(kind)
+	p.x.persist = p
+	r.ext = &p.x
+	r.life.Store(lifeInactive)
+	return r
+}
+
+// SendInit creates a persistent standard-mode send of buf to dest with tag: an inactive request that each Start
+// sends again. A primitive slice is read at each Start (its elements then, not now); any other value is encoded at
+// each Start, so pass a pointer for a persistent send of an object that changes between runs.
+func (c *Comm) SendInit(buf any, dest, tag int) (*Request, error) {
+	return c.sendInit(buf, dest, tag, standard)
+}
+
+// SsendInit creates a persistent synchronous send: each run completes once the matching receive has started.
+func (c *Comm) SsendInit(buf any, dest, tag int) (*Request, error) {
+	return c.sendInit(buf, dest, tag, synchronous)
+}
+
+func (c *Comm) sendInit(buf any, dest, tag int, mode sendMode) (*Request, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	if err := c.checkDest(dest, tag); err != nil {
+		return nil, err
+	}
+	if _, prim := MemOf(buf); !prim && buf != nil {
+		if err := encodable(reflect.TypeOf(buf)); err != nil {
+			return nil, err
+		}
+	}
+	return c.r.newPersistent(kindSend, &p2pRecipe{c: c, buf: buf, peer: dest, tag: tag, mode: mode}), nil
+}
+
+// SendInitMem is SendInit of memory (see IsendMem): package nbc's persistent collectives send typed blocks and
+// windows of Views this way.
+func (c *Comm) SendInitMem(m Mem, dest, tag int) (*Request, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	if err := c.checkDest(dest, tag); err != nil {
+		return nil, err
+	}
+	if err := checkMem(m, false); err != nil {
+		return nil, err
+	}
+	return c.r.newPersistent(kindSend, &p2pRecipe{c: c, mem: m, sendMem: true, peer: dest, tag: tag}), nil
+}
+
+// RecvInitMem is RecvInit into memory (see IrecvMem).
+func (c *Comm) RecvInitMem(m Mem, source, tag int) (*Request, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	if err := c.checkSource(source, tag); err != nil {
+		return nil, err
+	}
+	if err := checkMem(m, true); err != nil {
+		return nil, err
+	}
+	return c.r.newPersistent(kindRecv, &p2pRecipe{c: c, mem: m, peer: source, tag: tag}), nil
+}
+
+// RecvInit creates a persistent receive into buf from source with tag (wildcards allowed): an inactive request
+// that each Start posts again.
+func (c *Comm) RecvInit(buf any, source, tag int) (*Request, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	if err := c.checkSource(source, tag); err != nil {
+		return nil, err
+	}
+	v, target, err := recvBuffer(buf)
+	if err != nil {
+		return nil, err
+	}
+	return c.r.newPersistent(kindRecv, &p2pRecipe{c: c, buf: target, mem: v, peer: source, tag: tag}), nil
+}
+
+// PersistentOp is an operation that a persistent request runs once per Start: a persistent collective. Between
+// runs its request is inactive, and no method is called.
+type PersistentOp interface {
+	Operation
+	// Start begins a run. It is called only while no run is in flight. An error means nothing was started: the
+	// request stays inactive and Start returns the error.
+	Start() error
+}
+
+// Releaser is implemented by a PersistentOp that holds resources (shared-memory slots, buffers): Release is called
+// once when its request is freed, after the run in flight, if any, has completed.
+type Releaser interface {
+	Release()
+}
+
+// NewPersistentRequest returns an inactive persistent request that runs op at each Start: the constructor of
+// persistent collectives (nbc), which then share Start, Startall, Free and the completion calls with persistent
+// point-to-point requests.
+func (w *World) NewPersistentRequest(op PersistentOp) *Request {
+	o := new(opRequest)
+	r := &o.r
+	r.w, r.kind, r.remote, r.ext = w, kindOp, w.dev != nil, &o.x
+	o.x.op, o.x.persist, o.pop = op, o, op
+	r.life.Store(lifeInactive)
+	return r
+}
+
+func (o *opRequest) start(r *Request) error {
+	if err := o.pop.Start(); err != nil {
+		return err
+	}
+	if rk := r.owner; rk != nil {
+		rk.ops.add(r)
+	}
+	return nil
+}
+
+func (o *opRequest) release() {
+	if rel, ok := o.pop.(Releaser); ok {
+		rel.Release()
+	}
+}
+
+// reset readies an inactive persistent request for its next run. Nobody else can see it: it is busy (claimed by
+// this Start), and its previous run's completer finished with it when it set done.
+func (r *Request) reset() {
+	r.done.Reset()
+	r.err, r.finished, r.canceled = nil, false, false
+	if r.kind == kindOp {
+		r.ext.opDone.Store(false)
+		return
+	}
+	r.src.Store(0)
+	r.tag.Store(0)
+	r.bytes, r.styp = 0, 0
+	r.held, r.scratch, r.rk, r.remote = nil, nil, nil, false
+}
+
+// claimStart takes an inactive persistent request for a Start (lifeBusy), or says why it cannot be started.
+func (r *Request) claimStart() error {
+	if r == nil {
+		return errNilRequest()
+	}
+	if r.ext == nil || r.ext.persist == nil {
+		return fmt.Errorf("%w: Start of a request that is not persistent", ErrRequest)
+	}
+	if r.life.CompareAndSwap(lifeInactive, lifeBusy) {
+		return nil
+	}
+	switch r.life.Load() {
+	case lifeFreeing, lifeFreed:
+		return errFreed()
+	}
+	return fmt.Errorf("%w: Start of an active request (wait for it first)", ErrRequest)
+}
+
+// launch runs one instance of a claimed request.
+func (r *Request) launch() error {
+	r.reset()
+	if err := r.ext.persist.start(r); err != nil {
+		r.life.Store(lifeInactive)
+		return err
+	}
+	r.life.Store(lifeActive)
+	return nil
+}
+
+// Start starts a persistent request: ErrRequest if it is active, freed, or not persistent.
+func (r *Request) Start() error {
+	if err := r.claimStart(); err != nil {
+		return err
+	}
+	return r.launch()
+}
+
+// Startall starts every request, as Start does each. They are all checked first: if one cannot be started (nil,
+// active, freed, not persistent, or listed twice), none is, and the error is ErrRequest. If a run then fails to
+// start (the communicator was freed, the job aborted), the requests before it have started and the rest have not.
+func Startall(reqs ...*Request) error {
+	for i, r := range reqs {
+		if err := r.claimStart(); err != nil {
+			for j, s := range reqs[:i] {
+				if s == r {
+					err = fmt.Errorf("%w: it is also request %d", ErrRequest, j)
+				}
+			}
+			for _, s := range reqs[:i] {
+				s.life.Store(lifeInactive)
+			}
+			return fmt.Errorf("request %d: %w", i, err)
+		}
+	}
+	for i, r := range reqs {
+		if err := r.launch(); err != nil {
+			for _, s := range reqs[i+1:] {
+				s.life.Store(lifeInactive)
+			}
+			return fmt.Errorf("request %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// Free releases a request; any later use is ErrRequest. An inactive request is released at once. An active one
+// still completes: a receive still takes its message, a send still delivers, a collective still runs to its end;
+// then it is released (MPI_Request_free). Free itself never waits.
+func (r *Request) Free() error {
+	if r == nil {
+		return errNilRequest()
+	}
+	for {
+		switch s := r.life.Load(); s {
+		case lifeInactive:
+			if r.life.CompareAndSwap(s, lifeFreed) {
+				r.release()
+				return nil
+			}
+		case lifeActive:
+			if r.life.CompareAndSwap(s, lifeFreeing) {
+				// If it is done, release it now. If not: a point-to-point request needs nobody once its flag is set,
+				// except an object receive, whose completer sees the state (completeObject); an operation must be
+				// progressed to its end.
+				if !r.settle() && r.kind == kindOp {
+					r.w.adopt(r)
+				}
+				return nil
+			}
+		case lifeBusy:
+			runtime.Gosched() // another goroutine is reporting or starting it, which takes no time
+		default:
+			return errFreed()
+		}
+	}
+}
