@@ -73,6 +73,16 @@ func TestOFIRun(t *testing.T) {
 	}
 }
 
+// TestOFIBuildsPackage: `gompj run -dev rdma ./pkg` builds the program with -tags ofi, so that its node processes
+// have the device.
+func TestOFIBuildsPackage(t *testing.T) {
+	withOFI(t)
+	r := runGompj(t, []string{"GOMPJ_HOST_SHM=0", "FI_PROVIDER=tcp"}, "run", "-np", "4", "-nodes", "2", "-dev", "rdma", "./examples/ring", "20")
+	if r.code != 0 || !strings.Contains(r.stdout, "ok") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
 // TestKillNodeAbortsJobOFI: a node process killed in a job over the rdma device ends the job within 5 s, naming
 // it (as TestKillNodeAbortsJob for the other devices).
 func TestKillNodeAbortsJobOFI(t *testing.T) {

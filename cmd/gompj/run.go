@@ -198,7 +198,11 @@ func runCmd(args []string) int {
 		fmt.Fprintf(os.Stderr, "gompj run: %v\n", err)
 		return 2
 	}
-	prog, cleanup, err := resolveProgram(fs.Arg(0))
+	var tags []string
+	if o.dev == node.DevRDMA {
+		tags = []string{"-tags", "ofi"} // a package built here must have the device its node processes will open
+	}
+	prog, cleanup, err := resolveProgram(fs.Arg(0), tags...)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "gompj run: %v\n", err)
 		return 1
@@ -213,8 +217,9 @@ func runCmd(args []string) int {
 }
 
 // resolveProgram returns an executable for PROGRAM: an executable file as is, a command found in PATH (a bare
-// name), else a Go package (path or directory) built into a temporary directory, which cleanup removes.
-func resolveProgram(p string) (string, func(), error) {
+// name), else a Go package (path or directory) built (with flags) into a temporary directory, which cleanup
+// removes.
+func resolveProgram(p string, flags ...string) (string, func(), error) {
 	none := func() {}
 	if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
 		if st.Mode().Perm()&0o111 == 0 && runtime.GOOS != "windows" { // Windows has no execute bits
@@ -249,7 +254,7 @@ func resolveProgram(p string) (string, func(), error) {
 	if runtime.GOOS == "windows" {
 		out += ".exe" // Windows runs a file without an extension as if it were NAME.exe
 	}
-	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", out, pkg)...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		cleanup()
