@@ -702,7 +702,6 @@ func (e *endpoint) Read(node int, local []byte, m rdma.MR, raddr, rkey uint64, c
 
 // Poll implements rdma.Endpoint: what Ready polled first, then the completion queue.
 func (e *endpoint) Poll(cs []rdma.Completion) (int, error) {
-
 	if len(cs) == 0 {
 		return 0, nil
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/gompj/gompj/rdma"
 )
 
-// The fabrics the tests run over: libfabric's own providers, which need no hardware. GOMPJ_OFI_TEST_PROVIDERS
+// The fabrics the tests run over: libfabric's own providers, which need no hardware. GOFI_TEST_PROVIDERS
 // (comma-separated, e.g. "verbs;ofi_rxm") runs them over others.
 type fabricCase struct {
 	prov, api string
@@ -24,7 +24,7 @@ type fabricCase struct {
 
 func fabricCases(t *testing.T) []fabricCase {
 	provs := []string{"tcp;ofi_rxm", "shm"}
-	if s := os.Getenv("GOMPJ_OFI_TEST_PROVIDERS"); s != "" {
+	if s := os.Getenv("GOFI_TEST_PROVIDERS"); s != "" {
 		provs = strings.Split(s, ",")
 	}
 	var out []fabricCase
