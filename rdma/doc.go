@@ -3,9 +3,9 @@
 // receives, sends, one-sided Write and Read, and a completion queue that the waiting ranks poll themselves.
 //
 // Providers: shm (rdma/shm: node processes on one host; lock-free rings in a shared segment and single-copy CMA,
-// pure Go, Linux), ofi (libfabric FI_EP_RDM with FI_MSG and FI_RMA, cgo, build tag ofi: InfiniBand, RoCE, EFA,
-// Slingshot, and libfabric's own tcp and shm providers) and mem (rdma/memprov: in memory, reordering and delaying
-// completions, for the tests).
+// pure Go, Linux), ofi (rdma/ofi: libfabric FI_EP_RDM with FI_TAGGED or FI_MSG, and FI_RMA, cgo, build tag ofi:
+// InfiniBand, RoCE, EFA, Slingshot, and libfabric's own tcp and shm providers) and mem (rdma/memprov: in memory,
+// reordering and delaying completions, for the tests).
 //
 // # Messages
 //
