@@ -156,7 +156,7 @@ func build(c *ranks.Comm, a *collectives.Call, algo string, persistent bool) (*o
 	} else {
 		id = collectives.NextOp(c)
 	}
-	o := newOp(c, a.Coll+"/"+algo)
+	o := newOp(c)
 	s := &Schedule{}
 	sp := &spec{algo: algo, rank: c.Rank(), n: c.Size(), id: id, a: a}
 	var err error
