@@ -325,3 +325,86 @@ func TestModesViewSendrecv(t *testing.T) {
 		return nil
 	})
 }
+
+// TestModesViewPersistent: persistent sends and receives of Views (a column of a matrix each way around a ring),
+// started again with new data, in eager and rendezvous sizes.
+func TestModesViewPersistent(t *testing.T) {
+	harness.Run(t, 3, func(c *Comm) error {
+		for _, rows := range []int{10, 20000} {
+			const cols = 3
+			a := make([]float64, rows*cols)
+			b := make([]float64, rows*cols)
+			out, _ := Vector(a[2:], rows, 1, cols) // column 2 of a
+			in, _ := Vector(b[1:], rows, 1, cols)  // into column 1 of b
+			right, left := (c.Rank()+1)%c.Size(), (c.Rank()+c.Size()-1)%c.Size()
+			s, err := c.SendInit(out, right, 4)
+			if err != nil {
+				return err
+			}
+			r, err := c.RecvInit(in, left, 4)
+			if err != nil {
+				return err
+			}
+			for run := range 3 {
+				for i := range a {
+					a[i] = float64(c.Rank()*1000000 + run*100000 + i)
+				}
+				clear(b)
+				if err := Startall(r, s); err != nil {
+					return err
+				}
+				if err := Waitall(r, s); err != nil {
+					return err
+				}
+				for i := range rows {
+					want := float64(left*1000000 + run*100000 + i*cols + 2)
+					if b[i*cols+1] != want || b[i*cols] != 0 || b[i*cols+2] != 0 {
+						return fmt.Errorf("rows %d run %d row %d: %v, want %v in column 1 only", rows, run, i, b[i*cols:i*cols+3], want)
+					}
+				}
+			}
+			s.Free()
+			r.Free()
+		}
+		return nil
+	})
+}
+
+// TestModesViewManyBlocks: a ping-pong of Views of more blocks than one scatter-gather call takes (IOV_MAX), blocks
+// large enough to go out and be read in as they are (not staged), and nothing else in flight, so that a receiver
+// that stops reading a connection too early waits forever (it did: a readv capped at 1024 pieces looked like a
+// drained socket).
+func TestModesViewManyBlocks(t *testing.T) {
+	harness.Run(t, 2, func(c *Comm) error {
+		for _, bl := range []int{64, 160} { // 512 and 1280 bytes a block
+			const blocks, stride = 2100, 200
+			src, dst := make([]float64, blocks*stride), make([]float64, blocks*stride)
+			for i := range src {
+				src[i] = float64(i + 1000*c.Rank())
+			}
+			sv, _ := Vector(src, blocks, bl, stride)
+			dv, _ := Vector(dst, blocks, bl, stride)
+			peer := 1 - c.Rank()
+			for round := range 3 {
+				if c.Rank() == round%2 {
+					if err := c.Send(sv, peer, round); err != nil {
+						return err
+					}
+					continue
+				}
+				clear(dst)
+				if _, err := c.Recv(dv, peer, round); err != nil {
+					return err
+				}
+				for b := 0; b < blocks; b++ {
+					for i := 0; i < bl; i++ {
+						if k := b*stride + i; dst[k] != float64(k+1000*peer) {
+							return fmt.Errorf("blocks of %d, round %d: element %d is %v", bl, round, k, dst[k])
+						}
+					}
+				}
+			}
+		}
+		return nil
+	})
+}

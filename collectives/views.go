@@ -105,3 +105,57 @@ func isViewArg(arg *any) bool {
 	_, ok := (*arg).(*ranks.View)
 	return ok
 }
+
+// Views in the nonblocking and persistent collectives (package nbc), whose buffers outlive the call: the operation
+// owns a packed copy of each View argument. Pack fills them (when the operation starts, at every Start for a
+// persistent one): the send View's elements, and the receive View's, so that what the collective leaves alone
+// keeps its value; Unpack copies the receive copy back into its View before the request completes.
+
+// ViewArgs holds the packed copies of an operation's View arguments.
+type ViewArgs struct {
+	send, recv     ranks.Mem // the Views (Type none: not a View)
+	sendBuf, recvB []byte
+}
+
+// PackViews returns the arguments to resolve in place of send and recv, slices over fresh copies for View ones,
+// and the ViewArgs that keeps them (nil when neither is a View). A nil or zero *View is passed on, for the call to
+// refuse.
+func PackViews(send, recv any) (*ViewArgs, any, any) {
+	var va ViewArgs
+	send, va.send, va.sendBuf = packedCopy(send)
+	recv, va.recv, va.recvB = packedCopy(recv)
+	if va.send.Type == ranks.TypeNone && va.recv.Type == ranks.TypeNone {
+		return nil, send, recv
+	}
+	return &va, send, recv
+}
+
+func packedCopy(arg any) (any, ranks.Mem, []byte) {
+	v, ok := arg.(*ranks.View)
+	if !ok {
+		return arg, ranks.Mem{}, nil
+	}
+	m, _ := ranks.MemOf(v)
+	if m.Type == ranks.TypeNone {
+		return arg, ranks.Mem{}, nil
+	}
+	b := make([]byte, m.Size())
+	return ranks.SliceOf(m.Type, b), m, b
+}
+
+// Pack copies the Views into their packed copies.
+func (va *ViewArgs) Pack() {
+	if va.send.Type != ranks.TypeNone {
+		va.send.CopyTo(va.sendBuf)
+	}
+	if va.recv.Type != ranks.TypeNone {
+		va.recv.CopyTo(va.recvB)
+	}
+}
+
+// Unpack copies the receive copy back into its View.
+func (va *ViewArgs) Unpack() {
+	if va.recv.Type != ranks.TypeNone {
+		va.recv.CopyFrom(va.recvB)
+	}
+}

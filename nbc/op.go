@@ -40,6 +40,7 @@ type op struct {
 	watch   []*watchlist   // the shared-memory wait lists the op is on
 	c       *ranks.Comm
 	onStart []func() // a persistent op's shared-memory schedules move to their slots' next use at each Start
+	finish  func()   // runs once the machine has finished, before the request completes (unpacking Views)
 	release []func() // what Release lets go of
 
 	// reuse (cache.go)
@@ -118,6 +119,9 @@ func (o *op) step() {
 	}
 	o.err = err
 	o.unwatch()
+	if o.finish != nil {
+		o.finish()
+	}
 	o.done.Store(true)
 	ranks.CompleteOp(o.req, err)
 }

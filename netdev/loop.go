@@ -286,7 +286,8 @@ func (d *Device) readConn(c *conn) (got bool) {
 		var n int
 		var err error
 		if t, ok := c.rx.directv(); ok {
-			n, err = c.readPieces(t)
+			var asked int
+			n, asked, err = c.readPieces(t)
 			if n > 0 {
 				got = true
 				budget -= n
@@ -295,8 +296,8 @@ func (d *Device) readConn(c *conn) (got bool) {
 					return got
 				}
 			}
-			if err == nil && n > 0 && n < t.Len {
-				return got
+			if err == nil && n > 0 && n < asked { // less than asked: drained (not less than the payload: the
+				return got // pieces of one readv are capped at device.IovMax)
 			}
 		} else if t := c.rx.direct(); t != nil {
 			n, err = readFd(c.fd, t)

@@ -159,9 +159,10 @@ func readv(fd int, iov []unix.Iovec) (int, error) {
 	}
 }
 
-// readPieces reads into the pieces of t (at most device.IovMax of them) with one readv. Loop only: the read side
-// has iovec arrays of its own.
-func (c *conn) readPieces(t device.Payload) (int, error) {
+// readPieces reads into the pieces of t (at most device.IovMax of them) with one readv; it returns the bytes read
+// and the bytes asked for (less than t.Len when the pieces were capped). Loop only: the read side has iovec arrays
+// of its own.
+func (c *conn) readPieces(t device.Payload) (n, asked int, err error) {
 	if c.riov == nil {
 		c.riov = new([device.IovMax]unix.Iovec)
 		c.rpieces = new([device.IovMax][]byte)
@@ -169,6 +170,8 @@ func (c *conn) readPieces(t device.Payload) (int, error) {
 	k := t.Segs.Pieces(t.Off, t.Len, c.rpieces[:])
 	for i, b := range c.rpieces[:k] {
 		setIov(&c.riov[i], b)
+		asked += len(b)
 	}
-	return readv(c.fd, c.riov[:k])
+	n, err = readv(c.fd, c.riov[:k])
+	return n, asked, err
 }

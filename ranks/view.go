@@ -363,6 +363,13 @@ func (v *viewData) gather(dst []byte, pos int) {
 	if v.fast(pos) && gatherFast(v, dst, pos) {
 		return
 	}
+	if v.blockwise(pos, len(dst)) {
+		rb, b := v.run*v.sz, pos/(v.run*v.sz)
+		for i := 0; i < len(dst); i, b = i+rb, b+1 {
+			copy(dst[i:i+rb], bytesAt(unsafe.Add(v.base, (v.start+b*v.stride[0])*v.sz), rb))
+		}
+		return
+	}
 	c := v.cursorAt(pos, len(dst))
 	for i := 0; i < len(dst); {
 		p, k := c.next(len(dst) - i)
@@ -379,12 +386,26 @@ func (v *viewData) scatter(src []byte, pos int) {
 	if v.fast(pos) && scatterFast(v, src, pos) {
 		return
 	}
+	if v.blockwise(pos, len(src)) {
+		rb, b := v.run*v.sz, pos/(v.run*v.sz)
+		for i := 0; i < len(src); i, b = i+rb, b+1 {
+			copy(bytesAt(unsafe.Add(v.base, (v.start+b*v.stride[0])*v.sz), rb), src[i:i+rb])
+		}
+		return
+	}
 	c := v.cursorAt(pos, len(src))
 	for i := 0; i < len(src); {
 		p, k := c.next(len(src) - i)
 		copy(bytesAt(p, k), src[i:i+k])
 		i += k
 	}
+}
+
+// blockwise reports whether n bytes from byte pos are whole blocks of a one-level strided view: then the copy is a
+// loop over blocks, a memmove each, with no cursor.
+func (v *viewData) blockwise(pos, n int) bool {
+	rb := v.run * v.sz
+	return !v.listed && len(v.count) == 1 && pos%rb == 0 && n%rb == 0
 }
 
 // fast reports whether the one-level strided loops apply from byte pos: single elements per block, at element
@@ -463,6 +484,17 @@ func scatterFast(v *viewData, src []byte, pos int) bool {
 // copyViews copies n bytes from byte sp of src's selection to byte dp of dst's, piece by piece: straight from
 // strided source to strided destination, no packing.
 func copyViews(dst *viewData, dp int, src *viewData, sp int, n int) {
+	if dst.fast(dp) && src.fast(sp) && dst.sz == src.sz && n%dst.sz == 0 && copyStrided(dst, dp, src, sp, n/dst.sz) {
+		return
+	}
+	if dst.blockwise(dp, n) && src.blockwise(sp, n) && dst.run*dst.sz == src.run*src.sz {
+		rb, db, sb := dst.run*dst.sz, dp/(dst.run*dst.sz), sp/(src.run*src.sz)
+		for i := 0; i < n; i, db, sb = i+rb, db+1, sb+1 {
+			copy(bytesAt(unsafe.Add(dst.base, (dst.start+db*dst.stride[0])*dst.sz), rb),
+				bytesAt(unsafe.Add(src.base, (src.start+sb*src.stride[0])*src.sz), rb))
+		}
+		return
+	}
 	dc, sc := dst.cursorAt(dp, n), src.cursorAt(sp, n)
 	var d, s []byte // the current pieces (advanced by slicing: no pointer ever leaves its object)
 	for n > 0 {
@@ -477,6 +509,36 @@ func copyViews(dst *viewData, dp int, src *viewData, sp int, n int) {
 		k := copy(d, s)
 		d, s, n = d[k:], s[k:], n-k
 	}
+}
+
+// copyStrided copies n single-element blocks from one one-level strided view to another with typed loads and
+// stores: a column into a column.
+func copyStrided(dst *viewData, dp int, src *viewData, sp int, n int) bool {
+	sz := dst.sz
+	d := unsafe.Add(dst.base, (dst.start+dp/sz*dst.stride[0])*sz)
+	s := unsafe.Add(src.base, (src.start+sp/sz*src.stride[0])*sz)
+	ds, ss := dst.stride[0]*sz, src.stride[0]*sz
+	switch {
+	case sz == 8 && dst.typ != TypeComplex64:
+		for i := range n {
+			*(*uint64)(unsafe.Add(d, i*ds)) = *(*uint64)(unsafe.Add(s, i*ss))
+		}
+	case sz == 4:
+		for i := range n {
+			*(*uint32)(unsafe.Add(d, i*ds)) = *(*uint32)(unsafe.Add(s, i*ss))
+		}
+	case sz == 2:
+		for i := range n {
+			*(*uint16)(unsafe.Add(d, i*ds)) = *(*uint16)(unsafe.Add(s, i*ss))
+		}
+	case sz == 1:
+		for i := range n {
+			*(*byte)(unsafe.Add(d, i*ds)) = *(*byte)(unsafe.Add(s, i*ss))
+		}
+	default:
+		return false
+	}
+	return true
 }
 
 // CopyMem copies the first n bytes of src into dst, either of which may be contiguous or a view: a view is read or
@@ -514,6 +576,14 @@ func (v *viewData) Pieces(off, max int, dst [][]byte) int {
 	return n
 }
 
+// Gather implements device.Packer: bytes from off of the selection into dst, with the view's fast loops.
+func (v *viewData) Gather(off int, dst []byte) { v.gather(dst, off) }
+
+// Scatter implements device.Packer.
+func (v *viewData) Scatter(off int, src []byte) { v.scatter(src, off) }
+
+var _ device.Packer = (*viewData)(nil)
+
 // payload is m as a device payload: its bytes, or its View's pieces.
 func (m Mem) payload() device.Payload {
 	if m.view != nil {
@@ -544,4 +614,46 @@ func (m Mem) CopyFrom(src []byte) {
 		return
 	}
 	copy(bytesAt(m.Ptr, len(src)), src)
+}
+
+// SliceOf returns b seen as a slice of n elements of type t (a primitive type), sharing b's memory; nil for an
+// unknown type. The collectives hand a View's packed copy to code that takes slices this way.
+func SliceOf(t Type, b []byte) any {
+	p, n := unsafe.Pointer(unsafe.SliceData(b)), 0
+	if sz := t.Size(); sz > 0 {
+		n = len(b) / sz
+	}
+	switch t {
+	case TypeByte:
+		return unsafe.Slice((*byte)(p), n)
+	case TypeInt8:
+		return unsafe.Slice((*int8)(p), n)
+	case TypeInt16:
+		return unsafe.Slice((*int16)(p), n)
+	case TypeInt32:
+		return unsafe.Slice((*int32)(p), n)
+	case TypeInt64:
+		return unsafe.Slice((*int64)(p), n)
+	case TypeUint16:
+		return unsafe.Slice((*uint16)(p), n)
+	case TypeUint32:
+		return unsafe.Slice((*uint32)(p), n)
+	case TypeUint64:
+		return unsafe.Slice((*uint64)(p), n)
+	case TypeInt:
+		return unsafe.Slice((*int)(p), n)
+	case TypeUint:
+		return unsafe.Slice((*uint)(p), n)
+	case TypeFloat32:
+		return unsafe.Slice((*float32)(p), n)
+	case TypeFloat64:
+		return unsafe.Slice((*float64)(p), n)
+	case TypeComplex64:
+		return unsafe.Slice((*complex64)(p), n)
+	case TypeComplex128:
+		return unsafe.Slice((*complex128)(p), n)
+	case TypeBool:
+		return unsafe.Slice((*bool)(p), n)
+	}
+	return nil
 }

@@ -312,3 +312,31 @@ func TestZeroView(t *testing.T) {
 		}
 	}
 }
+
+// TestViewBlockwiseCopies: copies between one-level strided views of equal blocks (the block-at-a-time loops),
+// whole and from block boundaries, against the index lists.
+func TestViewBlockwiseCopies(t *testing.T) {
+	for _, bl := range []int{1, 2, 5} {
+		for _, strides := range [][2]int{{bl, bl + 3}, {bl + 1, 2*bl + 7}, {3 * bl, bl}} {
+			const count = 9
+			src, dst := iota64(count*strides[0]+bl), make([]int64, count*strides[1]+bl)
+			sv, _ := Vector(src, count, bl, strides[0])
+			dv, _ := Vector(dst, count, bl, strides[1])
+			sref, dref := refVector(count, bl, strides[0]), refVector(count, bl, strides[1])
+			sm, _ := MemOf(sv)
+			dm, _ := MemOf(dv)
+			for _, w := range [][2]int{{0, count}, {2, 5}, {count - 1, 1}} { // windows in blocks
+				clear(dst)
+				from, n := w[0]*bl, w[1]*bl
+				CopyMem(dm.Window(from, n), sm.Window(from, n), n*8)
+				want := make([]int64, len(dst))
+				for i := from; i < from+n; i++ {
+					want[dref[i]] = int64(sref[i])
+				}
+				if !slices.Equal(dst, want) {
+					t.Fatalf("blocks of %d, strides %v, window %v: %v, want %v", bl, strides, w, dst, want)
+				}
+			}
+		}
+	}
+}

@@ -34,6 +34,8 @@ func newBlocks(rng *rand.Rand, n int, kind string) *blocks {
 		switch {
 		case kind == "tiny", kind == "mixed" && rng.Intn(2) == 0:
 			l = 1 + rng.Intn(16)
+		case kind == "medium": // not tiny, and more of them than one scatter-gather call takes
+			l = 512 + rng.Intn(1024)
 		default:
 			l = 8<<10 + rng.Intn(32<<10)
 		}
@@ -116,7 +118,7 @@ func testSegments(t *testing.T, j *Job) {
 		}
 	}
 	for _, sz := range []int{0, 5000, 1<<20 + 3, 3 << 20} {
-		for _, k := range []struct{ s, r string }{{"tiny", ""}, {"", "tiny"}, {"tiny", "large"}, {"large", "mixed"}, {"mixed", "tiny"}, {"large", "large"}} {
+		for _, k := range []struct{ s, r string }{{"tiny", ""}, {"", "tiny"}, {"tiny", "large"}, {"large", "mixed"}, {"mixed", "tiny"}, {"large", "large"}, {"medium", "medium"}, {"", "medium"}} {
 			cases = append(cases, tcase{name: fmt.Sprintf("rdv%d/%s-%s", sz, k.s, k.r), size: sz, sendSeg: k.s, recvSeg: k.r, window: sz%2 == 1})
 		}
 	}
