@@ -71,6 +71,7 @@ func startNeighbor(c *ranks.Comm, a *collectives.NbrCall, err error) (*ranks.Req
 	o.req = c.OpRequest(o)
 	ranks.Launch(o.req)
 	o.run()
+	o.started()
 	return o.req, nil
 }
 
@@ -96,7 +97,7 @@ func buildNeighbor(c *ranks.Comm, a *collectives.NbrCall, id collectives.OpID) *
 	for _, e := range a.Sends {
 		s.SendMem(e.Mem, e.Peer, tag)
 	}
-	o := newOp(c, a.Coll+"/p2p")
+	o := newOp(c)
 	o.m = Machine{s: s}
 	o.m.Reset()
 	o.tr = newTransport(o, c, len(s.Steps))
