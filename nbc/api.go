@@ -139,6 +139,8 @@ func start(c *ranks.Comm, a *collectives.Call, err error, va *collectives.ViewAr
 	if err != nil {
 		return nil, err
 	}
+	gen := ranks.EnterOps(c) // this call runs the rank's operations: their signals meanwhile are its own
+	defer ranks.LeaveOps(c, gen)
 	if va == nil {
 		if o := reuse(c, a, algo); o != nil {
 			return o.req, nil

@@ -67,6 +67,8 @@ func startNeighbor(c *ranks.Comm, a *collectives.NbrCall, err error) (*ranks.Req
 	if err != nil {
 		return nil, err
 	}
+	gen := ranks.EnterOps(c) // as a starting call (api.go)
+	defer ranks.LeaveOps(c, gen)
 	o := buildNeighbor(c, a, collectives.NextOp(c)) // not kept for reuse (cache.go): its steps carry whole tags
 	o.req = c.OpRequest(o)
 	ranks.Launch(o.req)

@@ -152,6 +152,8 @@ func (o *op) Start() error {
 	if err := o.c.Check(); err != nil {
 		return err
 	}
+	gen := ranks.EnterOps(o.c) // as a starting call (api.go)
+	defer ranks.LeaveOps(o.c, gen)
 	for _, f := range o.onStart {
 		f()
 	}
