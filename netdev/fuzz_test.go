@@ -129,7 +129,7 @@ func FuzzStream(f *testing.F) {
 var updateCorpus = flag.Bool("update-corpus", false, "rewrite the committed seed corpora from seedFrames (go generate)")
 
 // TestSeedCorpus: the committed seed corpora of FuzzDecodeHeader and FuzzStream, and the frame fixtures in
-// ../testdata/netdev/frames, are what seedFrames makes. When the frame format or the seeds change, `go generate
+// ../testdata/netdev/frames, are what seedFrames makes, and nothing else. When the frame format or the seeds change, `go generate
 // ./netdev` rewrites them (this test with -update-corpus), and this test fails until someone does.
 func TestSeedCorpus(t *testing.T) {
 	files := map[string][]byte{}
@@ -140,6 +140,24 @@ func TestSeedCorpus(t *testing.T) {
 		files[filepath.Join("testdata", "fuzz", "FuzzStream", name)] =
 			[]byte("go test fuzz v1\n[]byte(" + quote(b) + ")\nuint16(13)\n")
 		files[filepath.Join("..", "testdata", "netdev", "frames", "frame-"+string(rune('a'+i))+".bin")] = b
+	}
+	// Files in those directories that seedFrames no longer makes (a seed was dropped) are stale.
+	for _, dir := range []string{filepath.Join("testdata", "fuzz", "FuzzDecodeHeader"),
+		filepath.Join("testdata", "fuzz", "FuzzStream"), filepath.Join("..", "testdata", "netdev", "frames")} {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			path := filepath.Join(dir, e.Name())
+			if _, ok := files[path]; ok {
+				continue
+			}
+			if *updateCorpus {
+				if err := os.Remove(path); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			t.Errorf("%s is not one seedFrames makes: run go generate ./netdev", path)
+		}
 	}
 	for path, want := range files {
 		if *updateCorpus {
