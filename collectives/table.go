@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -108,14 +109,15 @@ const (
 	collNeighborAlltoall
 	collNeighborAlltoallv
 	numBlocking
-	numColls = 2 * numBlocking // then the nonblocking names, in the same order
+	numNonblocking = collExscan + 1               // the collectives that have nonblocking forms (package nbc)
+	numColls       = numBlocking + numNonblocking // the blocking names, then the nonblocking ones in the same order
 )
 
 var collNames = func() (names [numColls]string) {
 	copy(names[:], []string{"barrier", "bcast", "reduce", "allreduce", "gather", "gatherv", "scatter",
 		"scatterv", "allgather", "allgatherv", "alltoall", "alltoallv", "reduce_scatter", "scan", "exscan",
 		"neighbor_allgather", "neighbor_allgatherv", "neighbor_alltoall", "neighbor_alltoallv"})
-	for i := 0; i < numBlocking; i++ {
+	for i := 0; i < numNonblocking; i++ {
 		names[numBlocking+i] = "i" + names[i]
 	}
 	return names
@@ -185,7 +187,7 @@ var lastResort = map[string]string{"barrier": "dissemination", "bcast": "binomia
 
 // The nonblocking names have the algorithms of their blocking collective.
 func init() {
-	for _, c := range collNames[:numBlocking] {
+	for _, c := range collNames[:numNonblocking] {
 		algorithms["i"+c] = algorithms[c]
 		lastResort["i"+c] = lastResort[c]
 	}
@@ -368,6 +370,16 @@ func buildTable(getenv func(string) string, readFile func(string) ([]byte, error
 			rules = append(rules, r...)
 		}
 	}
+	for _, c := range NonblockingCollectives() {
+		name := env.CollNonblocking.Member(strings.ToUpper(c))
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			r, err := parseTable(fmt.Sprintf("i%s * * * %s", c, v), name)
+			if err != nil {
+				return nil, err
+			}
+			rules = append(rules, r...)
+		}
+	}
 	if path := strings.TrimSpace(getenv(env.CollTable.Name)); path != "" {
 		b, err := readFile(path)
 		if err != nil {
@@ -444,10 +456,15 @@ func Force(c *ranks.Comm, coll, algo string) error {
 
 // Collectives lists the collectives the table knows, and Algorithms a collective's algorithms.
 func Collectives() []string {
-	var cs []string
-	for c := range algorithms {
-		cs = append(cs, c)
-	}
+	cs := slices.Clone(collNames[:numBlocking])
+	sort.Strings(cs)
+	return cs
+}
+
+// NonblockingCollectives lists the collectives that have nonblocking and persistent forms (package nbc), by their
+// blocking names: the table knows each also as "i" + its name, with the same algorithms.
+func NonblockingCollectives() []string {
+	cs := slices.Clone(collNames[:numNonblocking])
 	sort.Strings(cs)
 	return cs
 }

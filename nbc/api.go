@@ -139,6 +139,8 @@ func start(c *ranks.Comm, a *collectives.Call, err error, va *collectives.ViewAr
 	if err != nil {
 		return nil, err
 	}
+	gen := ranks.EnterOps(c) // this call runs the rank's operations: their signals meanwhile are its own
+	defer ranks.LeaveOps(c, gen)
 	if va == nil {
 		if o := reuse(c, a, algo); o != nil {
 			return o.req, nil
@@ -180,7 +182,7 @@ func build(c *ranks.Comm, a *collectives.Call, algo string, persistent bool) (*o
 	} else {
 		id = collectives.NextOp(c)
 	}
-	o := newOp(c, a.Coll+"/"+algo)
+	o := newOp(c)
 	s := &Schedule{}
 	sp := &spec{algo: algo, rank: c.Rank(), n: c.Size(), id: id, a: a}
 	var err error

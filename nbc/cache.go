@@ -54,7 +54,7 @@ func reuse(c *ranks.Comm, a *collectives.Call, algo string) *op {
 		if !o.state.CompareAndSwap(opIdle, opRunning) {
 			continue
 		}
-		o.retarget(c)
+		o.retarget(c, cc)
 		o.m.Reset()
 		o.err = nil
 		o.done.Store(false)
@@ -83,10 +83,10 @@ func keep(c *ranks.Comm, o *op, a *collectives.Call, algo string) {
 
 // retarget gives a kept operation the next operation id of c: new tags for its messages, or the next slot and
 // use of c's ring for a shared-memory schedule.
-func (o *op) retarget(c *ranks.Comm) {
+func (o *op) retarget(c *ranks.Comm, cc *commCache) {
 	id := collectives.NextOp(c)
 	if o.shm != nil {
-		sl, u := slotFor(c)
+		sl, u := slotFor(c, cc)
 		o.shm.moveTo(sl, u, o)
 		for i := range o.m.s.Steps {
 			if st := &o.m.s.Steps[i]; st.Kind == StepWait {

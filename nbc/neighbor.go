@@ -67,10 +67,13 @@ func startNeighbor(c *ranks.Comm, a *collectives.NbrCall, err error) (*ranks.Req
 	if err != nil {
 		return nil, err
 	}
+	gen := ranks.EnterOps(c) // as a starting call (api.go)
+	defer ranks.LeaveOps(c, gen)
 	o := buildNeighbor(c, a, collectives.NextOp(c)) // not kept for reuse (cache.go): its steps carry whole tags
 	o.req = c.OpRequest(o)
 	ranks.Launch(o.req)
 	o.run()
+	o.started()
 	return o.req, nil
 }
 
@@ -96,7 +99,7 @@ func buildNeighbor(c *ranks.Comm, a *collectives.NbrCall, id collectives.OpID) *
 	for _, e := range a.Sends {
 		s.SendMem(e.Mem, e.Peer, tag)
 	}
-	o := newOp(c, a.Coll+"/p2p")
+	o := newOp(c)
 	o.m = Machine{s: s}
 	o.m.Reset()
 	o.tr = newTransport(o, c, len(s.Steps))

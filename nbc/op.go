@@ -38,7 +38,6 @@ type op struct {
 	task    func()         // o.work, made once: handing the op to the pool allocates nothing
 	req     *ranks.Request // the request the op completes through
 	watch   []*watchlist   // the shared-memory wait lists the op is on
-	name    string         // the collective and its algorithm, for errors and tests
 	c       *ranks.Comm
 	onStart []func() // a persistent op's shared-memory schedules move to their slots' next use at each Start
 	finish  func()   // runs once the machine has finished, before the request completes (unpacking Views)
@@ -56,8 +55,8 @@ const (
 	opDirty // running, and something happened since it started: go round again
 )
 
-func newOp(c *ranks.Comm, name string) *op {
-	o := &op{exec: c.World().Executor(), name: name, c: c}
+func newOp(c *ranks.Comm) *op {
+	o := &op{exec: c.World().Executor(), c: c}
 	o.hook = queues.NewHook(o.kick)
 	o.task = o.work
 	return o
@@ -153,6 +152,8 @@ func (o *op) Start() error {
 	if err := o.c.Check(); err != nil {
 		return err
 	}
+	gen := ranks.EnterOps(o.c) // as a starting call (api.go)
+	defer ranks.LeaveOps(o.c, gen)
 	for _, f := range o.onStart {
 		f()
 	}

@@ -83,10 +83,10 @@ type member struct {
 
 func newSlot(n int) *slot { return &slot{mem: make([]member, n)} }
 
-// slotFor returns the slot and use of the next shared-memory operation of rank on c's ring.
-func slotFor(c *ranks.Comm) (*slot, uint64) {
+// slotFor returns the slot and use of the next shared-memory operation of this rank on c's ring (cc: its nbc
+// state on c).
+func slotFor(c *ranks.Comm, cc *commCache) (*slot, uint64) {
 	n, rank := c.Size(), c.Rank()
-	cc := cacheOf(c)
 	rg := cc.ring
 	if rg == nil { // the first time on c: the members' shared ring, found once and kept (World.Shared locks)
 		rg = c.World().Shared(c, ringKey, func() any {
@@ -181,7 +181,7 @@ func buildShm(s *Schedule, sp *spec, c *ranks.Comm, o *op, persistent bool) erro
 	if persistent {
 		sl, u = persistentSlot(c, sp.id), 0 // each Start moves it on (onStart): the first run is use 1
 	} else {
-		sl, u = slotFor(c)
+		sl, u = slotFor(c, cacheOf(c))
 	}
 	return buildShmSlot(s, sp, sl, u, o, persistent)
 }

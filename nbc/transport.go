@@ -85,7 +85,9 @@ func (t *transport) Post(i int, st *Step) error {
 	case st.Kind == StepRecvObj:
 		r, err = t.c.Irecv(st.Obj, st.Peer, st.Tag)
 	case st.Kind == StepWait:
-		t.o.watchOn(st.List)
+		if !st.Cond() { // true already: nothing to be told (Test sees it); else join the list, then Test looks
+			t.o.watchOn(st.List)
+		}
 		return nil
 	case st.Kind == StepSub:
 		return st.Sub.Begin()
@@ -143,13 +145,17 @@ func (l *watchlist) remove(o *op) {
 	l.mu.Unlock()
 }
 
-// notify kicks every op on the list. Kicks do not block, so it holds the lock throughout.
+// notify kicks every op on the list. It kicks a copy, after the lock: the members of a slot notify and join its
+// list all the time, and a kick (which signals a rank or hands the op to the pool) is too long to hold them off for.
+// An op that leaves the list meanwhile gets a kick it does not need, which costs it a look.
 func (l *watchlist) notify() {
+	var buf [32]*op
 	l.mu.Lock()
-	for _, o := range l.ops {
+	ops := append(buf[:0], l.ops...)
+	l.mu.Unlock()
+	for _, o := range ops {
 		o.kick()
 	}
-	l.mu.Unlock()
 }
 
 // watchOn puts the op on list (once).

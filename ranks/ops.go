@@ -78,6 +78,25 @@ func CompleteOp(r *Request, err error) {
 	}
 }
 
+// EnterOps and LeaveOps bracket a call of c's rank that runs its operations itself: a call that starts a
+// collective. Meanwhile the rank's operations' signals are its own to act on (SignalOp reports them taken, so they do
+// not go to the worker pool, whose goroutine would need a processor the rank holds), and LeaveOps runs the rank's
+// operations once more if one came after gen (EnterOps' result).
+func EnterOps(c *Comm) (gen uint64) {
+	ev := &c.r.ops.ev
+	ev.Enter()
+	return ev.Gen()
+}
+
+// LeaveOps ends what EnterOps began.
+func LeaveOps(c *Comm, gen uint64) {
+	ev := &c.r.ops.ev
+	ev.Leave()
+	if ev.Gen() != gen {
+		c.r.ops.sweep()
+	}
+}
+
 // SignalOp says that operation request r can move on. It reports whether a completion call of r's rank is under
 // way, which will run it; otherwise the caller runs it or hands it to the node's worker pool.
 func SignalOp(r *Request) bool {

@@ -38,12 +38,19 @@ func helpCmd(args []string) int {
 }
 
 // unknownVariables returns the GOMPJ_* names in environ that nothing reads: names no definition knows, and
-// GOMPJ_COLL_<NAME> for a NAME that is no collective (GOMPJ_COLL_ALLREDUSE).
+// GOMPJ_COLL_<NAME> for a NAME that is no collective (GOMPJ_COLL_ALLREDUSE), GOMPJ_COLL_I<NAME> for a NAME with no
+// nonblocking form.
 func unknownVariables(environ []string) []string {
 	out := env.Unknown(environ)
 	for _, m := range env.CollAlgorithm.Members(environ) {
 		name := strings.TrimPrefix(m[0], env.CollAlgorithm.Member(""))
 		if !slices.Contains(collectives.Collectives(), strings.ToLower(name)) {
+			out = append(out, m[0])
+		}
+	}
+	for _, m := range env.CollNonblocking.Members(environ) {
+		name := strings.TrimPrefix(m[0], env.CollNonblocking.Member(""))
+		if !slices.Contains(collectives.NonblockingCollectives(), strings.ToLower(name)) {
 			out = append(out, m[0])
 		}
 	}
@@ -73,6 +80,13 @@ func printEnv(w io.Writer) {
 			for _, c := range collectives.Collectives() {
 				fmt.Fprintf(w, "  %27s%-15s %s\n", "", strings.ToUpper(c)+":", strings.Join(collectives.Algorithms(c), ", "))
 			}
+		}
+		if v == env.CollNonblocking {
+			var names []string
+			for _, c := range collectives.NonblockingCollectives() {
+				names = append(names, strings.ToUpper(c))
+			}
+			fmt.Fprintf(w, "  %27sNAME: %s (NAME's algorithms)\n", "", strings.Join(names, ", "))
 		}
 	}
 	fmt.Fprintln(w, `
