@@ -160,6 +160,7 @@ func start(c *ranks.Comm, a *collectives.Call, err error, va *collectives.ViewAr
 		keep(c, o, a, algo)
 	}
 	o.run()
+	o.started()
 	return o.req, nil
 }
 

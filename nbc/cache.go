@@ -22,10 +22,12 @@ const (
 	cacheBytes = 64 << 10 // calls moving more are not kept
 )
 
-// commCache is a rank's reusable operations on one communicator (collectives.NbcState).
+// commCache is a rank's nbc state on one communicator (collectives.NbcState): its reusable operations, and the
+// communicator's shared-memory ring once found.
 type commCache struct {
 	ops  [cacheLen]*op
 	next int
+	ring *ring
 }
 
 func cacheOf(c *ranks.Comm) *commCache {
@@ -59,6 +61,7 @@ func reuse(c *ranks.Comm, a *collectives.Call, algo string) *op {
 		o.req = c.OpRequest(o)
 		ranks.Launch(o.req)
 		o.held()
+		o.started()
 		return o
 	}
 	return nil

@@ -127,12 +127,19 @@ func (o *op) step() {
 	ranks.CompleteOp(o.req, err)
 }
 
-// Progress implements ranks.Operation: the rank's completion calls run the op.
+// started follows the starting call's first run: an op still under way over the network needs the device's
+// progress loop running while its rank goes on computing (ranks.World.ResumeNetwork).
+func (o *op) started() {
+	if !o.done.Load() && o.c.World().Device() != nil {
+		o.c.World().ResumeNetwork()
+	}
+}
+
+// Progress implements ranks.Operation: the rank's completion calls run the op. It never reports the op finished:
+// the run that finishes it completes its request itself (step), which the caller then sees. (Reading the outcome
+// here, outside the run, would race with a reuse of the finished op for a new call: cache.go.)
 func (o *op) Progress() (bool, error) {
 	o.run()
-	if o.done.Load() {
-		return true, o.err
-	}
 	return false, nil
 }
 
@@ -153,6 +160,7 @@ func (o *op) Start() error {
 	o.err = nil
 	o.done.Store(false)
 	o.run()
+	o.started()
 	return nil
 }
 

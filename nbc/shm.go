@@ -71,14 +71,14 @@ type slot struct {
 
 // member is one member's entry in a slot: what it publishes for the current use.
 type member struct {
-	gen                              atomic.Uint64 // the use it has published for
-	src, dst                         []byte
-	counts, displs, rcounts, rdispls []int
-	blk                              int
-	inlen                            int
-	inline                           [inlineMax]byte
-	last                             *op // the member's operation of the previous use (see acquire)
-	_                                [64]byte
+	gen            atomic.Uint64 // the use it has published for
+	src, dst       []byte
+	counts, displs []int
+	blk            int
+	inlen          int
+	inline         [inlineMax]byte
+	last           *op // the member's operation of the previous use (see acquire)
+	_              [64]byte
 }
 
 func newSlot(n int) *slot { return &slot{mem: make([]member, n)} }
@@ -86,17 +86,22 @@ func newSlot(n int) *slot { return &slot{mem: make([]member, n)} }
 // slotFor returns the slot and use of the next shared-memory operation of rank on c's ring.
 func slotFor(c *ranks.Comm) (*slot, uint64) {
 	n, rank := c.Size(), c.Rank()
-	rg := c.World().Shared(c, ringKey, func() any {
-		k := c.World().NbcSlots()
-		if k <= 0 {
-			k = defaultSlots
-		}
-		r := &ring{slots: make([]*slot, k), ops: make([]paddedCount, n)}
-		for i := range r.slots {
-			r.slots[i] = newSlot(n)
-		}
-		return r
-	}).(*ring)
+	cc := cacheOf(c)
+	rg := cc.ring
+	if rg == nil { // the first time on c: the members' shared ring, found once and kept (World.Shared locks)
+		rg = c.World().Shared(c, ringKey, func() any {
+			k := c.World().NbcSlots()
+			if k <= 0 {
+				k = defaultSlots
+			}
+			r := &ring{slots: make([]*slot, k), ops: make([]paddedCount, n)}
+			for i := range r.slots {
+				r.slots[i] = newSlot(n)
+			}
+			return r
+		}).(*ring)
+		cc.ring = rg
+	}
 	k := rg.ops[rank].n
 	rg.ops[rank].n++
 	return rg.slots[k%uint64(len(rg.slots))], k/uint64(len(rg.slots)) + 1

@@ -17,7 +17,6 @@ import (
 type lossyTransport struct {
 	node int
 	sink device.Sink
-	lose chan struct{}
 }
 
 func (l *lossyTransport) SendEager(*device.Header, []byte, device.Completer) error {

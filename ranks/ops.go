@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/gompj/gompj/device"
 	"github.com/gompj/gompj/queues"
 )
 
@@ -100,6 +101,17 @@ func (c *Comm) OpRequest(op Operation) *Request {
 func Launch(r *Request) {
 	if rk := r.owner; rk != nil {
 		rk.ops.add(r)
+	}
+}
+
+// ResumeNetwork makes the node's network device run its own progress loop at once, for operations that must move
+// on while their ranks compute. A rank that stops waiting leaves the device to it lazily (device.Poller: the loop
+// may stay down a little while, expecting the rank to poll again soon); an operation just started, or still active
+// when its rank's completion call returns, needs the network now, the way a rank that parks does.
+func (w *World) ResumeNetwork() {
+	if p, ok := w.dev.(device.Poller); ok {
+		p.Enter()
+		p.Leave(true)
 	}
 }
 
