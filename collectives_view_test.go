@@ -1,6 +1,7 @@
 package gompj_test
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -168,10 +169,24 @@ func TestModesCollectiveViews(t *testing.T) {
 				}
 			}
 		}
-		// A nil *View is ErrBuffer, and the communicator goes on.
+		// A nil or zero *View is ErrBuffer (not an object to encode), and the communicator goes on.
 		var nv *View
-		if err := c.Allreduce(nv, make([]float64, 1), Sum); err == nil {
-			return fmt.Errorf("Allreduce of a nil *View succeeded")
+		for _, ch := range []struct {
+			what string
+			err  error
+		}{
+			{"Allreduce", c.Allreduce(nv, make([]float64, 1), Sum)},
+			{"Bcast", c.Bcast(nv, 0)},
+			{"Gather", c.Gather(&View{}, make([]float64, c.Size()), 0)},
+			{"Allgather", c.Allgather(nv, make([]float64, c.Size()))},
+			{"Scatter", c.Scatter(make([]float64, c.Size()), nv, 0)},
+		} {
+			if !errors.Is(ch.err, ErrBuffer) {
+				return fmt.Errorf("%s of a nil or zero *View: %v, want ErrBuffer", ch.what, ch.err)
+			}
+		}
+		if _, err := c.Iallgather(nv, make([]float64, c.Size())); !errors.Is(err, ErrBuffer) {
+			return fmt.Errorf("Iallgather of a nil *View: %v, want ErrBuffer", err)
 		}
 		return c.Barrier()
 	})

@@ -470,6 +470,33 @@ func topologyErrors(c *Comm) error {
 			return err
 		}
 	}
+	// Topologies are for intracommunicators: on an intercommunicator every constructor is ErrComm.
+	if np >= 2 {
+		color := me % 2
+		local, err := c.Split(color, me)
+		if err != nil {
+			return err
+		}
+		ic, err := local.IntercommCreate(0, c, 1-color, 55)
+		if err != nil {
+			return err
+		}
+		for _, ch := range []struct {
+			what string
+			call func() error
+		}{
+			{"CartCreate", func() error { _, err := ic.CartCreate([]int{1}, nil, false); return err }},
+			{"GraphCreate", func() error { _, err := ic.GraphCreate([]int{0}, nil, false); return err }},
+			{"DistGraphCreateAdjacent", func() error { _, err := ic.DistGraphCreateAdjacent(nil, nil, false); return err }},
+			{"NeighborAllgather", func() error { return ic.NeighborAllgather([]int{1}, make([]int, 1)) }},
+		} {
+			if err := expect(ch.what+" of an intercommunicator", ch.call(), ErrComm); err != nil {
+				return err
+			}
+		}
+		ic.Free()
+		local.Free()
+	}
 	// After all that, the communicator still works.
 	return c.Barrier()
 }

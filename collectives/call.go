@@ -91,7 +91,7 @@ func ResolveBcast(c *ranks.Comm, buf any, root int) (Call, error) {
 	}
 	v, err := viewOf(buf, "bcast")
 	if err != nil {
-		if buf == nil {
+		if buf == nil || isView(buf) {
 			return a, err
 		}
 		a.Object, a.ObjRecv = true, buf

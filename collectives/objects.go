@@ -16,8 +16,8 @@ import (
 //	Scatter:   send (root) is a slice with one element per rank; recv is a pointer to an element
 
 func isObject(buf any) bool {
-	if buf == nil || isInPlace(buf) {
-		return false
+	if buf == nil || isInPlace(buf) || isView(buf) {
+		return false // a *View, even a nil one, is a buffer (a nil one is then ErrBuffer), never an object
 	}
 	_, err := viewOf(buf, "")
 	return err != nil

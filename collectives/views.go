@@ -159,3 +159,9 @@ func (va *ViewArgs) Unpack() {
 		va.recv.CopyFrom(va.recvB)
 	}
 }
+
+// isView reports whether buf is a *View (nil or not).
+func isView(buf any) bool {
+	_, ok := buf.(*ranks.View)
+	return ok
+}

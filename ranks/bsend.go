@@ -144,6 +144,8 @@ func (c *Comm) bsend(buf *any, dest, tag int) error {
 	switch {
 	case *buf == nil:
 		v = Mem{Type: TypeNone}
+	case prim && v.Type == TypeNone:
+		return fmt.Errorf("%w: a nil or zero *View", ErrBuffer)
 	case !prim:
 		var err error
 		if enc, err = encodeObject(buf); err != nil {
@@ -168,9 +170,9 @@ func (c *Comm) bsend(buf *any, dest, tag int) error {
 			ErrBuffer, v.Size(), need, s.free(), len(s.buf))
 	}
 	if prim && v.N > 0 {
-		// Send from the copy: v now describes the region. An object's encoding is already a copy of its own.
-		copy(s.buf[off:off+v.Size()], v.Bytes())
-		v.Ptr = unsafe.Pointer(&s.buf[off])
+		// Send from the copy: v now describes the region (a View is packed into it). An object's encoding is
+		// already a copy of its own.
+		v = v.copyInto(s.buf[off : off+v.Size()])
 	}
 	req, err := c.startSendMem(v, enc, dest, tag, standard, false, nil)
 	if err != nil {
@@ -215,10 +217,11 @@ func (c *Comm) SendrecvReplace(buf any, dest, sendTag, source, recvTag int) (Sta
 		// Sendrecv is already safe.
 		return c.Sendrecv(buf, dest, sendTag, buf, source, recvTag)
 	}
+	if v.Type == TypeNone {
+		return Status{}, fmt.Errorf("%w: a nil or zero *View", ErrBuffer)
+	}
 	tmp := getScratch(v.Size())
-	copy(tmp.data, v.Bytes())
-	sv := v
-	sv.Ptr = unsafe.Pointer(unsafe.SliceData(tmp.data))
+	sv := v.copyInto(tmp.data) // a View is packed: the reply lands in its blocks while this copy goes out
 	sreq, err := c.startSendMem(sv, nil, dest, sendTag, standard, true, nil)
 	if err != nil {
 		putScratch(tmp)

@@ -120,6 +120,10 @@ func (mm *Message) Recv(buf any) (Status, error) {
 	switch {
 	case buf == nil:
 		v = Mem{Type: TypeNone}
+	case prim:
+		if err := checkMem(v, true); err != nil {
+			return Status{}, err // a buffer that cannot receive: the message stays to receive
+		}
 	case !prim:
 		target = hide(&buf) // written through only, synchronously, by decodeInto below
 		if err := checkTarget(target); err != nil {

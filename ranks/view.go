@@ -584,6 +584,13 @@ func (v *viewData) Scatter(off int, src []byte) { v.scatter(src, off) }
 
 var _ device.Packer = (*viewData)(nil)
 
+// copyInto copies m's elements into b (len(b) == m.Size()) and returns the contiguous memory of that copy: a
+// buffered send, or SendrecvReplace, sends from a copy, whether m is a slice or a View.
+func (m Mem) copyInto(b []byte) Mem {
+	m.CopyTo(b)
+	return Mem{Type: m.Type, Ptr: unsafe.Pointer(unsafe.SliceData(b)), N: m.N}
+}
+
 // payload is m as a device payload: its bytes, or its View's pieces.
 func (m Mem) payload() device.Payload {
 	if m.view != nil {
