@@ -43,6 +43,7 @@ type conn struct {
 	byeRecv    bool
 	closed     bool
 	cur        *device.Inbound
+	claim      device.Completer // the receive an eager payload being read goes into (see EagerClaimer)
 	curRecv    *rdvRecv
 }
 

@@ -49,9 +49,14 @@
 //
 // # Protocols
 //
-//   - eager: SendEager writes header and payload; the receiver reads the payload into a pooled buffer (power-of-two
-//     size classes, recycled with their device.Inbound, so the steady state allocates nothing) and hands the
-//     Inbound to Sink.DeliverEager. FlagSync sends keep their Completer by seq until the ACK (Device.Ack) arrives.
+//   - eager: SendEager writes header and payload. The receiver first offers the header to the sink, if it is a
+//     device.EagerClaimer (the rank layer is): when a receive is already posted for the message, the sink matches
+//     it there and then, and the payload is read straight into that receive's buffer (one copy out of the read
+//     buffer, or none for a remainder of 16 KiB and more, read from the socket in place), which then completes.
+//     Otherwise the receiver reads the payload into a pooled buffer (power-of-two size classes, recycled with their
+//     device.Inbound, so the steady state allocates nothing) and hands the Inbound to Sink.DeliverEager. Either
+//     way the message's credit returns once the payload has left the device's hands. FlagSync sends keep their
+//     Completer by seq until the ACK (Device.Ack) arrives.
 //   - rendezvous: SendRendezvous sends an RTS (length = message size) and keeps payload and Completer by seq.
 //     The receiving sink calls ClearToSend with its own slice: the device records it by (peer, seq) and sends a CTS;
 //     the sender streams DATA frames from its slice and completes once the last byte is in the kernel; the receiver

@@ -358,6 +358,16 @@ func (c *conn) header(h *device.Header, credit uint32) ([]byte, error) {
 	}
 	switch h.Kind {
 	case device.KindEager:
+		if d.claimer != nil && h.Length > 0 {
+			// Matched at the header: the payload goes straight into the receive, not through an Inbound.
+			if dst, done, ok := d.claimer.ClaimEager(h); ok {
+				if uint64(len(dst)) != h.Length {
+					return nil, fmt.Errorf("netdev: internal: claimed buffer of %d bytes for a message of %d", len(dst), h.Length)
+				}
+				c.claim = done
+				return dst, nil
+			}
+		}
 		c.cur = d.inPool.get(int(h.Length))
 		return c.cur.Payload, nil
 	case device.KindCTS:
@@ -405,6 +415,12 @@ func (c *conn) payload(h *device.Header) error {
 	d, p := c.d, c.p
 	switch h.Kind {
 	case device.KindEager:
+		if done := c.claim; done != nil {
+			c.claim = nil
+			d.returnCredit(h.Source, int(h.Length))
+			done.Complete(nil)
+			return nil
+		}
 		in := c.cur
 		c.cur = nil
 		in.Header = *h
@@ -510,6 +526,10 @@ func (d *Device) closeConn(c *conn) {
 	if c.cur != nil {
 		d.inPool.put(c.cur)
 		c.cur = nil
+	}
+	if done := c.claim; done != nil {
+		c.claim = nil
+		done.Complete(c.dead) // the payload of a claimed message will never arrive
 	}
 	for _, s := range streams {
 		d.finishSend(s, c.dead)
