@@ -11,11 +11,16 @@
 // in epoll_wait, which keeps the half round trip short. There is no goroutine per connection; the only other
 // goroutines are the accept loop and short-lived dial/handshake goroutines.
 //
-// A sending rank writes its frame (header and payload gathered by one writev, no copy) straight to the socket when
-// nothing is queued on the connection; whatever the socket does not take is copied to the connection's queue, where
-// small frames are packed into 64 KiB buffers and flushed by the loop on EPOLLOUT, many per writev. Rendezvous
-// payloads are streamed from the sender's slice in DATA frames of at most Config.ChunkSize (1 MiB); after each
-// chunk the stream goes to the back of the queue so that other traffic interleaves.
+// One goroutine at a time writes to a connection's socket: the holder of its write turn. A sending rank that finds
+// the connection idle takes the turn and writes its frame (header and payload gathered by one writev, no copy)
+// straight to the socket, without holding the connection's mutex during the system call; a rank that finds the
+// turn taken, or frames queued, copies its frame to the connection's queue, where small frames are packed into
+// 64 KiB buffers, and returns at once. Before giving the turn back its holder writes out what was queued
+// meanwhile, many frames per writev, so frames that arrive while the socket is busy are coalesced and the kernel
+// never sees two writers on one socket; what the socket does not take waits for the loop, on EPOLLOUT. A flush
+// asked for while the turn is taken is recorded for its holder, so no wake-up is lost. Rendezvous payloads are
+// streamed from the sender's slice in DATA frames of at most Config.ChunkSize (1 MiB); after each chunk the
+// stream goes to the back of the queue so that other traffic interleaves.
 //
 // # Frames
 //
