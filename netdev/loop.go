@@ -367,7 +367,7 @@ func (c *conn) header(h *device.Header, credit uint32) ([]byte, error) {
 	}
 	switch h.Kind {
 	case device.KindEager:
-		if d.claimer != nil && h.Length > 0 {
+		if d.claimer != nil {
 			// Matched at the header: the payload goes straight into the receive, not through an Inbound.
 			if dst, done, ok := d.claimer.ClaimEager(h); ok {
 				if uint64(len(dst)) != h.Length {

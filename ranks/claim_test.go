@@ -149,7 +149,7 @@ func TestClaimEager(t *testing.T) {
 	rl, _ := c.Irecv(late, AnySource, 9)
 	expect(rl, 2, 9, 2, []int32{1, 2}, late, nil)
 
-	// Objects and empty messages are never claimed.
+	// Objects are never claimed.
 	var obj struct{ A int }
 	ro, _ := c.Irecv(&obj, 2, 10)
 	if _, _, ok := w.ClaimEager(&device.Header{Kind: device.KindEager, Type: uint8(TypeObject), Source: 2, Dest: 0,
@@ -162,8 +162,17 @@ func TestClaimEager(t *testing.T) {
 	if st, _ := ro.Wait(); !st.Canceled() {
 		t.Fatal("the object receive was not left posted")
 	}
-	if _, _, ok := w.ClaimEager(remoteEager(11, 0)); ok {
-		t.Fatal("an empty message was claimed")
+	// A message of no elements fits any receive, nil included, and moves nothing.
+	for _, buf := range []any{nil, make([]float64, 2)} {
+		r, _ := c.Irecv(buf, 2, 11)
+		done, ok := claim(remoteEager(11, 0), nil)
+		if !ok {
+			t.Fatalf("an empty message was not claimed by a receive into %T", buf)
+		}
+		done.Complete(nil)
+		if st, err := r.Wait(); err != nil || st.Source != 2 || st.Tag != 11 || st.Count() != 0 || st.Type() != TypeInt32 {
+			t.Fatalf("empty message into %T: status %+v, error %v", buf, st, err)
+		}
 	}
 
 	// A synchronous message is acknowledged once, when it is claimed.

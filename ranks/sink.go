@@ -62,13 +62,13 @@ func (w *World) DeliverEager(in *device.Inbound) {
 var _ device.EagerClaimer = (*World)(nil)
 
 // ClaimEager implements device.EagerClaimer: the earliest receive posted at the destination rank that matches the
-// message, if it takes the payload as it is (same element type, room for all of it), is matched now, under the
-// rank's lock as any delivery, and the device moves the payload straight into its buffer. Anything else waits for
-// DeliverEager: no receive yet (the message becomes unexpected), an object (its bytes are decoded, not copied), a
-// type error or a truncation (the usual path reports them), a message of no elements (nothing to move), a header
-// that DeliverEager will reject.
+// message, if it takes the payload as it is (same element type and room for all of it; a message of no elements
+// fits any buffer), is matched now, under the rank's lock as any delivery, and the device moves the payload
+// straight into its buffer. Anything else waits for DeliverEager: no receive yet (the message becomes
+// unexpected), an object (its bytes are decoded, not copied), a type error or a truncation (the usual path reports
+// them), a header that DeliverEager will reject.
 func (w *World) ClaimEager(h *device.Header) ([]byte, device.Completer, bool) {
-	if h.Length == 0 || Type(h.Type) == TypeObject {
+	if Type(h.Type) == TypeObject {
 		return nil, nil, false
 	}
 	r, env, _, err := w.inbound(h)
@@ -76,7 +76,9 @@ func (w *World) ClaimEager(h *device.Header) ([]byte, device.Completer, bool) {
 		return nil, nil, false
 	}
 	t := Type(h.Type)
-	takes := func(rr *Request) bool { return rr.vtyp == t && uint64(rr.vn)*uint64(t.Size()) >= h.Length }
+	takes := func(rr *Request) bool {
+		return h.Length == 0 || rr.vtyp == t && uint64(rr.vn)*uint64(t.Size()) >= h.Length
+	}
 	r.mu.Lock()
 	var rr *Request
 	if s, g, recv := r.peekSlot(); s != nil && envMatches(recv, env) {
