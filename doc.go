@@ -22,8 +22,12 @@
 //
 // Buffers are slices of the primitive types (byte, int8..int64, uint16..uint64, int, uint, float32, float64,
 // complex64, complex128, bool), sent as their memory; any other value is msgpack-encoded by the sender and decoded
-// into the pointer the receiver passes. Receiving into another type is ErrType, into a shorter slice (or an array
-// into a shorter array) ErrTruncate, with what fits delivered.
+// into the pointer the receiver passes. A *View (Vector, Indexed, Subarray) selects elements of a slice and is
+// accepted wherever a slice is. Receiving into another type is ErrType, into a shorter slice (or an array into a
+// shorter array) ErrTruncate, with what fits delivered.
+//
+// Virtual topologies (CartCreate, GraphCreate, DistGraphCreateAdjacent) name each rank's neighbours, for the
+// neighbourhood collectives (NeighborAllgather, NeighborAlltoall and their v, nonblocking and persistent forms).
 //
 // The root package is a thin facade: ranks/ holds communicators and point-to-point messaging, collectives/ the
 // collective algorithms, node/ the process runtime.

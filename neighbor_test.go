@@ -3,7 +3,6 @@ package gompj_test
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"testing"
 
@@ -173,59 +172,146 @@ func layoutOf(t nbrTopo, coll string, r, m, call int) nbrLayout {
 
 const sentinel = -7
 
-// nbrCheck runs one neighbourhood collective on g (a comm with topology t) and checks rank's result. conv makes
-// the element type from an int.
-func nbrCheck[T comparable](g *Comm, t nbrTopo, coll string, m, call int, conv func(int) T) error {
+// strided returns a View of n elements over every other element of a fresh slice (offset 1) filled with fill,
+// the slice, and the slice index of view element i.
+func strided[T any](n int, fill T) (*View, []T, func(i int) int) {
+	back := make([]T, 2*n+3)
+	for i := range back {
+		back[i] = fill
+	}
+	v, err := Vector(back[1:], n, 1, 2)
+	if err != nil {
+		panic(err)
+	}
+	return v, back, func(i int) int { return 1 + 2*i }
+}
+
+// nbrCase is one neighbourhood collective on a rank: its buffers and layout, the call in each form, and the check
+// of its result against the reference.
+type nbrCase[T comparable] struct {
+	l          nbrLayout
+	sbuf, rbuf any
+	check      func() error
+	refill     func(data int) // new send data (from seed data) and a clean receive buffer, for a persistent run
+}
+
+// nbrPrepare makes rank g.Rank()'s case for (coll, m, call). conv makes the element type from an int. With
+// views, send and receive buffers are strided Views over larger slices, whose other elements must stay untouched.
+func nbrPrepare[T comparable](g *Comm, t nbrTopo, coll string, m, call int, conv func(int) T, views bool) *nbrCase[T] {
 	r := g.Rank()
 	l := layoutOf(t, coll, r, m, call)
-	val := func(s, i int) T { return conv(mix(s, call, i) % 1000) }
+	k := &nbrCase[T]{l: l}
 	send := make([]T, l.sendLen)
-	for i := range send {
-		send[i] = val(r, i)
-	}
 	recv := make([]T, l.recvLen)
 	for i := range recv {
 		recv[i] = conv(sentinel)
 	}
-	var err error
-	switch coll {
-	case "allgather":
-		err = g.NeighborAllgather(send, recv)
-	case "allgatherv":
-		err = g.NeighborAllgatherv(send, recv, l.rCounts, l.rDispls)
-	case "alltoall":
-		err = g.NeighborAlltoall(send, recv)
-	case "alltoallv":
-		err = g.NeighborAlltoallv(send, l.sCounts, l.sDispls, recv, l.rCounts, l.rDispls)
+	k.sbuf, k.rbuf = send, recv
+	var sback, rback []T
+	var sat, rat func(int) int
+	if views {
+		var sv, rv *View
+		sv, sback, sat = strided(l.sendLen, conv(sentinel))
+		rv, rback, rat = strided(l.recvLen, conv(sentinel))
+		k.sbuf, k.rbuf = sv, rv
 	}
-	if err != nil {
-		return err
-	}
-	want := make([]T, l.recvLen)
-	for i := range want {
-		want[i] = conv(sentinel)
-	}
-	for j, s := range t.srcs(r) {
-		if s == ProcNull {
-			continue
+	data := call // the data's seed; the layout's is call
+	k.refill = func(d int) {
+		data = d
+		for i := range send {
+			send[i] = conv(mix(r, data, i) % 1000)
+			if sback != nil {
+				sback[sat(i)] = send[i]
+			}
 		}
-		off := 0 // where the source's block starts in its send buffer
-		if coll == "alltoall" || coll == "alltoallv" {
-			k := t.paired(r, j)
-			off = layoutOf(t, coll, s, m, call).sDispls[k]
-		}
-		for i := range l.rCounts[j] {
-			want[l.rDispls[j]+i] = val(s, off+i)
+		for i := range recv {
+			recv[i] = conv(sentinel)
+			if rback != nil {
+				rback[rat(i)] = recv[i]
+			}
 		}
 	}
-	if !slices.Equal(recv, want) {
+	k.refill(call)
+	k.check = func() error {
+		if rback != nil {
+			for i, x := range rback {
+				if (i%2 == 0 || i == len(rback)-1) && x != conv(sentinel) {
+					return fmt.Errorf("rank %d: element %d outside the receive view was written: %v", r, i, x)
+				}
+			}
+			for i := range recv {
+				recv[i] = rback[rat(i)]
+			}
+		}
+		want := make([]T, l.recvLen)
+		for i := range want {
+			want[i] = conv(sentinel)
+		}
+		for j, s := range t.srcs(r) {
+			if s == ProcNull {
+				continue
+			}
+			off := 0 // where the source's block starts in its send buffer
+			if coll == "alltoall" || coll == "alltoallv" {
+				off = layoutOf(t, coll, s, m, call).sDispls[t.paired(r, j)]
+			}
+			for i := range l.rCounts[j] {
+				want[l.rDispls[j]+i] = conv(mix(s, data, off+i) % 1000)
+			}
+		}
 		for i := range recv {
 			if recv[i] != want[i] {
 				return fmt.Errorf("rank %d: element %d is %v, want %v (layout %+v)", r, i, recv[i], want[i], l)
 			}
 		}
+		return nil
 	}
-	return nil
+	return k
+}
+
+// blocking runs the case's collective with the blocking call.
+func (k *nbrCase[T]) blocking(g *Comm, coll string) error {
+	l := k.l
+	switch coll {
+	case "allgather":
+		return g.NeighborAllgather(k.sbuf, k.rbuf)
+	case "allgatherv":
+		return g.NeighborAllgatherv(k.sbuf, k.rbuf, l.rCounts, l.rDispls)
+	case "alltoall":
+		return g.NeighborAlltoall(k.sbuf, k.rbuf)
+	}
+	return g.NeighborAlltoallv(k.sbuf, l.sCounts, l.sDispls, k.rbuf, l.rCounts, l.rDispls)
+}
+
+// start starts it nonblocking, or makes it persistent.
+func (k *nbrCase[T]) start(g *Comm, coll string, persistent bool) (*Request, error) {
+	l := k.l
+	switch {
+	case coll == "allgather" && persistent:
+		return g.NeighborAllgatherInit(k.sbuf, k.rbuf)
+	case coll == "allgather":
+		return g.IneighborAllgather(k.sbuf, k.rbuf)
+	case coll == "allgatherv" && persistent:
+		return g.NeighborAllgathervInit(k.sbuf, k.rbuf, l.rCounts, l.rDispls)
+	case coll == "allgatherv":
+		return g.IneighborAllgatherv(k.sbuf, k.rbuf, l.rCounts, l.rDispls)
+	case coll == "alltoall" && persistent:
+		return g.NeighborAlltoallInit(k.sbuf, k.rbuf)
+	case coll == "alltoall":
+		return g.IneighborAlltoall(k.sbuf, k.rbuf)
+	case persistent:
+		return g.NeighborAlltoallvInit(k.sbuf, l.sCounts, l.sDispls, k.rbuf, l.rCounts, l.rDispls)
+	}
+	return g.IneighborAlltoallv(k.sbuf, l.sCounts, l.sDispls, k.rbuf, l.rCounts, l.rDispls)
+}
+
+// nbrCheck runs one blocking neighbourhood collective on g (a comm with topology t) and checks the rank's result.
+func nbrCheck[T comparable](g *Comm, t nbrTopo, coll string, m, call int, conv func(int) T, views ...bool) error {
+	k := nbrPrepare(g, t, coll, m, call, conv, len(views) > 0 && views[0])
+	if err := k.blocking(g, coll); err != nil {
+		return err
+	}
+	return k.check()
 }
 
 var nbrColls = []string{"allgather", "allgatherv", "alltoall", "alltoallv"}
@@ -254,8 +340,9 @@ func neighborSuite(c *Comm) error {
 			for _, m := range sizes {
 				for _, coll := range nbrColls {
 					call++
-					if err := nbrCheck(g, t, coll, m, call, func(i int) float64 { return float64(i) / 4 }); err != nil {
-						return fmt.Errorf("%s %s %s m=%d: %w", t.name, algo, coll, m, err)
+					views := (call+ti)%3 == 0 // a third of the calls with strided views for both buffers
+					if err := nbrCheck(g, t, coll, m, call, func(i int) float64 { return float64(i) / 4 }, views); err != nil {
+						return fmt.Errorf("%s %s %s m=%d views %v: %w", t.name, algo, coll, m, views, err)
 					}
 				}
 			}
@@ -295,21 +382,22 @@ func TestModesNeighborTypes(t *testing.T) {
 				}
 				for _, m := range sizes {
 					call++
+					views := call%2 == 0
 					errs := []error{
-						nbrCheck(g, topo, coll, m, call, func(i int) byte { return byte(i) }),
-						nbrCheck(g, topo, coll, m, call, func(i int) int8 { return int8(i) }),
-						nbrCheck(g, topo, coll, m, call, func(i int) int16 { return int16(i) }),
-						nbrCheck(g, topo, coll, m, call, func(i int) int32 { return int32(i) }),
-						nbrCheck(g, topo, coll, m, call, func(i int) int64 { return int64(i) }),
-						nbrCheck(g, topo, coll, m, call, func(i int) uint16 { return uint16(i) }),
-						nbrCheck(g, topo, coll, m, call, func(i int) uint32 { return uint32(i) }),
-						nbrCheck(g, topo, coll, m, call, func(i int) uint64 { return uint64(i) }),
-						nbrCheck(g, topo, coll, m, call, func(i int) int { return i }),
-						nbrCheck(g, topo, coll, m, call, func(i int) uint { return uint(i) }),
-						nbrCheck(g, topo, coll, m, call, func(i int) float32 { return float32(i) }),
-						nbrCheck(g, topo, coll, m, call, func(i int) complex64 { return complex(float32(i), 1) }),
-						nbrCheck(g, topo, coll, m, call, func(i int) complex128 { return complex(1, float64(i)) }),
-						nbrCheck(g, topo, coll, m, call, func(i int) bool { return i%3 == 0 }),
+						nbrCheck(g, topo, coll, m, call, func(i int) byte { return byte(i) }, views),
+						nbrCheck(g, topo, coll, m, call, func(i int) int8 { return int8(i) }, views),
+						nbrCheck(g, topo, coll, m, call, func(i int) int16 { return int16(i) }, views),
+						nbrCheck(g, topo, coll, m, call, func(i int) int32 { return int32(i) }, views),
+						nbrCheck(g, topo, coll, m, call, func(i int) int64 { return int64(i) }, views),
+						nbrCheck(g, topo, coll, m, call, func(i int) uint16 { return uint16(i) }, views),
+						nbrCheck(g, topo, coll, m, call, func(i int) uint32 { return uint32(i) }, views),
+						nbrCheck(g, topo, coll, m, call, func(i int) uint64 { return uint64(i) }, views),
+						nbrCheck(g, topo, coll, m, call, func(i int) int { return i }, views),
+						nbrCheck(g, topo, coll, m, call, func(i int) uint { return uint(i) }, views),
+						nbrCheck(g, topo, coll, m, call, func(i int) float32 { return float32(i) }, views),
+						nbrCheck(g, topo, coll, m, call, func(i int) complex64 { return complex(float32(i), 1) }, views),
+						nbrCheck(g, topo, coll, m, call, func(i int) complex128 { return complex(1, float64(i)) }, views),
+						nbrCheck(g, topo, coll, m, call, func(i int) bool { return i%3 == 0 }, views),
 						nbrCheck(g, topo, coll, m, call, func(i int) Loc[float64] { return Loc[float64]{Value: float64(i), Index: i} }),
 					}
 					if err := errors.Join(errs...); err != nil {
@@ -437,4 +525,143 @@ func TestModesNeighborConcurrent(t *testing.T) {
 		wg.Wait()
 		return errors.Join(errs...)
 	})
+}
+
+// TestModesNeighborNonblocking: the nonblocking forms, several outstanding at once on one communicator and
+// completed in another order, with blocking collectives between their start and their end; the persistent forms,
+// started again with new data. Every result against the reference, views for some.
+func TestModesNeighborNonblocking(t *testing.T) {
+	harness.Run(t, 5, func(c *Comm) error {
+		conv := func(i int) float64 { return float64(i) / 8 }
+		for ti, topo := range nbrTopologies(c.Size()) {
+			if ti%2 == 1 && ti < len(nbrTopologies(c.Size()))-3 {
+				continue // every other grid, and the graphs
+			}
+			g, err := topo.make(c)
+			if err != nil {
+				return err
+			}
+			if g == nil {
+				continue
+			}
+			call := ti * 1000
+			// nonblocking: every collective, three sizes, all outstanding at once
+			var cases []*nbrCase[float64]
+			var reqs []*Request
+			var names []string
+			for si, m := range []int{0, 3, 9000} {
+				for ci, coll := range nbrColls {
+					call++
+					k := nbrPrepare(g, topo, coll, m, call, conv, (si+ci)%2 == 1)
+					r, err := k.start(g, coll, false)
+					if err != nil {
+						return fmt.Errorf("%s %s m=%d: start: %w", topo.name, coll, m, err)
+					}
+					cases, reqs, names = append(cases, k), append(reqs, r), append(names, fmt.Sprintf("%s %s m=%d", topo.name, coll, m))
+				}
+				// a blocking collective while they are in flight
+				if err := g.Allreduce([]float64{1}, make([]float64, 1), Sum); err != nil {
+					return err
+				}
+				call++
+				if err := nbrCheck(g, topo, "alltoall", 2, call, conv); err != nil {
+					return fmt.Errorf("%s: a blocking neighbour alltoall among nonblocking ones: %w", topo.name, err)
+				}
+			}
+			for i := len(reqs) - 1; i >= 0; i-- {
+				if _, err := reqs[i].Wait(); err != nil {
+					return fmt.Errorf("%s: %w", names[i], err)
+				}
+				if err := cases[i].check(); err != nil {
+					return fmt.Errorf("%s: %w", names[i], err)
+				}
+			}
+			// persistent: made once, run three times with new data
+			for ci, coll := range nbrColls {
+				call++
+				first := call
+				k := nbrPrepare(g, topo, coll, 5, first, conv, ci%2 == 0)
+				r, err := k.start(g, coll, true)
+				if err != nil {
+					return fmt.Errorf("%s %s: init: %w", topo.name, coll, err)
+				}
+				for run := range 3 {
+					k.refill(first + 7919*run) // new data, the same layout
+					if err := r.Start(); err != nil {
+						return fmt.Errorf("%s %s run %d: %w", topo.name, coll, run, err)
+					}
+					if _, err := r.Wait(); err != nil {
+						return fmt.Errorf("%s %s run %d: %w", topo.name, coll, run, err)
+					}
+					if err := k.check(); err != nil {
+						return fmt.Errorf("%s %s persistent run %d: %w", topo.name, coll, run, err)
+					}
+				}
+				if err := r.Free(); err != nil {
+					return err
+				}
+			}
+			g.Free()
+		}
+		return nil
+	})
+}
+
+// TestPersistentNeighborStartAllocations: a Start and Wait of a persistent neighbourhood alltoall (the halo
+// exchange of a stencil code) allocate nothing at steady state, on slices and on Views, small and rendezvous.
+func TestPersistentNeighborStartAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	const runs = 100
+	for _, views := range []bool{false, true} {
+		for _, n := range []int{1, 1 << 14} {
+			t.Run(fmt.Sprintf("views=%v/%d", views, n), func(t *testing.T) {
+				err := RunWith(Config{Ranks: 4}, func(c *Comm) error {
+					g, err := c.CartCreate([]int{2, 2}, []bool{true, false}, false)
+					if err != nil {
+						return err
+					}
+					var send, recv any = make([]float64, 4*n), make([]float64, 4*n)
+					if views {
+						send, _ = Vector(make([]float64, 8*n), 4*n, 1, 2)
+						recv, _ = Vector(make([]float64, 8*n), 4*n, 1, 2)
+					}
+					r, err := g.NeighborAlltoallInit(send, recv)
+					if err != nil {
+						return err
+					}
+					var runErr error
+					step := func() {
+						if err := r.Start(); err != nil {
+							runErr = err
+						}
+						if _, err := r.Wait(); err != nil {
+							runErr = err
+						}
+					}
+					for range 10 {
+						step()
+					}
+					if c.Rank() != 0 {
+						for range runs + 1 {
+							step()
+						}
+						return runErr
+					}
+					allocs := testing.AllocsPerRun(runs, step)
+					if runErr != nil {
+						return runErr
+					}
+					if allocs > 0 {
+						return fmt.Errorf("%v allocations per Start+Wait", allocs)
+					}
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+	}
 }

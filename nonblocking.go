@@ -163,3 +163,43 @@ func (c *Comm) ScanInit(send, recv any, op Op) (*Request, error) {
 func (c *Comm) ExscanInit(send, recv any, op Op) (*Request, error) {
 	return nbc.ExscanInit(c.c, send, recv, op)
 }
+
+// IneighborAllgather starts a NeighborAllgather.
+func (c *Comm) IneighborAllgather(send, recv any) (*Request, error) {
+	return nbc.IneighborAllgather(c.c, send, recv)
+}
+
+// IneighborAllgatherv starts a NeighborAllgatherv.
+func (c *Comm) IneighborAllgatherv(send, recv any, counts, displs []int) (*Request, error) {
+	return nbc.IneighborAllgatherv(c.c, send, recv, counts, displs)
+}
+
+// IneighborAlltoall starts a NeighborAlltoall.
+func (c *Comm) IneighborAlltoall(send, recv any) (*Request, error) {
+	return nbc.IneighborAlltoall(c.c, send, recv)
+}
+
+// IneighborAlltoallv starts a NeighborAlltoallv.
+func (c *Comm) IneighborAlltoallv(send any, sendCounts, sendDispls []int, recv any, recvCounts, recvDispls []int) (*Request, error) {
+	return nbc.IneighborAlltoallv(c.c, send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
+}
+
+// NeighborAllgatherInit makes a persistent NeighborAllgather, started with Start or Startall.
+func (c *Comm) NeighborAllgatherInit(send, recv any) (*Request, error) {
+	return nbc.NeighborAllgatherInit(c.c, send, recv)
+}
+
+// NeighborAllgathervInit makes a persistent NeighborAllgatherv.
+func (c *Comm) NeighborAllgathervInit(send, recv any, counts, displs []int) (*Request, error) {
+	return nbc.NeighborAllgathervInit(c.c, send, recv, counts, displs)
+}
+
+// NeighborAlltoallInit makes a persistent NeighborAlltoall: a halo exchange set up once, started every step.
+func (c *Comm) NeighborAlltoallInit(send, recv any) (*Request, error) {
+	return nbc.NeighborAlltoallInit(c.c, send, recv)
+}
+
+// NeighborAlltoallvInit makes a persistent NeighborAlltoallv.
+func (c *Comm) NeighborAlltoallvInit(send any, sendCounts, sendDispls []int, recv any, recvCounts, recvDispls []int) (*Request, error) {
+	return nbc.NeighborAlltoallvInit(c.c, send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/gompj/gompj/collectives"
 	"github.com/gompj/gompj/internal/env"
 	"github.com/gompj/gompj/internal/harness"
+	"github.com/gompj/gompj/ranks"
 )
 
 // The nonblocking collectives against the blocking ones, in the harness's three modes, one job per mode with every
@@ -598,4 +599,253 @@ func nbErrors(t *testing.T, c *Comm) error {
 		t.Errorf("np=%d rank=%d: an allreduce after the errors: %v, %v", np, me, out, err)
 	}
 	return nil
+}
+
+// TestNonblockingRepeated: the same calls again and again on the same buffers with new data each time (a rank
+// reuses the operation it built for a call), sometimes two at once, sometimes with the counts' values changed in
+// the same slices, compared with the blocking collectives every time.
+func TestNonblockingRepeated(t *testing.T) {
+	body := func(c *Comm) error {
+		np, me := c.Size(), c.Rank()
+		n := 5
+		send, got, ref := make([]float64, n), make([]float64, n), make([]float64, n)
+		buf, bref := make([]int, n), make([]int, n)
+		got2, ref2 := make([]float64, n), make([]float64, n)
+		cnts, displs := make([]int, np), make([]int, np)
+		gv, gvRef := make([]float64, n*np), make([]float64, n*np)
+		at, atRef := make([]float64, n*np), make([]float64, n*np)
+		all := make([]float64, n*np)
+		// allgatherv: fixed counts, displacements that change in the same slice (blocks in rank order, or reversed)
+		acnt, adsp := make([]int, np), make([]int, np)
+		for i := range acnt {
+			acnt[i] = i%3 + 1
+		}
+		agv, agvRef := make([]float64, 3*np), make([]float64, 3*np)
+		for it := 0; it < 40; it++ {
+			for i := range send {
+				send[i] = float64((me+1)*(it+1) + i)
+			}
+			for i := range all {
+				all[i] = float64(me*1000 + it*10 + i)
+			}
+			if me == it%np {
+				for i := range buf {
+					buf[i], bref[i] = it*7+i, it*7+i
+				}
+			}
+			off := 0
+			for i := range cnts { // the same slices, new values from time to time
+				cnts[i] = (i + it/5) % (n + 1)
+				displs[i] = off
+				off += cnts[i]
+			}
+			if err := c.Allreduce(send, ref, Sum); err != nil {
+				return err
+			}
+			if err := c.Scan(send, ref2, Max); err != nil {
+				return err
+			}
+			if err := c.Bcast(bref, it%np); err != nil {
+				return err
+			}
+			if err := c.Gatherv(send[:cnts[me]], gvRef, cnts, displs, 0); err != nil {
+				return err
+			}
+			if err := c.Alltoall(all, atRef); err != nil {
+				return err
+			}
+			o := 0
+			for k := range adsp {
+				i := k
+				if it/3%2 == 1 {
+					i = np - 1 - k
+				}
+				adsp[i] = o
+				o += acnt[i]
+			}
+			if err := c.Allgatherv(send[:acnt[me]], agvRef, acnt, adsp); err != nil {
+				return err
+			}
+			var reqs []*Request
+			for _, start := range []func() (*Request, error){
+				func() (*Request, error) { return c.Iallreduce(send, got, Sum) },
+				func() (*Request, error) { return c.Iscan(send, got2, Max) },
+				func() (*Request, error) { return c.Ibcast(buf, it%np) },
+				func() (*Request, error) { return c.Igatherv(send[:cnts[me]], gv, cnts, displs, 0) },
+				func() (*Request, error) { return c.Ialltoall(all, at) },
+				func() (*Request, error) { return c.Iallgatherv(send[:acnt[me]], agv, acnt, adsp) },
+				c.Ibarrier,
+			} {
+				r, err := start()
+				if err != nil {
+					return err
+				}
+				reqs = append(reqs, r)
+			}
+			if err := Waitall(reqs...); err != nil {
+				return err
+			}
+			for _, e := range []error{same("allreduce", got, ref), same("scan", got2, ref2), same("bcast", buf, bref),
+				same("alltoall", at, atRef), same("allgatherv", agv, agvRef)} {
+				if e != nil {
+					t.Errorf("np=%d rank=%d iteration %d: %v", np, me, it, e)
+				}
+			}
+			if me == 0 {
+				if e := same("gatherv", gv[:off], gvRef[:off]); e != nil {
+					t.Errorf("np=%d iteration %d: %v", np, it, e)
+				}
+			}
+		}
+		return nil
+	}
+	t.Run("onenode", func(t *testing.T) {
+		if os.Getenv(env.HarnessJob.Name) != "" {
+			t.Skip("node process of another subtest")
+		}
+		for _, np := range []int{1, 2, 5} {
+			if err := RunWith(Config{Ranks: np}, body); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	t.Run("nodes", func(t *testing.T) {
+		harness.Procs(t, harness.Spec{Ranks: 5, Nodes: 2}, body).Check(t)
+	})
+}
+
+// TestNonblockingProgressWithoutCalls: collectives complete while ranks compute and call nothing. Every rank but
+// rank 0 starts them and then only watches their completion flags, which no gompj call of its own moves on; only
+// the worker pool (and the other ranks) can complete them, including these ranks' own shares of shared-memory
+// collectives (a bcast reader's copy, an allreduce's chunk, an alltoall's blocks). Rank 0 waits as usual.
+func TestNonblockingProgressWithoutCalls(t *testing.T) {
+	body := func(c *Comm) error {
+		np, me := c.Size(), c.Rank()
+		n := 40000 // above the eager limits and the shared-memory reduction chunk
+		buf := make([]float64, n)
+		if me == 0 {
+			for i := range buf {
+				buf[i] = float64(i)
+			}
+		}
+		send, sum := make([]float64, n), make([]float64, n)
+		for i := range send {
+			send[i] = float64(me + i)
+		}
+		a2s, a2r := make([]float64, 3*np), make([]float64, 3*np)
+		for i := range a2s {
+			a2s[i] = float64(me*100 + i)
+		}
+		var reqs []*Request
+		for _, start := range []func() (*Request, error){
+			func() (*Request, error) { return c.Ibcast(buf, 0) },
+			func() (*Request, error) { return c.Iallreduce(send, sum, Sum) },
+			func() (*Request, error) { return c.Ialltoall(a2s, a2r) },
+			c.Ibarrier,
+		} {
+			r, err := start()
+			if err != nil {
+				return err
+			}
+			reqs = append(reqs, r)
+		}
+		if me != 0 {
+			for _, r := range reqs { // computing: no gompj call until every collective is done
+				for !ranks.CompletionOf(r).Done() {
+					runtime.Gosched()
+				}
+			}
+		}
+		if err := Waitall(reqs...); err != nil {
+			return err
+		}
+		for i := range buf {
+			want := float64(np*(np-1)/2 + np*i)
+			if buf[i] != float64(i) || sum[i] != want {
+				t.Errorf("np=%d rank=%d element %d: bcast %v, allreduce %v (want %v)", np, me, i, buf[i], sum[i], want)
+				break
+			}
+		}
+		for j := 0; j < np; j++ {
+			for k := 0; k < 3; k++ {
+				if got, want := a2r[j*3+k], float64(j*100+me*3+k); got != want {
+					t.Errorf("np=%d rank=%d alltoall block %d: got %v, want %v", np, me, j, got, want)
+				}
+			}
+		}
+		return nil
+	}
+	harness.Run(t, 4, body)
+}
+
+// TestNonblockingThreadMultiple: several goroutines of each rank run nonblocking collectives at once, each on a
+// communicator of its own (MPI orders collectives per communicator), waiting in their own completion calls: the
+// rank's operations and its event are shared by all of them. A request freed while active still completes for the
+// others.
+func TestNonblockingThreadMultiple(t *testing.T) {
+	body := func(c *Comm) error {
+		const workers, iters = 3, 30
+		np, me := c.Size(), c.Rank()
+		comms := make([]*Comm, workers)
+		for i := range comms {
+			d, err := c.Dup()
+			if err != nil {
+				return err
+			}
+			comms[i] = d
+		}
+		errs := make(chan error, workers)
+		for w := 0; w < workers; w++ {
+			go func(w int, d *Comm) {
+				errs <- func() error {
+					n := 1 + w*5000 // small, and above the shared-memory reduction chunk
+					s, r := make([]int64, n), make([]int64, n)
+					for it := 0; it < iters; it++ {
+						for i := range s {
+							s[i] = int64(me + it + i)
+						}
+						req, err := d.Iallreduce(s, r, Sum)
+						if err != nil {
+							return err
+						}
+						b, err := d.Ibarrier()
+						if err != nil {
+							return err
+						}
+						if it%7 == 3 {
+							if err := b.Free(); err != nil { // nobody waits for it: it still runs to its end
+								return err
+							}
+							b = nil
+						}
+						if err := Waitall(req, b); err != nil {
+							return err
+						}
+						for i := range r {
+							if want := int64(np*(np-1)/2 + np*(it+i)); r[i] != want {
+								return fmt.Errorf("goroutine %d iteration %d element %d: %d, want %d", w, it, i, r[i], want)
+							}
+						}
+					}
+					return nil
+				}()
+			}(w, comms[w])
+		}
+		var first error
+		for w := 0; w < workers; w++ {
+			if err := <-errs; err != nil && first == nil {
+				first = err
+			}
+		}
+		if first != nil {
+			return first
+		}
+		for _, d := range comms {
+			if err := d.Barrier(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	harness.Run(t, 3, body)
 }

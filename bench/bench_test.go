@@ -55,6 +55,37 @@ func TestParseSizes(t *testing.T) {
 	}
 }
 
+// TestViewAndHaloBenchmarks: the view and halo benchmarks run (the view one checks that the blocks arrived) and
+// print a row of figures per size.
+func TestViewAndHaloBenchmarks(t *testing.T) {
+	for _, b := range []struct {
+		name  string
+		np    int
+		sizes []int
+		cols  int
+	}{{"view", 2, []int{8, 64}, 5}, {"halo", 4, []int{8, 4096}, 4}} {
+		var out bytes.Buffer
+		err := gompj.RunWith(gompj.Config{Ranks: b.np}, func(c *gompj.Comm) error {
+			return Run(c, b.name, Options{Sizes: b.sizes, Iters: 3, Warmup: 1}, &out)
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", b.name, err)
+		}
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		if len(lines) != 2+len(b.sizes) || !strings.HasPrefix(lines[1], "# Size") {
+			t.Fatalf("%s printed:\n%s", b.name, out.String())
+		}
+		for _, l := range lines[2:] {
+			if f := strings.Fields(l); len(f) != 1+b.cols {
+				t.Fatalf("%s: line %q has %d figures, want %d", b.name, l, len(f)-1, b.cols)
+			}
+		}
+	}
+	if _, err := viewRow(nil, 12, &Options{}); err == nil {
+		t.Error("view accepted a block of 12 bytes")
+	}
+}
+
 // TestMultiBandwidth runs osu_mbw_mr with one pair, and with two pairs and an idle odd rank, and checks OSU's
 // format: the pairs and window line, both columns, and messages per second that agree with MB/s.
 func TestMultiBandwidth(t *testing.T) {

@@ -451,6 +451,22 @@ func allocCases(np int, multi bool) []allocCase {
 				return func() error { return f(c, send, recv, userSum) }
 			})
 		}
+		// View arguments, packed into scratch on entry (views.go)
+		col := func(n, base int) any { // every other element of a larger slice
+			v, err := ranks.Vector(fill(make([]float64, 2*n), base), n, 1, 2)
+			if err != nil {
+				panic(err)
+			}
+			return v
+		}
+		add("allreduce", "view", n, func(c *ranks.Comm) func() error {
+			send, recv := col(n, c.Rank()), col(n, 0)
+			return func() error { return Allreduce(c, send, recv, Sum) }
+		})
+		add("allgather", "view", n, func(c *ranks.Comm) func() error {
+			send, recv := col(n, c.Rank()), col(n*np, 0)
+			return func() error { return Allgather(c, send, recv) }
+		})
 		if multi {
 			continue // the neighbourhood plan sees the real layout, not the faked one
 		}
@@ -458,31 +474,39 @@ func allocCases(np int, multi bool) []allocCase {
 		// algorithm forced on the grid's communicator.
 		for _, coll := range []string{"neighbor_allgather", "neighbor_allgatherv", "neighbor_alltoall", "neighbor_alltoallv"} {
 			for _, algo := range Algorithms(coll) {
-				cases = append(cases, allocCase{name: fmt.Sprintf("%s/%s/n=%d", coll, algo, n), mk: func(c *ranks.Comm) func() error {
-					g, err := c.CartCreate([]int{2, 2}, []bool{true, true}, false)
-					if err != nil {
-						return func() error { return err }
-					}
-					if err := Force(g, coll, algo); err != nil {
-						return func() error { return err }
-					}
-					const deg = 4
-					counts, displs := make([]int, deg), make([]int, deg)
-					for j := range counts {
-						counts[j], displs[j] = n, j*(n+1)
-					}
-					var send, recv any = fill(make([]float64, n*deg), c.Rank()), make([]float64, (n+1)*deg)
-					var one any = fill(make([]float64, n), c.Rank())
-					switch coll {
-					case "neighbor_allgather":
-						return func() error { return NeighborAllgather(g, one, recv) }
-					case "neighbor_allgatherv":
-						return func() error { return NeighborAllgatherv(g, one, recv, counts, displs) }
-					case "neighbor_alltoall":
-						return func() error { return NeighborAlltoall(g, send, recv) }
-					}
-					return func() error { return NeighborAlltoallv(g, send, counts, nil, recv, counts, displs) }
-				}})
+				for _, views := range []bool{false, true} {
+					cases = append(cases, allocCase{name: fmt.Sprintf("%s/%s/views=%v/n=%d", coll, algo, views, n), mk: func(c *ranks.Comm) func() error {
+						g, err := c.CartCreate([]int{2, 2}, []bool{true, true}, false)
+						if err != nil {
+							return func() error { return err }
+						}
+						if err := Force(g, coll, algo); err != nil {
+							return func() error { return err }
+						}
+						const deg = 4
+						counts, displs := make([]int, deg), make([]int, deg)
+						for j := range counts {
+							counts[j], displs[j] = n, j*(n+1)
+						}
+						var send, recv any = fill(make([]float64, n*deg), c.Rank()), make([]float64, (n+1)*deg)
+						var one any = fill(make([]float64, n), c.Rank())
+						if views {
+							v1, _ := ranks.Vector(fill(make([]float64, 2*n), c.Rank()), n, 1, 2)
+							vs, _ := ranks.Vector(fill(make([]float64, 2*n*deg), c.Rank()), n*deg, 1, 2)
+							vr, _ := ranks.Vector(make([]float64, 2*(n+1)*deg), (n+1)*deg, 1, 2)
+							one, send, recv = v1, vs, vr
+						}
+						switch coll {
+						case "neighbor_allgather":
+							return func() error { return NeighborAllgather(g, one, recv) }
+						case "neighbor_allgatherv":
+							return func() error { return NeighborAllgatherv(g, one, recv, counts, displs) }
+						case "neighbor_alltoall":
+							return func() error { return NeighborAlltoall(g, send, recv) }
+						}
+						return func() error { return NeighborAlltoallv(g, send, counts, nil, recv, counts, displs) }
+					}})
+				}
 			}
 		}
 	}

@@ -95,6 +95,9 @@ func barrier(c *ranks.Comm) error {
 // Bcast copies the root's buf into every member's buf. buf is a primitive (or Loc) slice, or a pointer to any
 // msgpack-encodable value (sent by a binomial tree of encoded messages).
 func Bcast(c *ranks.Comm, buf any, root int) error {
+	if st := withViews(c, nil, &buf); st != nil {
+		defer st.unpackArgs()
+	}
 	if c.IsInter() {
 		return interBcast(c, buf, root)
 	}
@@ -158,6 +161,9 @@ func bcastVec(c *ranks.Comm, v vec, root int) error {
 // Reduce combines every member's send with op, in rank order, into the root's recv (significant at the root
 // only; InPlace as send at the root takes its contribution from recv).
 func Reduce(c *ranks.Comm, send, recv any, op Op, root int) error {
+	if st := withViews(c, &send, &recv); st != nil {
+		defer st.unpackArgs()
+	}
 	if c.IsInter() {
 		return interReduce(c, send, recv, op, root)
 	}
@@ -196,6 +202,9 @@ func reduceVec(c *ranks.Comm, k kernel, op Op, src, dst vec, root int) error {
 
 // Allreduce combines every member's send with op, in rank order, into every member's recv (InPlace: from recv).
 func Allreduce(c *ranks.Comm, send, recv any, op Op) error {
+	if st := withViews(c, &send, &recv); st != nil {
+		defer st.unpackArgs()
+	}
 	if c.IsInter() {
 		return interAllreduce(c, send, recv, op)
 	}
@@ -246,6 +255,9 @@ func allreduceState(c *ranks.Comm, st *commState, k kernel, op Op, src, dst vec)
 // Gather collects every member's send, in rank order, into the root's recv (significant at the root only).
 // InPlace as send at the root: its block is already in place in recv.
 func Gather(c *ranks.Comm, send, recv any, root int) error {
+	if st := withViews(c, &send, &recv); st != nil {
+		defer st.unpackArgs()
+	}
 	if c.IsInter() {
 		return interGather(c, send, recv, root)
 	}
@@ -293,6 +305,9 @@ func gatherBlocks(c *ranks.Comm, st *commState, send []byte, inPlace bool, recv 
 // Gatherv collects counts[i] elements from rank i into the root's recv at displs[i] (nil displs: packed in rank
 // order). counts, displs and recv are significant at the root only.
 func Gatherv(c *ranks.Comm, send, recv any, counts, displs []int, root int) error {
+	if st := withViews(c, &send, &recv); st != nil {
+		defer st.unpackArgs()
+	}
 	if c.IsInter() {
 		return interGatherv(c, send, recv, counts, displs, root)
 	}
@@ -331,6 +346,9 @@ func Gatherv(c *ranks.Comm, send, recv any, counts, displs []int, root int) erro
 // Scatter hands block i of the root's send to rank i's recv (send significant at the root only). InPlace as recv
 // at the root: the root's block stays where it is.
 func Scatter(c *ranks.Comm, send, recv any, root int) error {
+	if st := withViews(c, &send, &recv); st != nil {
+		defer st.unpackArgs()
+	}
 	if c.IsInter() {
 		return interScatter(c, send, recv, root)
 	}
@@ -383,6 +401,9 @@ func scatterBlocks(c *ranks.Comm, st *commState, send, recv []byte, inPlace bool
 // Scatterv hands counts[i] elements at displs[i] of the root's send to rank i (send, counts and displs
 // significant at the root only; nil displs: packed in rank order). InPlace as recv at the root.
 func Scatterv(c *ranks.Comm, send any, counts, displs []int, recv any, root int) error {
+	if st := withViews(c, &send, &recv); st != nil {
+		defer st.unpackArgs()
+	}
 	if c.IsInter() {
 		return interScatterv(c, send, counts, displs, recv, root)
 	}
@@ -420,6 +441,9 @@ func Scatterv(c *ranks.Comm, send any, counts, displs []int, recv any, root int)
 // Allgather collects every member's send, in rank order, into every member's recv. InPlace as send: each rank's
 // block is already in place in recv.
 func Allgather(c *ranks.Comm, send, recv any) error {
+	if st := withViews(c, &send, &recv); st != nil {
+		defer st.unpackArgs()
+	}
 	if c.IsInter() {
 		return interAllgather(c, send, recv)
 	}
@@ -463,6 +487,9 @@ func Allgather(c *ranks.Comm, send, recv any) error {
 // Allgatherv collects counts[i] elements from rank i into every member's recv at displs[i] (nil displs: packed).
 // InPlace as send: each rank's block is already in place.
 func Allgatherv(c *ranks.Comm, send, recv any, counts, displs []int) error {
+	if st := withViews(c, &send, &recv); st != nil {
+		defer st.unpackArgs()
+	}
 	if c.IsInter() {
 		return interAllgatherv(c, send, recv, counts, displs)
 	}
@@ -493,6 +520,9 @@ func Allgatherv(c *ranks.Comm, send, recv any, counts, displs []int) error {
 // Alltoall sends block j of send to rank j, which stores it as block i (this rank) of its recv. InPlace as send:
 // the blocks to send are in recv and are replaced by the ones received.
 func Alltoall(c *ranks.Comm, send, recv any) error {
+	if st := withViews(c, &send, &recv); st != nil {
+		defer st.unpackArgs()
+	}
 	if c.IsInter() {
 		return interAlltoall(c, send, recv)
 	}
@@ -530,6 +560,9 @@ func Alltoall(c *ranks.Comm, send, recv any) error {
 // Alltoallv sends sendCounts[j] elements at sendDispls[j] to rank j, which stores them at its recvDispls[i]
 // (nil displacements: packed in rank order).
 func Alltoallv(c *ranks.Comm, send any, sendCounts, sendDispls []int, recv any, recvCounts, recvDispls []int) error {
+	if st := withViews(c, &send, &recv); st != nil {
+		defer st.unpackArgs()
+	}
 	if c.IsInter() {
 		return interAlltoallv(c, send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
 	}
@@ -563,6 +596,9 @@ func Alltoallv(c *ranks.Comm, send any, sendCounts, sendDispls []int, recv any, 
 // elements, blocks packed in rank order) in rank i's recv. InPlace as send: the vector is in recv (which then holds
 // sum(counts) elements), and the block is left at its start (MPI_IN_PLACE).
 func ReduceScatter(c *ranks.Comm, send, recv any, counts []int, op Op) error {
+	if st := withViews(c, &send, &recv); st != nil {
+		defer st.unpackArgs()
+	}
 	if c.IsInter() {
 		return interReduceScatter(c, send, recv, counts, op)
 	}
@@ -617,6 +653,9 @@ func ReduceScatter(c *ranks.Comm, send, recv any, counts []int, op Op) error {
 // ReduceScatterBlock is ReduceScatter with every block len(recv) elements long. InPlace as send: recv holds the
 // whole vector (size × the block), and the block is left at its start.
 func ReduceScatterBlock(c *ranks.Comm, send, recv any, op Op) error {
+	if st := withViews(c, &send, &recv); st != nil {
+		defer st.unpackArgs()
+	}
 	if c.IsInter() {
 		return interReduceScatterBlock(c, send, recv, op)
 	}
@@ -639,6 +678,9 @@ func Scan(c *ranks.Comm, send, recv any, op Op) error { return scan(c, send, rec
 func Exscan(c *ranks.Comm, send, recv any, op Op) error { return scan(c, send, recv, op, true) }
 
 func scan(c *ranks.Comm, send, recv any, op Op, exclusive bool) error {
+	if st := withViews(c, &send, &recv); st != nil {
+		defer st.unpackArgs()
+	}
 	a, err := ResolveScan(c, send, recv, op, exclusive)
 	if err != nil {
 		return err

@@ -83,6 +83,9 @@ func viewOf(buf any, what string) (vec, error) { return viewOfRole(buf, what, ""
 
 // viewOfRole is viewOf with the buffer's description in two parts, joined only for an error.
 func viewOfRole(buf any, what, role string) (vec, error) {
+	if v, ok, err := viewArg(buf, what, role); ok {
+		return v, err
+	}
 	if rv, ok := ranks.MemOf(buf); ok {
 		sz := rv.Type.Size()
 		return vec{k: kind(rv.Type), b: rv.Bytes(), n: rv.N, sz: sz}, nil

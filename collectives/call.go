@@ -1,6 +1,8 @@
 package collectives
 
 import (
+	"slices"
+
 	"github.com/gompj/gompj/ranks"
 )
 
@@ -33,6 +35,21 @@ type Call struct {
 	sv, rv vec
 	k      kernel
 	op     Op
+}
+
+// Same reports whether a and b are the same call: the same collective, root, buffers (the same memory), counts and
+// displacements (the same values), op. Package nbc reuses the operation it built for a call when the same call
+// comes again (OSU's loops, an application's time steps). Object calls are never the same.
+func (a *Call) Same(b *Call) bool {
+	same := func(x, y []byte) bool {
+		return len(x) == len(y) && (len(x) == 0 || &x[0] == &y[0]) && cap(x) == cap(y)
+	}
+	return a.Coll == b.Coll && a.Root == b.Root && a.InPlace == b.InPlace && !a.Object && !b.Object &&
+		same(a.Send, b.Send) && same(a.Recv, b.Recv) && a.Sz == b.Sz && a.Blk == b.Blk && a.op == b.op &&
+		a.Commutative == b.Commutative && slices.Equal(a.Counts, b.Counts) && slices.Equal(a.Displs, b.Displs) &&
+		slices.Equal(a.RCounts, b.RCounts) && slices.Equal(a.RDispls, b.RDispls) &&
+		(a.Counts == nil) == (b.Counts == nil) && (a.Displs == nil) == (b.Displs == nil) &&
+		(a.RDispls == nil) == (b.RDispls == nil)
 }
 
 // Bytes is the message size the selection table sees for this call (see table.go).

@@ -31,7 +31,12 @@
 // from the same collectives over each group's local communicator plus messages between the groups; Scan and
 // Exscan return ErrComm.
 //
-// Buffers are primitive slices (ranks.MemOf) or slices of Loc pairs (MaxLoc/MinLoc). Bcast, Gather, Allgather
+// Neighbourhood collectives (neighbor.go) send to and receive from a topology's neighbours: a plan made once per
+// communicator, shared memory with the neighbours on this node and a message per edge to the others (or messages
+// for all); ResolveNeighbor* give package nbc the edges of the nonblocking and persistent forms.
+//
+// Buffers are primitive slices (ranks.MemOf), Views (packed on entry into this rank's scratch and unpacked on
+// exit, views.go; the neighbourhood collectives move them unpacked) or slices of Loc pairs (MaxLoc/MinLoc). Bcast, Gather, Allgather
 // and Scatter also move other values, msgpack-encoded (objects.go): a pointer for Bcast, a value sent and a pointer
 // to a slice received for Gather and Allgather, a slice sent and a pointer received for Scatter. Reductions dispatch once per call on the element type and the op to
 // a generic kernel: no interface call per element.

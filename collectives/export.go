@@ -46,3 +46,14 @@ func Hierarchy(c *ranks.Comm) (*Hier, error) {
 	return &Hier{Node: h.node, Leaders: h.leaders, NodeIdx: h.nodeIdx, NodeRank: h.nodeRank, Members: h.members,
 		Start: h.start, Blocked: h.blocked}, nil
 }
+
+// NbcState returns package nbc's state for this rank on c, made by mk the first time. It lives and dies with the
+// rank's collective state of c. Collectives on one communicator are started in order by one goroutine at a time
+// (MPI's rule), so it needs no lock.
+func NbcState(c *ranks.Comm, mk func() any) any {
+	st := stateOf(c)
+	if st.nbc == nil {
+		st.nbc = mk()
+	}
+	return st.nbc
+}

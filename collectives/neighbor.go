@@ -2,6 +2,7 @@ package collectives
 
 import (
 	"fmt"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -27,21 +28,23 @@ import (
 // "p2p" sends one message per edge to every neighbour. ProcNull neighbours (past a non-periodic edge of a grid)
 // send nothing, and their receive blocks are left untouched.
 //
-// Pairing the two ends of an edge: source entry j of rank r (peer s, tag t) is the q-th entry of r's sources with
-// that peer and tag; it pairs with the q-th entry of s's destinations with peer r and tag t. On a Cartesian grid,
-// destination 2d (the -1 neighbour) has tag 2d and destination 2d+1 tag 2d+1, so that the block a rank sends to its
-// -1 neighbour is received there as the block from the +1 neighbour (MPI-4's rule), also when both neighbours are
-// one rank (a periodic dimension of 1 or 2). On graphs every tag is 0 and occurrence order pairs repeated edges.
-// Messages use that tag above tagNeighbor on the collective context; the shared-memory path finds the paired
+// Pairing the two ends of an edge: source entry j of rank r (peer s, label t) is the q-th entry of r's sources with
+// that peer and label; it pairs with the q-th entry of s's destinations with peer r and label t. On a Cartesian
+// grid, destination 2d (the -1 neighbour) has label 2d and destination 2d+1 label 2d+1, so that the block a rank
+// sends to its -1 neighbour is received there as the block from the +1 neighbour (MPI-4's rule), also when both
+// neighbours are one rank (a periodic dimension of 1 or 2). On graphs every label is 0 and occurrence order pairs
+// repeated edges. Messages carry one tag, the call's operation id with base tag tagNeighbor (seq.go), so that any
+// collectives may be outstanding beside them; the pairing is by posting order instead: each rank posts its sends,
+// and its receives, in the order of their labels (stably), so that under MPI's non-overtaking rule the q-th message
+// of a pair with label t meets the q-th receive of that pair with label t. The shared-memory path finds the paired
 // destination index in the source's slot on first use.
-
-// tagNeighbor is the collective-context tag of a neighbourhood edge with tag 0 (see p2p.go's tags).
-const tagNeighbor = 64
 
 type nbrPlan struct {
 	srcs, dsts []int // comm ranks, ProcNull for none
 	rtag, stag []int // edge tags (see above)
 	rocc       []int // per source entry: earlier entries with the same peer and tag
+	sendOrder  []int // destination indices in the order sends are posted (by label, stably)
+	recvOrder  []int // source indices in the order receives are posted (by label, stably)
 	err        error // the topology cannot carry neighbourhood collectives
 
 	// shared memory with the neighbours on this node
@@ -58,6 +61,45 @@ type nbrPlan struct {
 	// per call: the blocks, in elements
 	sOff, sLen []int
 	rOff, rLen []int
+}
+
+// nbuf is a neighbourhood collective's buffer: contiguous memory (vec), or a View (m).
+type nbuf struct {
+	vec
+	view bool
+	m    ranks.Mem
+}
+
+// nbufOf resolves a send or receive argument.
+func nbufOf(buf any, what, role string) (nbuf, error) {
+	if v, ok := buf.(*ranks.View); ok {
+		m, _ := ranks.MemOf(v)
+		if m.Type == ranks.TypeNone {
+			return nbuf{}, fmt.Errorf("%w: a nil or zero *View as the %s%s buffer", ranks.ErrBuffer, what, role)
+		}
+		return nbuf{vec: vec{k: kind(m.Type), n: m.N, sz: m.Type.Size()}, view: true, m: m}, nil
+	}
+	v, err := viewOfRole(buf, what, role)
+	return nbuf{vec: v}, err
+}
+
+// mem is the typed memory of elements [off, off+n) of b (a window of a View is a value: it costs nothing). Loc
+// pairs travel as bytes.
+func (b nbuf) mem(off, n int) ranks.Mem {
+	if b.view {
+		return b.m.Window(off, n)
+	}
+	return memOf(b.vec, off, n)
+}
+
+// copyBlock copies n elements from element so of src to element do of dst: straight between strided buffers
+// when either is a View.
+func copyBlock(dst nbuf, do int, src nbuf, so, n int) {
+	if !dst.view && !src.view {
+		copy(dst.b[do*dst.sz:(do+n)*dst.sz], src.b[so*src.sz:(so+n)*src.sz])
+		return
+	}
+	ranks.CopyMem(dst.mem(do, n), src.mem(so, n), n*src.sz)
 }
 
 // nbrShared is what the members of a communicator on one node share for their neighbourhood collectives.
@@ -86,7 +128,7 @@ type nbrSlot struct {
 	// Written once by the owner, before its first publication.
 	dsts, stags []int
 	// Written by the owner before each publication, read by its local destinations until they acknowledge.
-	send       vec
+	send       nbuf
 	sOff, sLen []int
 }
 
@@ -118,6 +160,7 @@ func (st *commState) neighbors(c *ranks.Comm) (*nbrPlan, error) {
 	if kind == ranks.TopoGraph && !c.GraphSymmetric() {
 		p.err = fmt.Errorf("%w: neighbourhood collectives on a graph need every edge's reverse (a graph rank's neighbours are both its sources and its destinations)", ranks.ErrTopology)
 	}
+	p.sendOrder, p.recvOrder = byLabel(p.stag), byLabel(p.rtag)
 	type edge struct{ peer, tag int }
 	seen := map[edge]int{}
 	for j, s := range srcs {
@@ -164,6 +207,16 @@ func (st *commState) neighbors(c *ranks.Comm) (*nbrPlan, error) {
 	return p, p.err
 }
 
+// byLabel returns the indices of labels, ordered by label, stably.
+func byLabel(labels []int) []int {
+	order := make([]int, len(labels))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return labels[order[a]] < labels[order[b]] })
+	return order
+}
+
 // pairedBlock finds, in the slot of source entry j's rank, the destination index that sends to this rank on the
 // same edge. The slot's lists were written before its first publication, which the caller has seen.
 func (p *nbrPlan) pairedBlock(j, me int) (int, error) {
@@ -196,12 +249,13 @@ func memOf(v vec, off, n int) ranks.Mem {
 }
 
 // run moves the blocks p.sOff/sLen of send to the destinations and receives p.rOff/rLen of recv from the sources.
-func (p *nbrPlan) run(c *ranks.Comm, st *commState, coll string, send, recv vec) error {
+func (p *nbrPlan) run(c *ranks.Comm, st *commState, coll string, send, recv nbuf) error {
 	algo, err := st.choose(coll, st.sel(true, 0))
 	if err != nil {
 		return err
 	}
 	hybrid := algo == "hybrid" && p.sh != nil
+	tag := Tag(st.nextOp(), tagNeighbor) // one id per call on every member, whatever the path
 	w := c.World()
 	if hybrid {
 		p.seq++
@@ -215,21 +269,23 @@ func (p *nbrPlan) run(c *ranks.Comm, st *commState, coll string, send, recv vec)
 	}
 	cc := c.Coll()
 	reqs := st.reqList()
-	for j, s := range p.srcs {
+	for _, j := range p.recvOrder {
+		s := p.srcs[j]
 		if s == ranks.ProcNull || (hybrid && p.srcSlot[j] != nil) {
 			continue
 		}
-		r, err := cc.IrecvMem(memOf(recv, p.rOff[j], p.rLen[j]), s, tagNeighbor+p.rtag[j])
+		r, err := cc.IrecvMem(recv.mem(p.rOff[j], p.rLen[j]), s, tag)
 		if err != nil {
 			return firstErr(err, st.waitReqs(reqs))
 		}
 		reqs = append(reqs, r)
 	}
-	for k, d := range p.dsts {
+	for _, k := range p.sendOrder {
+		d := p.dsts[k]
 		if d == ranks.ProcNull || (hybrid && p.dstLocal[k]) {
 			continue
 		}
-		r, err := cc.IsendMem(memOf(send, p.sOff[k], p.sLen[k]), d, tagNeighbor+p.stag[k])
+		r, err := cc.IsendMem(send.mem(p.sOff[k], p.sLen[k]), d, tag)
 		if err != nil {
 			return firstErr(err, st.waitReqs(reqs))
 		}
@@ -263,8 +319,7 @@ func (p *nbrPlan) run(c *ranks.Comm, st *commState, coll string, send, recv vec)
 			case n > p.rLen[j]:
 				first = firstErr(first, errTrunc("%s: %d elements from rank %d into a block of %d", coll, n, p.srcs[j], p.rLen[j]))
 			default:
-				off := sl.sOff[k]
-				copy(recv.b[p.rOff[j]*recv.sz:(p.rOff[j]+n)*recv.sz], src.b[off*src.sz:(off+n)*src.sz])
+				copyBlock(recv, p.rOff[j], src, sl.sOff[k], n)
 			}
 			p.ack(sl)
 		}
@@ -297,27 +352,25 @@ func (p *nbrPlan) wait(w *ranks.World, cond func() bool) error {
 }
 
 // nbrArgs resolves the buffers of a neighbourhood collective.
-func nbrArgs(c *ranks.Comm, what string, send, recv any) (*commState, *nbrPlan, vec, vec, error) {
-	st, err := start(c)
-	if err != nil {
-		return nil, nil, vec{}, vec{}, err
+func nbrArgs(c *ranks.Comm, what string, send, recv any) (st *commState, p *nbrPlan, sv, rv nbuf, err error) {
+	if st, err = start(c); err != nil {
+		return
 	}
-	p, err := st.neighbors(c)
-	if err != nil {
-		return nil, nil, vec{}, vec{}, err
+	if p, err = st.neighbors(c); err != nil {
+		return
 	}
-	sv, err := viewOfRole(send, what, " send")
-	if err != nil {
-		return nil, nil, vec{}, vec{}, err
+	if sv, err = nbufOf(send, what, " send"); err != nil {
+		return
 	}
-	rv, err := viewOfRole(recv, what, " receive")
-	if err != nil {
-		return nil, nil, vec{}, vec{}, err
+	if rv, err = nbufOf(recv, what, " receive"); err != nil {
+		return
 	}
-	if err := sameKind(sv, rv); err != nil {
-		return nil, nil, vec{}, vec{}, err
+	if v, ok := recv.(*ranks.View); ok && rv.view && v.Overlaps() {
+		err = fmt.Errorf("%w: %s: receiving into %v, whose blocks overlap", ranks.ErrBuffer, what, v)
+		return
 	}
-	return st, p, sv, rv, nil
+	err = sameKind(sv.vec, rv.vec)
+	return
 }
 
 // blocks fills offs and lens from counts and displacements (nil displs: packed) and checks them against a buffer
@@ -347,17 +400,26 @@ func blocks(what string, offs, lens, counts, displs []int, n int) error {
 	return nil
 }
 
-// NeighborAllgather sends send to every destination and receives from source j into block j of recv (blocks of
-// len(send) elements).
-func NeighborAllgather(c *ranks.Comm, send, recv any) error {
+// nbrResolved is a neighbourhood collective whose arguments are checked and whose blocks are laid out in its plan
+// (p.sOff, sLen, rOff, rLen, valid until the communicator's next neighbourhood collective).
+type nbrResolved struct {
+	coll   string
+	st     *commState
+	p      *nbrPlan
+	sv, rv nbuf
+}
+
+func (r *nbrResolved) run(c *ranks.Comm) error { return r.p.run(c, r.st, r.coll, r.sv, r.rv) }
+
+func resolveNeighborAllgather(c *ranks.Comm, send, recv any) (nbrResolved, error) {
 	const what = "neighbor_allgather"
 	st, p, sv, rv, err := nbrArgs(c, what, send, recv)
 	if err != nil {
-		return err
+		return nbrResolved{}, err
 	}
 	m := sv.n
 	if rv.n < len(p.srcs)*m {
-		return errTrunc("%s: %d blocks of %d elements into a buffer of %d", what, len(p.srcs), m, rv.n)
+		return nbrResolved{}, errTrunc("%s: %d blocks of %d elements into a buffer of %d", what, len(p.srcs), m, rv.n)
 	}
 	for k := range p.dsts {
 		p.sOff[k], p.sLen[k] = 0, m
@@ -365,50 +427,46 @@ func NeighborAllgather(c *ranks.Comm, send, recv any) error {
 	for j := range p.srcs {
 		p.rOff[j], p.rLen[j] = j*m, m
 	}
-	return p.run(c, st, what, sv, rv)
+	return nbrResolved{what, st, p, sv, rv}, nil
 }
 
-// NeighborAllgatherv sends send to every destination and receives counts[j] elements from source j into recv at
-// displs[j] (nil displs: packed in source order).
-func NeighborAllgatherv(c *ranks.Comm, send, recv any, counts, displs []int) error {
+func resolveNeighborAllgatherv(c *ranks.Comm, send, recv any, counts, displs []int) (nbrResolved, error) {
 	const what = "neighbor_allgatherv"
 	st, p, sv, rv, err := nbrArgs(c, what, send, recv)
 	if err != nil {
-		return err
+		return nbrResolved{}, err
 	}
 	if err := blocks(what+" receive", p.rOff, p.rLen, counts, displs, rv.n); err != nil {
-		return err
+		return nbrResolved{}, err
 	}
 	for k := range p.dsts {
 		p.sOff[k], p.sLen[k] = 0, sv.n
 	}
-	return p.run(c, st, what, sv, rv)
+	return nbrResolved{what, st, p, sv, rv}, nil
 }
 
-// NeighborAlltoall sends block k of send to destination k and receives block j of recv from source j. The block
-// size is len(send) over the number of destinations (or, without destinations, len(recv) over the sources).
-func NeighborAlltoall(c *ranks.Comm, send, recv any) error {
+func resolveNeighborAlltoall(c *ranks.Comm, send, recv any) (nbrResolved, error) {
 	const what = "neighbor_alltoall"
 	st, p, sv, rv, err := nbrArgs(c, what, send, recv)
 	if err != nil {
-		return err
+		return nbrResolved{}, err
 	}
 	out, in := len(p.dsts), len(p.srcs)
 	var m int
 	switch {
 	case out > 0:
 		if sv.n%out != 0 {
-			return errArg("%s: a send buffer of %d elements for %d destinations", what, sv.n, out)
+			return nbrResolved{}, errArg("%s: a send buffer of %d elements for %d destinations", what, sv.n, out)
 		}
 		m = sv.n / out
 	case in > 0:
 		if rv.n%in != 0 {
-			return errArg("%s: no destinations, and a receive buffer of %d elements for %d sources", what, rv.n, in)
+			return nbrResolved{}, errArg("%s: no destinations, and a receive buffer of %d elements for %d sources", what, rv.n, in)
 		}
 		m = rv.n / in
 	}
 	if rv.n < in*m {
-		return errTrunc("%s: %d blocks of %d elements into a buffer of %d", what, in, m, rv.n)
+		return nbrResolved{}, errTrunc("%s: %d blocks of %d elements into a buffer of %d", what, in, m, rv.n)
 	}
 	for k := range p.dsts {
 		p.sOff[k], p.sLen[k] = k*m, m
@@ -416,22 +474,122 @@ func NeighborAlltoall(c *ranks.Comm, send, recv any) error {
 	for j := range p.srcs {
 		p.rOff[j], p.rLen[j] = j*m, m
 	}
-	return p.run(c, st, what, sv, rv)
+	return nbrResolved{what, st, p, sv, rv}, nil
+}
+
+func resolveNeighborAlltoallv(c *ranks.Comm, send any, sendCounts, sendDispls []int, recv any, recvCounts, recvDispls []int) (nbrResolved, error) {
+	const what = "neighbor_alltoallv"
+	st, p, sv, rv, err := nbrArgs(c, what, send, recv)
+	if err != nil {
+		return nbrResolved{}, err
+	}
+	if err := blocks(what+" send", p.sOff, p.sLen, sendCounts, sendDispls, sv.n); err != nil {
+		return nbrResolved{}, err
+	}
+	if err := blocks(what+" receive", p.rOff, p.rLen, recvCounts, recvDispls, rv.n); err != nil {
+		return nbrResolved{}, err
+	}
+	return nbrResolved{what, st, p, sv, rv}, nil
+}
+
+// NeighborAllgather sends send to every destination and receives from source j into block j of recv (blocks of
+// len(send) elements).
+func NeighborAllgather(c *ranks.Comm, send, recv any) error {
+	r, err := resolveNeighborAllgather(c, send, recv)
+	if err != nil {
+		return err
+	}
+	return r.run(c)
+}
+
+// NeighborAllgatherv sends send to every destination and receives counts[j] elements from source j into recv at
+// displs[j] (nil displs: packed in source order).
+func NeighborAllgatherv(c *ranks.Comm, send, recv any, counts, displs []int) error {
+	r, err := resolveNeighborAllgatherv(c, send, recv, counts, displs)
+	if err != nil {
+		return err
+	}
+	return r.run(c)
+}
+
+// NeighborAlltoall sends block k of send to destination k and receives block j of recv from source j. The block
+// size is len(send) over the number of destinations (or, without destinations, len(recv) over the sources).
+func NeighborAlltoall(c *ranks.Comm, send, recv any) error {
+	r, err := resolveNeighborAlltoall(c, send, recv)
+	if err != nil {
+		return err
+	}
+	return r.run(c)
 }
 
 // NeighborAlltoallv sends sendCounts[k] elements at sendDispls[k] of send to destination k and receives
 // recvCounts[j] elements from source j into recv at recvDispls[j] (nil displacements: packed).
 func NeighborAlltoallv(c *ranks.Comm, send any, sendCounts, sendDispls []int, recv any, recvCounts, recvDispls []int) error {
-	const what = "neighbor_alltoallv"
-	st, p, sv, rv, err := nbrArgs(c, what, send, recv)
+	r, err := resolveNeighborAlltoallv(c, send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
 	if err != nil {
 		return err
 	}
-	if err := blocks(what+" send", p.sOff, p.sLen, sendCounts, sendDispls, sv.n); err != nil {
-		return err
-	}
-	if err := blocks(what+" receive", p.rOff, p.rLen, recvCounts, recvDispls, rv.n); err != nil {
-		return err
-	}
-	return p.run(c, st, what, sv, rv)
+	return r.run(c)
 }
+
+// For package nbc: the nonblocking and persistent neighbourhood collectives are one round of messages, an edge
+// each, posted in the pairing order above; the Resolve functions check the arguments as the blocking calls do and
+// list those messages.
+
+// NbrEdge is one message of a neighbourhood collective: the neighbour and the typed memory (a block of the send
+// or receive buffer, a window of it for a View).
+type NbrEdge struct {
+	Peer int
+	Mem  ranks.Mem
+}
+
+// NbrCall is a resolved neighbourhood collective: its sends and receives in the order to post them, ProcNull
+// neighbours left out.
+type NbrCall struct {
+	Coll         string
+	Sends, Recvs []NbrEdge
+}
+
+// NeighborTag is the wire tag of every message of neighbourhood operation id.
+func NeighborTag(id OpID) int { return Tag(id, tagNeighbor) }
+
+func (r nbrResolved) call(err error) (NbrCall, error) {
+	if err != nil {
+		return NbrCall{}, err
+	}
+	p := r.p
+	a := NbrCall{Coll: r.coll}
+	for _, k := range p.sendOrder {
+		if d := p.dsts[k]; d != ranks.ProcNull {
+			a.Sends = append(a.Sends, NbrEdge{d, r.sv.mem(p.sOff[k], p.sLen[k])})
+		}
+	}
+	for _, j := range p.recvOrder {
+		if s := p.srcs[j]; s != ranks.ProcNull {
+			a.Recvs = append(a.Recvs, NbrEdge{s, r.rv.mem(p.rOff[j], p.rLen[j])})
+		}
+	}
+	return a, nil
+}
+
+// ResolveNeighborAllgather checks NeighborAllgather's arguments and lists its messages.
+func ResolveNeighborAllgather(c *ranks.Comm, send, recv any) (NbrCall, error) {
+	return withResolved(resolveNeighborAllgather(c, send, recv))
+}
+
+// ResolveNeighborAllgatherv checks NeighborAllgatherv's arguments and lists its messages.
+func ResolveNeighborAllgatherv(c *ranks.Comm, send, recv any, counts, displs []int) (NbrCall, error) {
+	return withResolved(resolveNeighborAllgatherv(c, send, recv, counts, displs))
+}
+
+// ResolveNeighborAlltoall checks NeighborAlltoall's arguments and lists its messages.
+func ResolveNeighborAlltoall(c *ranks.Comm, send, recv any) (NbrCall, error) {
+	return withResolved(resolveNeighborAlltoall(c, send, recv))
+}
+
+// ResolveNeighborAlltoallv checks NeighborAlltoallv's arguments and lists its messages.
+func ResolveNeighborAlltoallv(c *ranks.Comm, send any, sendCounts, sendDispls []int, recv any, recvCounts, recvDispls []int) (NbrCall, error) {
+	return withResolved(resolveNeighborAlltoallv(c, send, sendCounts, sendDispls, recv, recvCounts, recvDispls))
+}
+
+func withResolved(r nbrResolved, err error) (NbrCall, error) { return r.call(err) }

@@ -20,6 +20,7 @@ const (
 	tagReduceScatter
 	tagScan
 	tagHier
+	tagNeighbor // every message of a neighbourhood collective (neighbor.go pairs them by posting order)
 	numBaseTags
 )
 

@@ -28,14 +28,17 @@ type commState struct {
 	last   [numColls]lastChoice             // the previous choice, reused for the same size
 
 	hier *hierComms // node-aware sub-communicators, made on first use
-	nbr  *nbrPlan   // neighbourhood collectives' plan, made on first use (neighbor.go)
+
+	nbc any      // package nbc's state for this rank and communicator (NbcState)
+	nbr *nbrPlan // neighbourhood collectives' plan, made on first use (neighbor.go)
 
 	seq opCounters // operation ids (seq.go)
 
 	// Scratch memory owned by this rank, reused from call to call (see scratch).
-	bufs [numScratch][]byte
-	ints [numIntScratch][]int
-	reqs []*ranks.Request
+	bufs  [numScratch][]byte
+	packs [numArgs]packed // the call's View arguments, packed (views.go)
+	ints  [numIntScratch][]int
+	reqs  []*ranks.Request
 }
 
 // States are found through a direct-mapped cache of atomic pointers (one load and a compare on the hot path), backed
@@ -148,11 +151,13 @@ func setLayout(c *ranks.Comm, nodeOf func(worldRank int) int) {
 type scratchSlot uint8
 
 const (
-	scrCall scratchSlot = iota // api.go only: a copy of the caller's input, or a whole vector the call hands on
-	scrAcc                     // an algorithm's accumulator: this rank's contribution, combined in place
-	scrRecv                    // message-based algorithms (p2p.go): what they receive or pack for sending
-	scrShm                     // shared-memory reductions (shm.go): the block being combined
-	scrHier                    // node-aware algorithms (hier.go): their buffers on the parent communicator
+	scrCall     scratchSlot = iota // api.go only: a copy of the caller's input, or a whole vector the call hands on
+	scrAcc                         // an algorithm's accumulator: this rank's contribution, combined in place
+	scrRecv                        // message-based algorithms (p2p.go): what they receive or pack for sending
+	scrShm                         // shared-memory reductions (shm.go): the block being combined
+	scrHier                        // node-aware algorithms (hier.go): their buffers on the parent communicator
+	scrViewSend                    // views.go only: a View send argument, packed
+	scrViewRecv                    // views.go only: a View receive argument, packed
 	numScratch
 )
 

@@ -97,8 +97,8 @@ func (in *Inbound) Done() {
 // or to a NIC, which would read or write them while the owning goroutine is parked and its stack may move. The rank
 // layer meets this by construction: a buffer that reaches a device through this interface escapes to the heap.
 //
-// Segmented payloads (a view's blocks as an iovec) will come as optional methods beside these; a device that lacks
-// them gets packed bytes.
+// Segmented payloads (the blocks of a strided view) go through the optional Segmented methods; a device that lacks
+// them gets packed bytes from the rank layer.
 type Device interface {
 	// SendEager sends a message whose payload fits under EagerLimit. done is nil for a standard send; for a
 	// synchronous send (FlagSync in h.Flags) it is completed when the receiver has matched the message.
@@ -204,3 +204,106 @@ type EagerClaimer interface {
 
 // ErrClosed is returned by a device that has been closed.
 var ErrClosed = errors.New("device: closed")
+
+// Pieces is a buffer made of runs of bytes scattered over memory: the blocks of a strided view, in order.
+type Pieces interface {
+	// Pieces fills dst with consecutive pieces of the buffer from byte off (the first may start inside a block),
+	// together at most max bytes, and returns how many it filled: at least one when max > 0 and len(dst) > 0, none
+	// past the buffer's end. The pieces are Go heap memory (see Device, memory).
+	Pieces(off, max int, dst [][]byte) int
+}
+
+// Payload is a message's bytes in memory: Bytes, or, when Segs is set, Len bytes of Segs from its byte Off. It is
+// a value, so passing one costs no allocation.
+type Payload struct {
+	Bytes    []byte
+	Segs     Pieces
+	Off, Len int
+}
+
+// Contiguous is the payload of one slice.
+func Contiguous(b []byte) Payload { return Payload{Bytes: b} }
+
+// Size is the payload's length in bytes.
+func (p Payload) Size() int {
+	if p.Segs != nil {
+		return p.Len
+	}
+	return len(p.Bytes)
+}
+
+// Segmented reports whether the payload is in pieces.
+func (p Payload) Segmented() bool { return p.Segs != nil }
+
+// Packer is implemented by Pieces that copy a run of their bytes faster than piece by piece (a strided view's
+// typed loops): Payload.Gather and Scatter, which devices use to stage tiny pieces, go through it. Offsets are the
+// buffer's, as for Pieces.
+type Packer interface {
+	Gather(off int, dst []byte)
+	Scatter(off int, src []byte)
+}
+
+// Gather copies bytes [off, off+len(dst)) of the payload into dst.
+func (p Payload) Gather(off int, dst []byte) {
+	if p.Segs == nil {
+		copy(dst, p.Bytes[off:])
+		return
+	}
+	if pk, ok := p.Segs.(Packer); ok {
+		pk.Gather(p.Off+off, dst)
+		return
+	}
+	var scratch [16][]byte
+	for len(dst) > 0 {
+		k := p.Segs.Pieces(p.Off+off, len(dst), scratch[:])
+		if k == 0 {
+			return
+		}
+		for _, b := range scratch[:k] {
+			n := copy(dst, b)
+			dst, off = dst[n:], off+n
+		}
+	}
+}
+
+// Scatter copies src into bytes [off, off+len(src)) of the payload.
+func (p Payload) Scatter(off int, src []byte) {
+	if p.Segs == nil {
+		copy(p.Bytes[off:], src)
+		return
+	}
+	if pk, ok := p.Segs.(Packer); ok {
+		pk.Scatter(p.Off+off, src)
+		return
+	}
+	var scratch [16][]byte
+	for len(src) > 0 {
+		k := p.Segs.Pieces(p.Off+off, len(src), scratch[:])
+		if k == 0 {
+			return
+		}
+		for _, b := range scratch[:k] {
+			n := copy(b, src)
+			src, off = src[n:], off+n
+		}
+	}
+}
+
+// IovMax is the most pieces a device hands the kernel in one scatter-gather call (Linux's IOV_MAX).
+const IovMax = 1024
+
+// Segmented is implemented by devices that move segmented payloads without packing them: they gather the pieces
+// on send and scatter into them on receive (writev and readv, a NIC's scatter-gather list, CMA's iovecs), or stage
+// tiny pieces through buffers of their own where that is faster. The rules of Device hold for these methods as for
+// their contiguous counterparts, which they mirror; Router implements Segmented over its devices.
+type Segmented interface {
+	// Segments reports whether messages to and from world rank peer can use these methods (a Router asks the
+	// device serving the peer's node). For the others the rank layer packs.
+	Segments(peer int) bool
+	// SendEagerv is SendEager of a payload in pieces (p.Size() within EagerLimit).
+	SendEagerv(h *Header, p Payload, done Completer) error
+	// SendRendezvousv is SendRendezvous of a payload in pieces.
+	SendRendezvousv(h *Header, p Payload, done Completer) error
+	// ClearToSendv is ClearToSend into a buffer in pieces (dst.Size() == rts.Length).
+	ClearToSendv(rts *Header, dst Payload, done Completer) error
+}

@@ -16,6 +16,8 @@
 //   - rendezvous: the sender's device sends a request-to-send (RTS) that the sink sees through DeliverRTS; once the
 //     receive is matched the sink calls Device.ClearToSend with the receiver's own slice, the payload moves
 //     straight from the sender's slice into it, and both sides' Completers run.
+//   - segmented payloads (optional, Segmented): the same protocols over a buffer in pieces (a strided view's
+//     blocks, Payload and Pieces), gathered on send and scattered on receive without packing.
 //
 // Imports: only the standard library.
 package device

@@ -191,8 +191,63 @@ func (r *Router) Register(b []byte) (Registration, error) {
 	return m, nil
 }
 
+// segmentedTo returns the device serving rank if it moves segmented payloads for it.
+func (r *Router) segmentedTo(rank int32) (Segmented, error) {
+	d, err := r.to(rank)
+	if err != nil {
+		return nil, err
+	}
+	if s, ok := d.(Segmented); ok && s.Segments(int(rank)) {
+		return s, nil
+	}
+	return nil, fmt.Errorf("device: the device serving rank %d does not move segmented payloads", rank)
+}
+
+// Segments implements Segmented: the device serving peer decides.
+func (r *Router) Segments(peer int) bool {
+	_, err := r.segmentedTo(int32(peer))
+	return err == nil
+}
+
+// SendEagerv implements Segmented.
+func (r *Router) SendEagerv(h *Header, p Payload, done Completer) error {
+	if h == nil {
+		return errors.New("device: nil header")
+	}
+	s, err := r.segmentedTo(h.Dest)
+	if err != nil {
+		return err
+	}
+	return s.SendEagerv(h, p, done)
+}
+
+// SendRendezvousv implements Segmented.
+func (r *Router) SendRendezvousv(h *Header, p Payload, done Completer) error {
+	if h == nil {
+		return errors.New("device: nil header")
+	}
+	s, err := r.segmentedTo(h.Dest)
+	if err != nil {
+		return err
+	}
+	return s.SendRendezvousv(h, p, done)
+}
+
+// ClearToSendv implements Segmented: the RTS came through the device that serves its source.
+func (r *Router) ClearToSendv(rts *Header, dst Payload, done Completer) error {
+	if rts == nil {
+		return errors.New("device: nil header")
+	}
+	s, err := r.segmentedTo(rts.Source)
+	if err != nil {
+		return err
+	}
+	return s.ClearToSendv(rts, dst, done)
+}
+
 var (
 	_ Device    = (*Router)(nil)
 	_ Poller    = (*Router)(nil)
 	_ Registrar = (*Router)(nil)
+	_ Segmented = (*Router)(nil)
 )

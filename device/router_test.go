@@ -79,3 +79,89 @@ func TestRouter(t *testing.T) {
 		t.Errorf("Close: %v", err)
 	}
 }
+
+// segFake is a fake that also moves segmented payloads.
+type segFake struct {
+	fake
+	eagerv, rdvv, ctsv atomic.Int32
+}
+
+func (f *segFake) Segments(int) bool                                 { return true }
+func (f *segFake) SendEagerv(*Header, Payload, Completer) error      { f.eagerv.Add(1); return nil }
+func (f *segFake) SendRendezvousv(*Header, Payload, Completer) error { f.rdvv.Add(1); return nil }
+func (f *segFake) ClearToSendv(*Header, Payload, Completer) error    { f.ctsv.Add(1); return nil }
+
+// TestRouterSegments: Segments follows the device serving the peer, and the segmented calls reach it; toward a
+// device without them they fail without starting anything, so that the rank layer packs.
+func TestRouterSegments(t *testing.T) {
+	shm := &fake{name: "shm"}
+	tcp := &segFake{fake: fake{name: "tcp"}}
+	r, err := NewRouter(func(r int) int { return r / 2 }, []Device{nil, shm, tcp}, []Device{shm, tcp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Segments(2) || !r.Segments(4) || r.Segments(0) || r.Segments(-1) {
+		t.Errorf("Segments: shm peer %v, tcp peer %v, own rank %v", r.Segments(2), r.Segments(4), r.Segments(0))
+	}
+	if r.SendRendezvousv(&Header{Source: 0, Dest: 5}, Payload{}, nil) != nil ||
+		r.SendEagerv(&Header{Source: 0, Dest: 4}, Payload{}, nil) != nil ||
+		r.ClearToSendv(&Header{Source: 5, Dest: 0}, Payload{}, nil) != nil {
+		t.Error("a segmented call toward the tcp device failed")
+	}
+	if err := r.SendRendezvousv(&Header{Source: 0, Dest: 3}, Payload{}, nil); err == nil {
+		t.Error("a segmented call toward a device without them was accepted")
+	}
+	if err := r.SendEagerv(nil, Payload{}, nil); err == nil {
+		t.Error("a nil header was accepted")
+	}
+	if tcp.eagerv.Load() != 1 || tcp.rdvv.Load() != 1 || tcp.ctsv.Load() != 1 || shm.eager.Load()+shm.rdv.Load() != 0 {
+		t.Errorf("segmented routing: tcp %d/%d/%d, shm %d/%d", tcp.eagerv.Load(), tcp.rdvv.Load(), tcp.ctsv.Load(), shm.eager.Load(), shm.rdv.Load())
+	}
+}
+
+// TestPayloadCopies: Gather and Scatter over pieces, from any offset, and over contiguous bytes.
+func TestPayloadCopies(t *testing.T) {
+	buf := make([]byte, 100)
+	segs := piecesFunc(func(off, max int, dst [][]byte) int { // blocks of 3 bytes every 5, 15 blocks
+		n := 0
+		for max > 0 && n < len(dst) && off < 45 {
+			b, in := off/3, off%3
+			k := min(3-in, max)
+			dst[n] = buf[b*5+in : b*5+in+k]
+			n, off, max = n+1, off+k, max-k
+		}
+		return n
+	})
+	p := Payload{Segs: segs, Off: 4, Len: 40}
+	src := make([]byte, 40)
+	for i := range src {
+		src[i] = byte(i + 1)
+	}
+	p.Scatter(0, src)
+	got := make([]byte, 40)
+	p.Gather(0, got)
+	for i := range got {
+		if got[i] != src[i] {
+			t.Fatalf("byte %d: %d, want %d", i, got[i], src[i])
+		}
+	}
+	part := make([]byte, 7)
+	p.Gather(10, part)
+	for i, x := range part {
+		if x != src[10+i] {
+			t.Fatalf("gather from 10: byte %d is %d", i, x)
+		}
+	}
+	for i, x := range buf {
+		if in := i%5 < 3 && i/5 < 15; !in && x != 0 {
+			t.Fatalf("byte %d between the blocks was written", i)
+		}
+	}
+	if p.Size() != 40 || !p.Segmented() || Contiguous(src).Size() != 40 || Contiguous(src).Segmented() {
+		t.Error("Size or Segmented wrong")
+	}
+}
+
+type piecesFunc func(off, max int, dst [][]byte) int
+
+func (f piecesFunc) Pieces(off, max int, dst [][]byte) int { return f(off, max, dst) }

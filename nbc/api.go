@@ -13,85 +13,98 @@ import (
 // Ibarrier starts a barrier.
 func Ibarrier(c *ranks.Comm) (*ranks.Request, error) {
 	a, err := collectives.ResolveBarrier(c)
-	return start(c, &a, err)
+	return start(c, &a, err, nil)
 }
 
 // Ibcast starts a bcast of the root's buf (a primitive or Loc slice, or a pointer to any value).
 func Ibcast(c *ranks.Comm, buf any, root int) (*ranks.Request, error) {
+	va, _, buf := collectives.PackViews(nil, buf)
 	a, err := collectives.ResolveBcast(c, buf, root)
-	return start(c, &a, err)
+	return start(c, &a, err, va)
 }
 
 // Ireduce starts a reduce into the root's recv.
 func Ireduce(c *ranks.Comm, send, recv any, op collectives.Op, root int) (*ranks.Request, error) {
+	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveReduce(c, send, recv, op, root)
-	return start(c, &a, err)
+	return start(c, &a, err, va)
 }
 
 // Iallreduce starts an allreduce.
 func Iallreduce(c *ranks.Comm, send, recv any, op collectives.Op) (*ranks.Request, error) {
+	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveAllreduce(c, send, recv, op)
-	return start(c, &a, err)
+	return start(c, &a, err, va)
 }
 
 // Igather starts a gather into the root's recv.
 func Igather(c *ranks.Comm, send, recv any, root int) (*ranks.Request, error) {
+	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveGather(c, send, recv, root)
-	return start(c, &a, err)
+	return start(c, &a, err, va)
 }
 
 // Igatherv starts a gatherv.
 func Igatherv(c *ranks.Comm, send, recv any, counts, displs []int, root int) (*ranks.Request, error) {
+	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveGatherv(c, send, recv, counts, displs, root)
-	return start(c, &a, err)
+	return start(c, &a, err, va)
 }
 
 // Iscatter starts a scatter from the root's send.
 func Iscatter(c *ranks.Comm, send, recv any, root int) (*ranks.Request, error) {
+	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveScatter(c, send, recv, root)
-	return start(c, &a, err)
+	return start(c, &a, err, va)
 }
 
 // Iscatterv starts a scatterv.
 func Iscatterv(c *ranks.Comm, send any, counts, displs []int, recv any, root int) (*ranks.Request, error) {
+	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveScatterv(c, send, counts, displs, recv, root)
-	return start(c, &a, err)
+	return start(c, &a, err, va)
 }
 
 // Iallgather starts an allgather.
 func Iallgather(c *ranks.Comm, send, recv any) (*ranks.Request, error) {
+	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveAllgather(c, send, recv)
-	return start(c, &a, err)
+	return start(c, &a, err, va)
 }
 
 // Iallgatherv starts an allgatherv.
 func Iallgatherv(c *ranks.Comm, send, recv any, counts, displs []int) (*ranks.Request, error) {
+	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveAllgatherv(c, send, recv, counts, displs)
-	return start(c, &a, err)
+	return start(c, &a, err, va)
 }
 
 // Ialltoall starts an alltoall.
 func Ialltoall(c *ranks.Comm, send, recv any) (*ranks.Request, error) {
+	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveAlltoall(c, send, recv)
-	return start(c, &a, err)
+	return start(c, &a, err, va)
 }
 
 // Ialltoallv starts an alltoallv.
 func Ialltoallv(c *ranks.Comm, send any, sendCounts, sendDispls []int, recv any, recvCounts, recvDispls []int) (*ranks.Request, error) {
+	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveAlltoallv(c, send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
-	return start(c, &a, err)
+	return start(c, &a, err, va)
 }
 
 // IreduceScatter starts a reduce_scatter.
 func IreduceScatter(c *ranks.Comm, send, recv any, counts []int, op collectives.Op) (*ranks.Request, error) {
+	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveReduceScatter(c, send, recv, counts, op)
-	return start(c, &a, err)
+	return start(c, &a, err, va)
 }
 
 // IreduceScatterBlock starts a reduce_scatter_block.
 func IreduceScatterBlock(c *ranks.Comm, send, recv any, op collectives.Op) (*ranks.Request, error) {
+	va, send, recv := collectives.PackViews(send, recv)
 	a, err := resolveReduceScatterBlock(c, send, recv, op)
-	return start(c, &a, err)
+	return start(c, &a, err, va)
 }
 
 func resolveReduceScatterBlock(c *ranks.Comm, send, recv any, op collectives.Op) (collectives.Call, error) {
@@ -103,40 +116,64 @@ func resolveReduceScatterBlock(c *ranks.Comm, send, recv any, op collectives.Op)
 
 // Iscan starts an inclusive scan.
 func Iscan(c *ranks.Comm, send, recv any, op collectives.Op) (*ranks.Request, error) {
+	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveScan(c, send, recv, op, false)
-	return start(c, &a, err)
+	return start(c, &a, err, va)
 }
 
 // Iexscan starts an exclusive scan.
 func Iexscan(c *ranks.Comm, send, recv any, op collectives.Op) (*ranks.Request, error) {
+	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveScan(c, send, recv, op, true)
-	return start(c, &a, err)
+	return start(c, &a, err, va)
 }
 
-// start builds the operation of the resolved call a, posts its first round and returns its request.
-func start(c *ranks.Comm, a *collectives.Call, err error) (*ranks.Request, error) {
+// start runs the resolved call a: an operation kept from the same call before (cache.go), or a new one. It posts
+// the first round and returns the request. va holds the packed copies of View arguments (collectives.PackViews):
+// the operation then works on them, and is not kept (its copies are its own).
+func start(c *ranks.Comm, a *collectives.Call, err error, va *collectives.ViewArgs) (*ranks.Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	o, err := build(c, a, false)
+	algo, err := chooseFor(c, a)
 	if err != nil {
 		return nil, err
+	}
+	if va == nil {
+		if o := reuse(c, a, algo); o != nil {
+			return o.req, nil
+		}
+	}
+	ac := new(collectives.Call) // the op keeps it: the caller's is on its stack
+	*ac = *a
+	o, err := build(c, ac, algo, false)
+	if err != nil {
+		return nil, err
+	}
+	if va != nil { // View arguments: the op works on packed copies (collectives.PackViews)
+		va.Pack()
+		o.finish = va.Unpack
 	}
 	o.req = c.OpRequest(o)
+	ranks.Launch(o.req)
+	if va == nil {
+		keep(c, o, a, algo)
+	}
 	o.run()
+	o.started()
 	return o.req, nil
 }
 
-// build makes the op of call a on c: the algorithm from the table, the operation's id, its schedule.
-func build(c *ranks.Comm, a *collectives.Call, persistent bool) (*op, error) {
-	n := c.Size()
-	algo := ""
-	if !a.Object && n > 1 {
-		var err error
-		if algo, err = collectives.ChooseNonblocking(c, a); err != nil {
-			return nil, err
-		}
+// chooseFor returns the algorithm of call a on c ("" where there is no choice: objects, one member).
+func chooseFor(c *ranks.Comm, a *collectives.Call) (string, error) {
+	if a.Object || c.Size() == 1 {
+		return "", nil
 	}
+	return collectives.ChooseNonblocking(c, a)
+}
+
+// build makes the op of call a on c with algorithm algo: the operation's id, its schedule.
+func build(c *ranks.Comm, a *collectives.Call, algo string, persistent bool) (*op, error) {
 	var id collectives.OpID
 	if persistent {
 		id = collectives.NextPersistent(c)
@@ -145,7 +182,7 @@ func build(c *ranks.Comm, a *collectives.Call, persistent bool) (*op, error) {
 	}
 	o := newOp(c, a.Coll+"/"+algo)
 	s := &Schedule{}
-	sp := &spec{algo: algo, rank: c.Rank(), n: n, id: id, a: a}
+	sp := &spec{algo: algo, rank: c.Rank(), n: c.Size(), id: id, a: a}
 	var err error
 	switch algo {
 	case "shm":

@@ -1,10 +1,28 @@
-// Package nbc implements gompj's nonblocking (MPI-3) and persistent (MPI-4) collectives.
+// Package nbc implements gompj's nonblocking (MPI-3) and persistent (MPI-4) collectives: Ibarrier ... Iexscan
+// and BarrierInit ... ExscanInit on a ranks.Comm, which the root package exposes as methods of Comm.
 //
-// Each call builds a schedule (engine.go): rounds of sends, receives, local copies and reductions, waits on
-// shared-memory conditions and sub-operations, made from the same algorithms as the blocking collectives of
-// package collectives (the blocking algorithms cut at their waits) and chosen from the same selection table. The
-// schedule is a state machine that does no I/O itself: a transport posts its communication steps and reports their
-// completions, so unit tests drive it with a fake network that completes steps in any order.
+// Each call resolves its arguments as the blocking collective does (collectives.Resolve*: the same error
+// classes), takes the next operation id of the communicator (collectives.NextOp: its messages' tags carry it, so
+// any number of collectives may be outstanding beside blocking ones and point-to-point traffic), picks its
+// algorithm from the blocking collectives' table (the nonblocking name, iallreduce, first: GOMPJ_COLL_I<NAME>),
+// and builds a schedule (engine.go): rounds of local steps (copies, reductions, functions) then communication
+// steps (sends, receives, waits on shared-memory conditions, sub-operations). The schedules are the blocking
+// algorithms cut at their waits: message-based ones (p2p.go), shared-memory ones on a ring of slots per
+// communicator (shm.go, after FastMPJ's slot protocol, mended), node-aware ones as phases on the node's and the
+// leaders' communicators (hier.go). A schedule is a state machine that does no I/O itself: a transport posts its
+// communication steps and reports their completions (transport.go), so unit tests drive it with a fake network that
+// completes steps in any order (engine_test.go, a randomised model test of every algorithm).
+//
+// An op (op.go) runs a schedule for one rank. It moves on when one of its child requests completes (a hook on the
+// child's completion, queues.Completion.OnComplete), or a shared-memory peer changes what it waits for (a wait
+// list): it is then run by a waiting completion call of its rank, or else by the node's worker pool
+// (ranks.Executor, node's ants pool), so that it advances while its rank computes and calls nothing. Runs are
+// serialised, so a worker and the owner's Wait may meet. The rank's completion calls run all its active ops (MPI's
+// progress rule; ranks/ops.go); the run that sees the schedule finish completes the request (ranks.CompleteOp).
+//
+// A persistent op is built once by its Init call, with persistent child requests and a shared-memory slot of its
+// own, and run again by each Start without allocating; a nonblocking op of a small call is kept and reused when the
+// same call comes again (cache.go).
 //
 // Imports: collectives, ranks, queues, the standard library.
 package nbc

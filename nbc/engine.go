@@ -1,6 +1,10 @@
 package nbc
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/gompj/gompj/ranks"
+)
 
 // The schedule engine: a pure state machine, as etcd's raft is. It decides what to do next and never does any I/O
 // itself: a Transport posts the communication steps it asks for and tells it when they have completed. So the
@@ -25,6 +29,8 @@ const (
 	StepRecvObj                     // receive a value into the pointer Obj from Peer with Tag
 	StepWait                        // wait until Cond() holds (shared-memory protocols)
 	StepSub                         // run the sub-operation Sub (a phase of a node-aware algorithm)
+	StepSendMem                     // send the typed memory Mem to Peer with Tag (a View's window included)
+	StepRecvMem                     // receive into the typed memory Mem from Peer with Tag
 	// local steps, run by the engine
 	StepCopy        // copy(Buf, Src)
 	StepReduceLeft  // Buf = Src op Buf (Src from lower ranks)
@@ -34,8 +40,8 @@ const (
 
 func (k StepKind) local() bool { return k >= StepCopy }
 
-var stepNames = [...]string{"?", "send", "recv", "send-object", "recv-object", "wait", "sub", "copy",
-	"reduce-left", "reduce-right", "func"}
+var stepNames = [...]string{"?", "send", "recv", "send-object", "recv-object", "wait", "sub", "send-mem",
+	"recv-mem", "copy", "reduce-left", "reduce-right", "func"}
 
 func (k StepKind) String() string {
 	if int(k) < len(stepNames) {
@@ -54,9 +60,11 @@ type Step struct {
 	Commute  bool // reductions: the op is commutative
 	Peer     int
 	Tag      int
+	Base     int // the part of Tag that is the same in every operation of the schedule (see op.retarget)
 	Buf      []byte
 	Src      []byte
 	Obj      any
+	Mem      ranks.Mem // StepSendMem, StepRecvMem
 	K        Kernel
 	Fn       func() error
 	Cond     func() bool
@@ -113,6 +121,17 @@ func (s *Schedule) SendDetached(buf []byte, peer, tag int) {
 // Recv adds a receive into buf from peer.
 func (s *Schedule) Recv(buf []byte, peer, tag int) {
 	s.add(Step{Kind: StepRecv, Buf: buf, Peer: peer, Tag: tag})
+}
+
+// SendMem adds a send of typed memory: the receiver sees its element type (ErrType on a mismatch), and a View's
+// window goes in pieces where the path allows.
+func (s *Schedule) SendMem(m ranks.Mem, peer, tag int) {
+	s.add(Step{Kind: StepSendMem, Mem: m, Peer: peer, Tag: tag})
+}
+
+// RecvMem adds a receive into typed memory.
+func (s *Schedule) RecvMem(m ranks.Mem, peer, tag int) {
+	s.add(Step{Kind: StepRecvMem, Mem: m, Peer: peer, Tag: tag})
 }
 
 // SendObj adds a send of the value obj (encoded when the step is posted).

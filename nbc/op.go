@@ -3,6 +3,7 @@ package nbc
 import (
 	"sync/atomic"
 
+	"github.com/gompj/gompj/collectives"
 	"github.com/gompj/gompj/queues"
 	"github.com/gompj/gompj/ranks"
 )
@@ -40,7 +41,13 @@ type op struct {
 	name    string         // the collective and its algorithm, for errors and tests
 	c       *ranks.Comm
 	onStart []func() // a persistent op's shared-memory schedules move to their slots' next use at each Start
+	finish  func()   // runs once the machine has finished, before the request completes (unpacking Views)
 	release []func() // what Release lets go of
+
+	// reuse (cache.go)
+	key  *collectives.Call // the call the op was built for, kept for reuse; nil if it is not kept
+	algo string
+	shm  *shmb // a shared-memory schedule's builder, which reuse moves to another slot
 }
 
 const (
@@ -89,6 +96,11 @@ func (o *op) run() {
 		}
 	}
 owner:
+	o.held()
+}
+
+// held runs the op while the caller holds it (opRunning), then lets it go.
+func (o *op) held() {
 	for {
 		o.step()
 		if o.state.CompareAndSwap(opRunning, opIdle) {
@@ -108,16 +120,26 @@ func (o *op) step() {
 	}
 	o.err = err
 	o.unwatch()
+	if o.finish != nil {
+		o.finish()
+	}
 	o.done.Store(true)
 	ranks.CompleteOp(o.req, err)
 }
 
-// Progress implements ranks.Operation: the rank's completion calls run the op.
+// started follows the starting call's first run: an op still under way over the network needs the device's
+// progress loop running while its rank goes on computing (ranks.World.ResumeNetwork).
+func (o *op) started() {
+	if !o.done.Load() && o.c.World().Device() != nil {
+		o.c.World().ResumeNetwork()
+	}
+}
+
+// Progress implements ranks.Operation: the rank's completion calls run the op. It never reports the op finished:
+// the run that finishes it completes its request itself (step), which the caller then sees. (Reading the outcome
+// here, outside the run, would race with a reuse of the finished op for a new call: cache.go.)
 func (o *op) Progress() (bool, error) {
 	o.run()
-	if o.done.Load() {
-		return true, o.err
-	}
 	return false, nil
 }
 
@@ -138,6 +160,7 @@ func (o *op) Start() error {
 	o.err = nil
 	o.done.Store(false)
 	o.run()
+	o.started()
 	return nil
 }
 

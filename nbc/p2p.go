@@ -32,11 +32,21 @@ type p2pb struct {
 
 func (b p2pb) tag(base int) int { return collectives.Tag(b.id, base) }
 
-func (b p2pb) send(buf []byte, peer, base int)    { b.s.Send(buf, peer, b.tag(base)) }
-func (b p2pb) sendDet(buf []byte, peer, base int) { b.s.SendDetached(buf, peer, b.tag(base)) }
-func (b p2pb) recv(buf []byte, peer, base int)    { b.s.Recv(buf, peer, b.tag(base)) }
-func (b p2pb) sendObj(obj any, peer, base int)    { b.s.SendObj(obj, peer, b.tag(base)) }
-func (b p2pb) recvObj(obj any, peer, base int)    { b.s.RecvObj(obj, peer, b.tag(base)) }
+func (b p2pb) send(buf []byte, peer, base int) {
+	b.s.add(Step{Kind: StepSend, Buf: buf, Peer: peer, Tag: b.tag(base), Base: base})
+}
+func (b p2pb) sendDet(buf []byte, peer, base int) {
+	b.s.add(Step{Kind: StepSend, Detached: true, Buf: buf, Peer: peer, Tag: b.tag(base), Base: base})
+}
+func (b p2pb) recv(buf []byte, peer, base int) {
+	b.s.add(Step{Kind: StepRecv, Buf: buf, Peer: peer, Tag: b.tag(base), Base: base})
+}
+func (b p2pb) sendObj(obj any, peer, base int) {
+	b.s.add(Step{Kind: StepSendObj, Obj: obj, Peer: peer, Tag: b.tag(base), Base: base})
+}
+func (b p2pb) recvObj(obj any, peer, base int) {
+	b.s.add(Step{Kind: StepRecvObj, Obj: obj, Peer: peer, Tag: b.tag(base), Base: base})
+}
 func (b p2pb) sendrecv(s []byte, dst int, r []byte, src, base int) {
 	b.send(s, dst, base)
 	b.recv(r, src, base)

@@ -16,110 +16,135 @@ import (
 // BarrierInit makes a persistent barrier.
 func BarrierInit(c *ranks.Comm) (*ranks.Request, error) {
 	a, err := collectives.ResolveBarrier(c)
-	return initOp(c, &a, err)
+	return initOp(c, &a, err, nil)
 }
 
 // BcastInit makes a persistent bcast.
 func BcastInit(c *ranks.Comm, buf any, root int) (*ranks.Request, error) {
+	va, _, buf := collectives.PackViews(nil, buf)
 	a, err := collectives.ResolveBcast(c, buf, root)
-	return initOp(c, &a, err)
+	return initOp(c, &a, err, va)
 }
 
 // ReduceInit makes a persistent reduce.
 func ReduceInit(c *ranks.Comm, send, recv any, op collectives.Op, root int) (*ranks.Request, error) {
+	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveReduce(c, send, recv, op, root)
-	return initOp(c, &a, err)
+	return initOp(c, &a, err, va)
 }
 
 // AllreduceInit makes a persistent allreduce.
 func AllreduceInit(c *ranks.Comm, send, recv any, op collectives.Op) (*ranks.Request, error) {
+	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveAllreduce(c, send, recv, op)
-	return initOp(c, &a, err)
+	return initOp(c, &a, err, va)
 }
 
 // GatherInit makes a persistent gather.
 func GatherInit(c *ranks.Comm, send, recv any, root int) (*ranks.Request, error) {
+	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveGather(c, send, recv, root)
-	return initOp(c, &a, err)
+	return initOp(c, &a, err, va)
 }
 
 // GathervInit makes a persistent gatherv.
 func GathervInit(c *ranks.Comm, send, recv any, counts, displs []int, root int) (*ranks.Request, error) {
+	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveGatherv(c, send, recv, counts, displs, root)
-	return initOp(c, &a, err)
+	return initOp(c, &a, err, va)
 }
 
 // ScatterInit makes a persistent scatter.
 func ScatterInit(c *ranks.Comm, send, recv any, root int) (*ranks.Request, error) {
+	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveScatter(c, send, recv, root)
-	return initOp(c, &a, err)
+	return initOp(c, &a, err, va)
 }
 
 // ScattervInit makes a persistent scatterv.
 func ScattervInit(c *ranks.Comm, send any, counts, displs []int, recv any, root int) (*ranks.Request, error) {
+	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveScatterv(c, send, counts, displs, recv, root)
-	return initOp(c, &a, err)
+	return initOp(c, &a, err, va)
 }
 
 // AllgatherInit makes a persistent allgather.
 func AllgatherInit(c *ranks.Comm, send, recv any) (*ranks.Request, error) {
+	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveAllgather(c, send, recv)
-	return initOp(c, &a, err)
+	return initOp(c, &a, err, va)
 }
 
 // AllgathervInit makes a persistent allgatherv.
 func AllgathervInit(c *ranks.Comm, send, recv any, counts, displs []int) (*ranks.Request, error) {
+	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveAllgatherv(c, send, recv, counts, displs)
-	return initOp(c, &a, err)
+	return initOp(c, &a, err, va)
 }
 
 // AlltoallInit makes a persistent alltoall.
 func AlltoallInit(c *ranks.Comm, send, recv any) (*ranks.Request, error) {
+	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveAlltoall(c, send, recv)
-	return initOp(c, &a, err)
+	return initOp(c, &a, err, va)
 }
 
 // AlltoallvInit makes a persistent alltoallv.
 func AlltoallvInit(c *ranks.Comm, send any, sendCounts, sendDispls []int, recv any, recvCounts, recvDispls []int) (*ranks.Request, error) {
+	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveAlltoallv(c, send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
-	return initOp(c, &a, err)
+	return initOp(c, &a, err, va)
 }
 
 // ReduceScatterInit makes a persistent reduce_scatter.
 func ReduceScatterInit(c *ranks.Comm, send, recv any, counts []int, op collectives.Op) (*ranks.Request, error) {
+	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveReduceScatter(c, send, recv, counts, op)
-	return initOp(c, &a, err)
+	return initOp(c, &a, err, va)
 }
 
 // ReduceScatterBlockInit makes a persistent reduce_scatter_block.
 func ReduceScatterBlockInit(c *ranks.Comm, send, recv any, op collectives.Op) (*ranks.Request, error) {
+	va, send, recv := collectives.PackViews(send, recv)
 	a, err := resolveReduceScatterBlock(c, send, recv, op)
-	return initOp(c, &a, err)
+	return initOp(c, &a, err, va)
 }
 
 // ScanInit makes a persistent inclusive scan.
 func ScanInit(c *ranks.Comm, send, recv any, op collectives.Op) (*ranks.Request, error) {
+	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveScan(c, send, recv, op, false)
-	return initOp(c, &a, err)
+	return initOp(c, &a, err, va)
 }
 
 // ExscanInit makes a persistent exclusive scan.
 func ExscanInit(c *ranks.Comm, send, recv any, op collectives.Op) (*ranks.Request, error) {
+	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveScan(c, send, recv, op, true)
-	return initOp(c, &a, err)
+	return initOp(c, &a, err, va)
 }
 
 // initOp builds the persistent operation of the resolved call a and returns its inactive request.
-func initOp(c *ranks.Comm, a *collectives.Call, err error) (*ranks.Request, error) {
+func initOp(c *ranks.Comm, a *collectives.Call, err error, va *collectives.ViewArgs) (*ranks.Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	o, err := build(c, a, true)
+	algo, err := chooseFor(c, a)
+	if err != nil {
+		return nil, err
+	}
+	ac := new(collectives.Call)
+	*ac = *a
+	o, err := build(c, ac, algo, true)
 	if err != nil {
 		return nil, err
 	}
 	if err := o.tr.makePersistent(o.m.s); err != nil {
 		return nil, err
+	}
+	if va != nil { // View arguments: each run packs them first and unpacks the result last
+		o.onStart = append(o.onStart, va.Pack)
+		o.finish = va.Unpack
 	}
 	o.req = c.PersistentOpRequest(o)
 	return o.req, nil

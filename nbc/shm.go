@@ -71,14 +71,14 @@ type slot struct {
 
 // member is one member's entry in a slot: what it publishes for the current use.
 type member struct {
-	gen                              atomic.Uint64 // the use it has published for
-	src, dst                         []byte
-	counts, displs, rcounts, rdispls []int
-	blk                              int
-	inlen                            int
-	inline                           [inlineMax]byte
-	last                             *op // the member's operation of the previous use (see acquire)
-	_                                [64]byte
+	gen            atomic.Uint64 // the use it has published for
+	src, dst       []byte
+	counts, displs []int
+	blk            int
+	inlen          int
+	inline         [inlineMax]byte
+	last           *op // the member's operation of the previous use (see acquire)
+	_              [64]byte
 }
 
 func newSlot(n int) *slot { return &slot{mem: make([]member, n)} }
@@ -86,17 +86,22 @@ func newSlot(n int) *slot { return &slot{mem: make([]member, n)} }
 // slotFor returns the slot and use of the next shared-memory operation of rank on c's ring.
 func slotFor(c *ranks.Comm) (*slot, uint64) {
 	n, rank := c.Size(), c.Rank()
-	rg := c.World().Shared(c, ringKey, func() any {
-		k := c.World().NbcSlots()
-		if k <= 0 {
-			k = defaultSlots
-		}
-		r := &ring{slots: make([]*slot, k), ops: make([]paddedCount, n)}
-		for i := range r.slots {
-			r.slots[i] = newSlot(n)
-		}
-		return r
-	}).(*ring)
+	cc := cacheOf(c)
+	rg := cc.ring
+	if rg == nil { // the first time on c: the members' shared ring, found once and kept (World.Shared locks)
+		rg = c.World().Shared(c, ringKey, func() any {
+			k := c.World().NbcSlots()
+			if k <= 0 {
+				k = defaultSlots
+			}
+			r := &ring{slots: make([]*slot, k), ops: make([]paddedCount, n)}
+			for i := range r.slots {
+				r.slots[i] = newSlot(n)
+			}
+			return r
+		}).(*ring)
+		cc.ring = rg
+	}
 	k := rg.ops[rank].n
 	rg.ops[rank].n++
 	return rg.slots[k%uint64(len(rg.slots))], k/uint64(len(rg.slots)) + 1
@@ -109,7 +114,8 @@ func persistentSlot(c *ranks.Comm, id collectives.OpID) *slot {
 }
 
 // shmb builds, and then serves at run time, one member's schedule of one shared-memory operation. The closures of
-// the schedule read u through it: a persistent operation moves to its next use at each Start.
+// the schedule read the slot and use through it, never a copy: a persistent operation moves to its next use at
+// each Start, a reused one to another slot (moveTo).
 type shmb struct {
 	s    *Schedule
 	sl   *slot
@@ -165,8 +171,7 @@ func (b *shmb) waitFinished(less uint64) {
 }
 
 func (b *shmb) waitGen(j int) {
-	m := &b.sl.mem[j]
-	b.s.Wait(func() bool { return m.gen.Load() >= b.u }, &b.sl.list)
+	b.s.Wait(func() bool { return b.sl.mem[j].gen.Load() >= b.u }, &b.sl.list)
 }
 
 // buildShm appends the shared-memory schedule of sp's call on c to s.
@@ -183,13 +188,22 @@ func buildShm(s *Schedule, sp *spec, c *ranks.Comm, o *op, persistent bool) erro
 
 // buildShmSlot appends the schedule of sp's call at use u of slot sl.
 func buildShmSlot(s *Schedule, sp *spec, sl *slot, u uint64, o *op, persistent bool) error {
-	b := &shmb{s: s, sl: sl, me: &sl.mem[sp.rank], r: sp.rank, n: sp.n, u: u, a: sp.a}
-	b.prev, b.me.last = b.me.last, o
+	b := &shmb{s: s, r: sp.rank, n: sp.n, a: sp.a}
+	b.moveTo(sl, u, o)
 	if persistent {
 		b.prev = nil // its own slot: its previous use is its own previous run, over before Start
 		o.onStart = append(o.onStart, func() { b.u++ })
 	}
+	if o != nil {
+		o.shm = b
+	}
 	return b.build()
+}
+
+// moveTo points the schedule at use u of slot sl (a new operation, or one reused: cache.go).
+func (b *shmb) moveTo(sl *slot, u uint64, o *op) {
+	b.sl, b.me, b.u = sl, &sl.mem[b.r], u
+	b.prev, b.me.last = b.me.last, o
 }
 
 func (b *shmb) build() error {
@@ -288,10 +302,9 @@ func (b *shmb) rooted(pub func() error, part func(root *member) error) {
 	}
 	// A reader needs no acquire: the root publishes use u only after acquiring the slot for it.
 	b.waitGen(root)
-	rm := &b.sl.mem[root]
 	b.s.Do(func() error {
 		b.arrive()
-		err := part(rm)
+		err := part(&b.sl.mem[root])
 		b.finish()
 		return err
 	})

@@ -37,6 +37,10 @@ func (t *transport) makePersistent(s *Schedule) error {
 			r, err = t.c.SendInit(st.Buf, st.Peer, st.Tag)
 		case StepRecv:
 			r, err = t.c.RecvInit(st.Buf, st.Peer, st.Tag)
+		case StepSendMem:
+			r, err = t.c.SendInitMem(st.Mem, st.Peer, st.Tag)
+		case StepRecvMem:
+			r, err = t.c.RecvInitMem(st.Mem, st.Peer, st.Tag)
 		default:
 			continue
 		}
@@ -72,6 +76,10 @@ func (t *transport) Post(i int, st *Step) error {
 		r, err = t.c.Isend(st.Buf, st.Peer, st.Tag)
 	case st.Kind == StepRecv:
 		r, err = t.c.IrecvBytes(st.Buf, st.Peer, st.Tag)
+	case st.Kind == StepSendMem:
+		r, err = t.c.IsendMem(st.Mem, st.Peer, st.Tag)
+	case st.Kind == StepRecvMem:
+		r, err = t.c.IrecvMem(st.Mem, st.Peer, st.Tag)
 	case st.Kind == StepSendObj:
 		r, err = t.c.Isend(st.Obj, st.Peer, st.Tag)
 	case st.Kind == StepRecvObj:

@@ -49,7 +49,11 @@ type conn struct {
 	q           outq
 	completed   []*rdvSend // streams fully written, to complete once mu is released
 
-	iov [maxIov]unix.Iovec // the turn holder's
+	// The turn holder's: iovecs of queued frames and of segmented payloads, and a segmented frame's header.
+	whdr   [HeaderSize]byte
+	iov    [maxIov]unix.Iovec
+	iovv   *[device.IovMax]unix.Iovec // segmented writes (segments.go), made on first use
+	pieces *[device.IovMax][]byte
 
 	// Owned by the progress loop.
 	rx         rx
@@ -59,6 +63,8 @@ type conn struct {
 	cur        *device.Inbound
 	claim      device.Completer // the receive an eager payload being read goes into (see EagerClaimer)
 	curRecv    *rdvRecv
+	riov       *[device.IovMax]unix.Iovec // segmented direct reads (segments.go), made on first use
+	rpieces    *[device.IovMax][]byte
 }
 
 func (d *Device) newConn(p *peer, stripe int) *conn {
@@ -135,7 +141,7 @@ func (q *outq) push(s seg) {
 
 // send writes one frame: straight from the caller's memory when the connection is idle, else copied to the queue
 // for the holder of the write turn, or for the progress loop (the connection is not up yet, or the socket is full).
-func (c *conn) send(h *device.Header, payload []byte) error {
+func (c *conn) send(h *device.Header, payload device.Payload) error {
 	var hdr [HeaderSize]byte
 	c.mu.Lock()
 	if c.dead != nil {
@@ -156,7 +162,14 @@ func (c *conn) send(h *device.Header, payload []byte) error {
 	c.writing = true
 	fd := c.fd
 	c.mu.Unlock()
-	n, err := writeFrame(fd, hdr[:], payload)
+	var n int
+	var err error
+	if payload.Segmented() {
+		c.whdr = hdr // the gathered iovec is the connection's: the header it points to must be too
+		n, err = c.writeDirectv(fd, c.whdr[:], payload)
+	} else {
+		n, err = writeFrame(fd, hdr[:], payload.Bytes)
+	}
 	if hook := afterDirectWrite.Load(); hook != nil {
 		(*hook)(c)
 	}
@@ -167,14 +180,16 @@ func (c *conn) send(h *device.Header, payload []byte) error {
 		c.mu.Unlock()
 		return werr
 	}
-	if n < HeaderSize+len(payload) && c.fd == fd {
+	if total := HeaderSize + payload.Size(); n < total && c.fd == fd {
 		// The socket is full: the rest goes first in the queue, before anything queued meanwhile.
-		rest := c.d.bufs.get(HeaderSize + len(payload) - n)
+		rest := c.d.bufs.get(total - n)
 		if n < HeaderSize {
 			*rest = append(*rest, hdr[n:]...)
 			n = HeaderSize
 		}
-		*rest = append(*rest, payload[n-HeaderSize:]...)
+		k := len(*rest)
+		*rest = (*rest)[:k+total-n]
+		payload.Gather(n-HeaderSize, (*rest)[k:])
 		c.q.pushFront(seg{buf: rest})
 		c.blocked = true
 	}
@@ -189,9 +204,9 @@ func (c *conn) send(h *device.Header, payload []byte) error {
 var afterDirectWrite atomic.Pointer[func(c *conn)]
 
 // queueLocked copies a frame to the queue (and, in lazy mode, starts the dial of a connection not yet up).
-func (c *conn) queueLocked(hdr, payload []byte) {
+func (c *conn) queueLocked(hdr []byte, payload device.Payload) {
 	c.appendCopy(hdr)
-	c.appendCopy(payload)
+	c.appendPayload(payload, 0)
 	if c.fd < 0 && c.d.cfg.Lazy && !c.dialing {
 		c.dialing = true
 		p, s := c.p, c.stripe
@@ -286,26 +301,35 @@ func writeFrame(fd int, a, b []byte) (int, error) {
 func (c *conn) flushLocked() error {
 	fd := c.fd
 	for !c.q.empty() {
-		k := 0
-		for i := c.q.head; i < len(c.q.segs) && k < maxIov-2; i++ {
-			s := &c.q.segs[i]
-			if r := s.rdv; r != nil {
-				if !r.inChunk {
-					c.beginChunk(r)
-				}
-				if r.hoff < HeaderSize {
-					setIov(&c.iov[k], r.hdr[r.hoff:])
+		var iov []unix.Iovec
+		if r := c.q.segs[c.q.head].rdv; r != nil && r.payload.Segmented() {
+			iov = c.streamIov(r) // a segmented stream's write is its own (segments.go)
+		} else {
+			k := 0
+			for i := c.q.head; i < len(c.q.segs) && k < maxIov-2; i++ {
+				s := &c.q.segs[i]
+				if r := s.rdv; r != nil {
+					if r.payload.Segmented() {
+						break // next round, alone
+					}
+					if !r.inChunk {
+						c.beginChunk(r)
+					}
+					if r.hoff < HeaderSize {
+						setIov(&c.iov[k], r.hdr[r.hoff:])
+						k++
+					}
+					setIov(&c.iov[k], r.payload.Bytes[r.sent:r.chunkEnd])
 					k++
+					break
 				}
-				setIov(&c.iov[k], r.payload[r.sent:r.chunkEnd])
+				setIov(&c.iov[k], (*s.buf)[s.off:])
 				k++
-				break
 			}
-			setIov(&c.iov[k], (*s.buf)[s.off:])
-			k++
+			iov = c.iov[:k]
 		}
 		c.mu.Unlock()
-		n, err := writev(fd, c.iov[:k])
+		n, err := writev(fd, iov)
 		c.mu.Lock()
 		if c.fd != fd || c.dead != nil {
 			return nil // closed or failed meanwhile: the queue was dropped with it
@@ -324,7 +348,7 @@ func (c *conn) flushLocked() error {
 
 // beginChunk prepares the DATA header of a stream's next chunk.
 func (c *conn) beginChunk(r *rdvSend) {
-	r.chunkEnd = min(len(r.payload), r.sent+c.d.cfg.ChunkSize)
+	r.chunkEnd = min(r.payload.Size(), r.sent+c.d.cfg.ChunkSize)
 	h := r.h
 	h.Kind = device.KindData
 	h.Length = uint64(r.chunkEnd - r.sent)
@@ -351,7 +375,7 @@ func (c *conn) consume(n int) {
 				continue
 			}
 			r.inChunk = false
-			if r.sent == len(r.payload) {
+			if r.sent == r.payload.Size() {
 				*s = seg{}
 				q.head++
 				c.completed = append(c.completed, r)
@@ -399,7 +423,7 @@ func (c *conn) sendCredit() {
 		return
 	}
 	h := nodeHeader(kindCredit)
-	c.send(&h, nil) // an error is the connection's failure, which the loop reports
+	c.send(&h, device.Payload{}) // an error is the connection's failure, which the loop reports
 }
 
 // queueBye queues the goodbye behind everything already queued; the caller (the loop) flushes.

@@ -22,6 +22,10 @@
 // streamed from the sender's slice in DATA frames of at most Config.ChunkSize (1 MiB); after each chunk the
 // stream goes to the back of the queue so that other traffic interleaves.
 //
+// Segmented payloads (device.Segmented, a strided view's blocks; segments.go) go out with writev, at most
+// device.IovMax pieces a call, and DATA is read straight into the receiver's pieces with readv; pieces averaging
+// under 512 bytes are packed through a staging buffer just before each write, and scattered from the read buffer.
+//
 // # Frames
 //
 // Every frame is a 48-byte little-endian header followed by payloadLen bytes:

@@ -80,8 +80,13 @@ func offlineConn(t testing.TB) (*Device, *conn, *sink) {
 		t.Fatal(err)
 	}
 	p := d.peers[1]
-	p.rdvSend[1] = &rdvSend{h: device.Header{Kind: device.KindRTS, Source: 0, Dest: 2, Length: 50, Seq: 1}, payload: make([]byte, 50)}
-	p.rdvRecv[7] = &rdvRecv{h: device.Header{Kind: device.KindRTS, Source: 2, Dest: 1, Length: 100, Seq: 7}, dst: make([]byte, 100)}
+	p.rdvSend[1] = &rdvSend{h: device.Header{Kind: device.KindRTS, Source: 0, Dest: 2, Length: 50, Seq: 1}, payload: device.Contiguous(make([]byte, 50))}
+	p.rdvRecv[7] = &rdvRecv{h: device.Header{Kind: device.KindRTS, Source: 2, Dest: 1, Length: 100, Seq: 7}, dst: device.Contiguous(make([]byte, 100))}
+	// segmented destinations: tiny pieces (through the read buffer) and large ones (readv)
+	p.rdvRecv[8] = &rdvRecv{h: device.Header{Kind: device.KindRTS, Source: 2, Dest: 1, Length: 100, Seq: 8},
+		dst: device.Payload{Segs: &stridedPieces{buf: make([]byte, 300), blk: 3, stride: 7}, Len: 100}}
+	p.rdvRecv[9] = &rdvRecv{h: device.Header{Kind: device.KindRTS, Source: 2, Dest: 1, Length: 100 << 10, Seq: 9},
+		dst: device.Payload{Segs: &stridedPieces{buf: make([]byte, 300<<10), blk: 20 << 10, stride: 30 << 10}, Off: 5, Len: 100 << 10}, direct: true}
 	p.syncWait[3] = &syncEntry{h: device.Header{Source: 1, Dest: 3, Seq: 3}, done: completerFunc(func(error) {})}
 	return d, p.slots[0], s
 }
@@ -163,4 +168,26 @@ func quote(b []byte) string {
 	}
 	sb.WriteByte('"')
 	return sb.String()
+}
+
+// stridedPieces is a segmented buffer for tests: blocks of blk bytes, stride bytes apart, over buf.
+type stridedPieces struct {
+	buf         []byte
+	blk, stride int
+}
+
+func (s *stridedPieces) Pieces(off, max int, dst [][]byte) int {
+	n := 0
+	for max > 0 && n < len(dst) {
+		b, in := off/s.blk, off%s.blk
+		start := b*s.stride + in
+		if start >= len(s.buf) {
+			break
+		}
+		k := min(s.blk-in, max, len(s.buf)-start)
+		dst[n] = s.buf[start : start+k]
+		n++
+		off, max = off+k, max-k
+	}
+	return n
 }

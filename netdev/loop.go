@@ -279,6 +279,7 @@ func (d *Device) finishStreams(done []*rdvSend) {
 
 func (d *Device) finishSend(r *rdvSend, err error) {
 	d.inflightRdv.Add(-1)
+	d.releaseStage(r)
 	if r.done != nil {
 		r.done.Complete(err)
 	}
@@ -293,7 +294,21 @@ func (d *Device) readConn(c *conn) (got bool) {
 	for budget > 0 && !c.closed {
 		var n int
 		var err error
-		if t := c.rx.direct(); t != nil {
+		if t, ok := c.rx.directv(); ok {
+			var asked int
+			n, asked, err = c.readPieces(t)
+			if n > 0 {
+				got = true
+				budget -= n
+				if perr := c.rx.advanceDirect(n, c); perr != nil {
+					d.failPeer(c.p, d.lostErr(c, perr), true)
+					return got
+				}
+			}
+			if err == nil && n > 0 && n < asked { // less than asked: drained (not less than the payload: the
+				return got // pieces of one readv are capped at device.IovMax)
+			}
+		} else if t := c.rx.direct(); t != nil {
 			n, err = readFd(c.fd, t)
 			if n > 0 {
 				got = true
@@ -357,10 +372,10 @@ func (d *Device) connBroken(c *conn, err error) {
 }
 
 // header is the read state machine's callback for each validated header (see frameHandler).
-func (c *conn) header(h *device.Header, credit uint32) ([]byte, error) {
+func (c *conn) header(h *device.Header, credit uint32) (target, error) {
 	d, p := c.d, c.p
 	if c.byeRecv {
-		return nil, badf(p.id, "kind %d after goodbye", h.Kind)
+		return target{}, badf(p.id, "kind %d after goodbye", h.Kind)
 	}
 	if credit > 0 {
 		p.credit.Add(int64(credit))
@@ -371,20 +386,20 @@ func (c *conn) header(h *device.Header, credit uint32) ([]byte, error) {
 			// Matched at the header: the payload goes straight into the receive, not through an Inbound.
 			if dst, done, ok := d.claimer.ClaimEager(h); ok {
 				if uint64(len(dst)) != h.Length {
-					return nil, fmt.Errorf("netdev: internal: claimed buffer of %d bytes for a message of %d", len(dst), h.Length)
+					return target{}, fmt.Errorf("netdev: internal: claimed buffer of %d bytes for a message of %d", len(dst), h.Length)
 				}
 				c.claim = done
-				return dst, nil
+				return target{b: dst}, nil
 			}
 		}
 		c.cur = d.inPool.get(int(h.Length))
-		return c.cur.Payload, nil
+		return target{b: c.cur.Payload}, nil
 	case device.KindCTS:
 		p.mu.Lock()
 		s := p.rdvSend[h.Seq]
 		if s == nil || !sameMessage(&s.h, h) || s.h.Length != h.Length {
 			p.mu.Unlock()
-			return nil, badf(p.id, "CTS for unknown message %d", h.Seq)
+			return target{}, badf(p.id, "CTS for unknown message %d", h.Seq)
 		}
 		delete(p.rdvSend, h.Seq)
 		p.mu.Unlock()
@@ -394,25 +409,29 @@ func (c *conn) header(h *device.Header, credit uint32) ([]byte, error) {
 		r := p.rdvRecv[h.Seq]
 		p.mu.Unlock()
 		if r == nil || !sameMessage(&r.h, h) {
-			return nil, badf(p.id, "data for unknown message %d", h.Seq)
+			return target{}, badf(p.id, "data for unknown message %d", h.Seq)
 		}
-		if h.Length > uint64(len(r.dst)-r.got) {
-			return nil, badf(p.id, "data frame of %d bytes overruns message %d (%d of %d bytes left)", h.Length, h.Seq, len(r.dst)-r.got, len(r.dst))
+		size := r.dst.Size()
+		if h.Length > uint64(size-r.got) {
+			return target{}, badf(p.id, "data frame of %d bytes overruns message %d (%d of %d bytes left)", h.Length, h.Seq, size-r.got, size)
 		}
 		c.curRecv = r
-		return r.dst[r.got : r.got+int(h.Length)], nil
+		if r.dst.Segmented() {
+			return target{seg: device.Payload{Segs: r.dst.Segs, Off: r.dst.Off + r.got, Len: int(h.Length)}, direct: r.direct}, nil
+		}
+		return target{b: r.dst.Bytes[r.got : r.got+int(h.Length)]}, nil
 	case device.KindAck:
 		p.mu.Lock()
 		e := p.syncWait[h.Seq]
 		if e == nil || !sameMessage(&e.h, h) {
 			p.mu.Unlock()
-			return nil, badf(p.id, "ack for unknown message %d", h.Seq)
+			return target{}, badf(p.id, "ack for unknown message %d", h.Seq)
 		}
 		delete(p.syncWait, h.Seq)
 		p.mu.Unlock()
 		e.done.Complete(nil)
 	}
-	return nil, nil
+	return target{}, nil
 }
 
 func sameMessage(a, b *device.Header) bool {
@@ -443,7 +462,7 @@ func (c *conn) payload(h *device.Header) error {
 		r := c.curRecv
 		c.curRecv = nil
 		r.got += int(h.Length)
-		if r.got == len(r.dst) {
+		if r.got == r.dst.Size() {
 			p.mu.Lock()
 			_, mine := p.rdvRecv[r.h.Seq]
 			delete(p.rdvRecv, r.h.Seq)
@@ -461,7 +480,7 @@ func (c *conn) payload(h *device.Header) error {
 
 // startStream queues the payload of a cleared rendezvous send on its stripe's connection.
 func (d *Device) startStream(p *peer, s *rdvSend) {
-	if len(s.payload) == 0 {
+	if s.payload.Size() == 0 {
 		d.finishSend(s, nil)
 		return
 	}

@@ -192,7 +192,7 @@ type syncEntry struct {
 // rdvSend is a rendezvous send: waiting for its CTS in peer.rdvSend, then streamed by a connection's queue.
 type rdvSend struct {
 	h       device.Header
-	payload []byte
+	payload device.Payload
 	done    device.Completer
 	stripe  int
 	// streaming state, under the connection's mutex
@@ -201,13 +201,20 @@ type rdvSend struct {
 	inChunk  bool
 	hoff     int
 	hdr      [HeaderSize]byte
+	// a segmented payload: decided at its first write whether its pieces go out as they are (writev) or, being
+	// tiny, are packed through stage, stageSize bytes at a time (bytes [stageOff, stageEnd) of the payload)
+	decided, staged    bool
+	stage              *[]byte
+	stageOff, stageEnd int
 }
 
 type rdvRecv struct {
 	h    device.Header
-	dst  []byte
+	dst  device.Payload
 	got  int
 	done device.Completer
+	// a segmented destination whose pieces are large: read into with readv; tiny ones take the read buffer
+	direct bool
 }
 
 func (c *Config) fill() error {
@@ -590,14 +597,36 @@ func stripeOf(src, dst int32, n int) int {
 
 // SendEager implements device.Device.
 func (d *Device) SendEager(h *device.Header, payload []byte, done device.Completer) error {
+	return d.sendEager(h, device.Contiguous(payload), done)
+}
+
+// SendEagerv implements device.Segmented: pieces go out as they are, tiny ones packed first (see stageBelow).
+func (d *Device) SendEagerv(h *device.Header, payload device.Payload, done device.Completer) error {
+	if payload.Segmented() && payload.Len > 0 {
+		var sample [stageSample][]byte
+		if tiny(payload, 0, payload.Len, sample[:]) {
+			buf := d.bufs.get(payload.Len)
+			b := (*buf)[:payload.Len]
+			payload.Gather(0, b)
+			err := d.sendEager(h, device.Contiguous(b), done)
+			*buf = (*buf)[:0]
+			d.bufs.put(buf)
+			return err
+		}
+	}
+	return d.sendEager(h, payload, done)
+}
+
+func (d *Device) sendEager(h *device.Header, payload device.Payload, done device.Completer) error {
 	if d.closing.Load() {
 		return device.ErrClosed
 	}
 	if h == nil {
 		return errors.New("netdev: nil header")
 	}
-	if len(payload) > d.eager {
-		return fmt.Errorf("netdev: eager payload of %d bytes over the limit %d", len(payload), d.eager)
+	size := payload.Size()
+	if size > d.eager {
+		return fmt.Errorf("netdev: eager payload of %d bytes over the limit %d", size, d.eager)
 	}
 	if err := d.checkSource(h.Source); err != nil {
 		return err
@@ -609,7 +638,7 @@ func (d *Device) SendEager(h *device.Header, payload []byte, done device.Complet
 	hh := *h
 	hh.Kind = device.KindEager
 	hh.Flags &= device.FlagSync
-	hh.Length = uint64(len(payload))
+	hh.Length = uint64(size)
 	hh.Seq = d.seq.Add(1)
 	sync := hh.Flags&device.FlagSync != 0 && done != nil
 	if sync {
@@ -622,7 +651,7 @@ func (d *Device) SendEager(h *device.Header, payload []byte, done device.Complet
 		p.syncWait[hh.Seq] = &syncEntry{h: hh, done: done}
 		p.mu.Unlock()
 	}
-	p.credit.Add(-int64(len(payload) + creditOverhead))
+	p.credit.Add(-int64(size + creditOverhead))
 	if err := p.slots[stripeOf(hh.Source, hh.Dest, len(p.slots))].send(&hh, payload); err != nil {
 		if sync {
 			p.mu.Lock()
@@ -650,14 +679,24 @@ func (d *Device) checkSource(src int32) error {
 
 // SendRendezvous implements device.Device.
 func (d *Device) SendRendezvous(h *device.Header, payload []byte, done device.Completer) error {
+	return d.sendRendezvous(h, device.Contiguous(payload), done)
+}
+
+// SendRendezvousv implements device.Segmented: the DATA frames gather the pieces with writev, at most
+// device.IovMax a call, or, when they are tiny, pack them through a staging buffer chunk by chunk.
+func (d *Device) SendRendezvousv(h *device.Header, payload device.Payload, done device.Completer) error {
+	return d.sendRendezvous(h, payload, done)
+}
+
+func (d *Device) sendRendezvous(h *device.Header, payload device.Payload, done device.Completer) error {
 	if d.closing.Load() {
 		return device.ErrClosed
 	}
 	if h == nil {
 		return errors.New("netdev: nil header")
 	}
-	if uint64(len(payload)) > d.cfg.MaxMessage {
-		return fmt.Errorf("netdev: message of %d bytes over the limit %d", len(payload), d.cfg.MaxMessage)
+	if uint64(payload.Size()) > d.cfg.MaxMessage {
+		return fmt.Errorf("netdev: message of %d bytes over the limit %d", payload.Size(), d.cfg.MaxMessage)
 	}
 	if err := d.checkSource(h.Source); err != nil {
 		return err
@@ -669,7 +708,7 @@ func (d *Device) SendRendezvous(h *device.Header, payload []byte, done device.Co
 	s := &rdvSend{h: *h, payload: payload, done: done}
 	s.h.Kind = device.KindRTS
 	s.h.Flags &= device.FlagSync
-	s.h.Length = uint64(len(payload))
+	s.h.Length = uint64(payload.Size())
 	s.h.Seq = d.seq.Add(1)
 	s.stripe = stripeOf(s.h.Source, s.h.Dest, len(p.slots))
 	p.mu.Lock()
@@ -681,7 +720,7 @@ func (d *Device) SendRendezvous(h *device.Header, payload []byte, done device.Co
 	p.rdvSend[s.h.Seq] = s
 	d.inflightRdv.Add(1)
 	p.mu.Unlock()
-	if err := p.slots[s.stripe].send(&s.h, nil); err != nil {
+	if err := p.slots[s.stripe].send(&s.h, device.Payload{}); err != nil {
 		p.mu.Lock()
 		_, mine := p.rdvSend[s.h.Seq]
 		delete(p.rdvSend, s.h.Seq)
@@ -697,14 +736,30 @@ func (d *Device) SendRendezvous(h *device.Header, payload []byte, done device.Co
 
 // ClearToSend implements device.Device.
 func (d *Device) ClearToSend(rts *device.Header, dst []byte, done device.Completer) error {
+	return d.clearToSend(rts, device.Contiguous(dst), done)
+}
+
+// ClearToSendv implements device.Segmented: DATA is read straight into the pieces with readv where they are large,
+// through the connection's read buffer and scattered where they are tiny.
+func (d *Device) ClearToSendv(rts *device.Header, dst device.Payload, done device.Completer) error {
+	return d.clearToSend(rts, dst, done)
+}
+
+// Segments implements device.Segmented: every peer this device serves.
+func (d *Device) Segments(peer int) bool {
+	_, err := d.peerOf(int32(peer), "peer")
+	return err == nil
+}
+
+func (d *Device) clearToSend(rts *device.Header, dst device.Payload, done device.Completer) error {
 	if d.closing.Load() {
 		return device.ErrClosed
 	}
 	if rts == nil || rts.Kind != device.KindRTS {
 		return errors.New("netdev: ClearToSend needs the RTS header delivered by the device")
 	}
-	if uint64(len(dst)) != rts.Length {
-		return fmt.Errorf("netdev: receive buffer of %d bytes for a message of %d", len(dst), rts.Length)
+	if uint64(dst.Size()) != rts.Length {
+		return fmt.Errorf("netdev: receive buffer of %d bytes for a message of %d", dst.Size(), rts.Length)
 	}
 	p, err := d.peerOf(rts.Source, "source")
 	if err != nil {
@@ -723,10 +778,15 @@ func (d *Device) ClearToSend(rts *device.Header, dst []byte, done device.Complet
 			p.mu.Unlock()
 			return fmt.Errorf("netdev: RTS %d from node %d cleared twice", rts.Seq, p.id)
 		}
-		p.rdvRecv[rts.Seq] = &rdvRecv{h: *rts, dst: dst, done: done}
+		r := &rdvRecv{h: *rts, dst: dst, done: done}
+		if dst.Segmented() {
+			var sample [stageSample][]byte
+			r.direct = !tiny(dst, 0, dst.Len, sample[:])
+		}
+		p.rdvRecv[rts.Seq] = r
 		p.mu.Unlock()
 	}
-	if err := p.slots[stripeOf(rts.Source, rts.Dest, len(p.slots))].send(&cts, nil); err != nil {
+	if err := p.slots[stripeOf(rts.Source, rts.Dest, len(p.slots))].send(&cts, device.Payload{}); err != nil {
 		p.mu.Lock()
 		_, mine := p.rdvRecv[rts.Seq]
 		delete(p.rdvRecv, rts.Seq)
@@ -756,7 +816,7 @@ func (d *Device) Ack(h *device.Header) error {
 	}
 	a := *h
 	a.Kind = device.KindAck
-	return p.slots[stripeOf(h.Source, h.Dest, len(p.slots))].send(&a, nil)
+	return p.slots[stripeOf(h.Source, h.Dest, len(p.slots))].send(&a, device.Payload{})
 }
 
 func nodeHeader(k device.Kind) device.Header {

@@ -182,8 +182,10 @@ func (p *Policy) spinDriven(cond func() bool) bool {
 	d := p.Driver
 	d.Enter()
 	if p.Spin > 0 {
-		deadline := time.Now().Add(p.Spin)
-		for {
+		// The clock is read every 16th round only, and first after 16 rounds: on a VM a clock read can cost more
+		// than a round of polling, and most waits end before the first one.
+		var deadline time.Time
+		for round := 1; ; round++ {
 			d.Poll()
 			for i := 0; i < 32; i++ {
 				if cond() {
@@ -191,8 +193,13 @@ func (p *Policy) spinDriven(cond func() bool) bool {
 					return true
 				}
 			}
-			if time.Now().After(deadline) {
-				break
+			if round&15 == 0 {
+				now := time.Now()
+				if deadline.IsZero() {
+					deadline = now.Add(p.Spin)
+				} else if now.After(deadline) {
+					break
+				}
 			}
 		}
 	}

@@ -275,3 +275,40 @@ func TestIntercommPeerOfAnotherRank(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A communicator's node-shared objects outlive its first Free: a member that makes its first lookup after another
+// member freed the communicator finds the same object (a neighbourhood collective lets a member finish with a
+// communicator before a non-neighbour has started). They go once every member on the node has freed it.
+func TestSharedOutlivesTheFirstFree(t *testing.T) {
+	w := world(t, 3)
+	objs := make([]any, 3)
+	err := spmd(w, func(c *Comm) error {
+		d, err := c.Dup()
+		if err != nil {
+			return err
+		}
+		me := c.Rank()
+		if me > 0 { // in turn: rank 0 looks up and frees, then rank 1, then rank 2
+			if _, err := c.Recv(make([]byte, 1), me-1, 0); err != nil {
+				return err
+			}
+		}
+		objs[me] = w.Shared(d, "k", func() any { return new(int) })
+		if err := d.Free(); err != nil {
+			return err
+		}
+		if me < 2 {
+			return c.Send([]byte{1}, me+1, 0)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if objs[0] != objs[1] || objs[1] != objs[2] {
+		t.Fatal("a member that looked up after the first Free got another object")
+	}
+	if len(w.shared) != 0 || len(w.freed) != 0 {
+		t.Fatalf("after every member freed: %d objects, %d counts left", len(w.shared), len(w.freed))
+	}
+}

@@ -62,15 +62,21 @@ func init() {
 	}
 }
 
-// Mem is a primitive buffer seen as memory: element type, first element and element count.
+// Mem is a primitive buffer seen as memory: element type, first element and element count; or N elements of a
+// View from element off of its selection (Ptr unused; see IsView, Window, CopyMem, CopyTo, CopyFrom).
 type Mem struct {
 	Type Type
 	Ptr  unsafe.Pointer
 	N    int
+	view *viewData
+	off  int
 }
 
-// Bytes is the buffer's memory.
+// Bytes is a contiguous buffer's memory (nil for a view).
 func (v Mem) Bytes() []byte {
+	if v.view != nil {
+		return nil
+	}
 	if v.N == 0 {
 		return nil
 	}
@@ -84,10 +90,17 @@ func sliceMem[T any](t Type, s []T) Mem {
 	return Mem{Type: t, Ptr: unsafe.Pointer(unsafe.SliceData(s)), N: len(s)}
 }
 
-// MemOf returns the memory of a primitive slice, or ok=false for any other value (an object). It keeps no
-// reference to buf itself, only to the slice's elements, so passing a slice costs no allocation.
+// MemOf returns the memory of a primitive slice or a *View, or ok=false for any other value (an object). It keeps
+// no reference to buf itself, only to the slice's elements (or the View), so passing a slice costs no allocation.
+// A nil *View gives ok with Type none, which checkMem refuses.
 func MemOf(buf any) (v Mem, ok bool) {
 	switch b := buf.(type) {
+	case *View:
+		if b == nil || b.d == nil {
+			return Mem{}, true // Type none: refused by checkMem
+		}
+		d := b.d // the description, not the handle: buf's content, not buf, may escape (see View)
+		return Mem{Type: d.typ, N: d.total, view: d}, true
 	case []byte:
 		return sliceMem(TypeByte, b), true
 	case []float64:

@@ -17,7 +17,7 @@ func (c *Comm) IsendMem(m Mem, dest, tag int) (*Request, error) {
 	if err := c.checkDest(dest, tag); err != nil {
 		return nil, err
 	}
-	if err := checkMem(m); err != nil {
+	if err := checkMem(m, false); err != nil {
 		return nil, err
 	}
 	if dest == ProcNull {
@@ -41,15 +41,23 @@ func (c *Comm) IrecvMem(m Mem, source, tag int) (*Request, error) {
 	if err := c.checkSource(source, tag); err != nil {
 		return nil, err
 	}
-	if err := checkMem(m); err != nil {
+	if err := checkMem(m, true); err != nil {
 		return nil, err
 	}
 	return c.irecv(m, nil, source, tag), nil
 }
 
-func checkMem(m Mem) error {
+// checkMem refuses what MemOf let through but no call may use: a nil *View (Type none), and, to receive into,
+// a View whose blocks overlap (MPI: erroneous; here the message would land in an order-dependent mix).
+func checkMem(m Mem, recv bool) error {
 	if !m.Type.Valid() || m.Type == TypeObject || m.N < 0 {
+		if m.Type == TypeNone && m.view == nil && m.Ptr == nil && m.N == 0 {
+			return fmt.Errorf("%w: a nil *View", ErrBuffer)
+		}
 		return fmt.Errorf("%w: memory of %s, %d elements", ErrBuffer, m.Type, m.N)
+	}
+	if recv && m.view != nil && m.view.overlap {
+		return fmt.Errorf("%w: receiving into %v, whose blocks overlap", ErrBuffer, m.view)
 	}
 	return nil
 }

@@ -187,6 +187,8 @@ func (c *Comm) startSend(buf *any, dest, tag int, mode sendMode, internal bool, 
 	switch {
 	case *buf == nil:
 		v = Mem{Type: TypeNone}
+	case prim && v.Type == TypeNone:
+		return nil, fmt.Errorf("%w: a nil or zero *View", ErrBuffer)
 	case !prim:
 		var err error
 		if enc, err = encodeObject(buf); err != nil {
@@ -228,7 +230,7 @@ func (c *Comm) startSendMem(v Mem, enc []byte, dest, tag int, mode sendMode, int
 	}
 	{
 		if prim {
-			rr.fill(env, v, v.Bytes())
+			rr.fill(env, v)
 		} else {
 			m := getMsg()
 			m.item.Env, m.typ, m.count, m.proto, m.data, m.class = env, TypeObject, 1, eagerOwned, enc, -1
@@ -253,7 +255,7 @@ unexpected:
 		}
 		if r.reserve(cost) {
 			if prim {
-				copy(m.own(v.Size()), v.Bytes())
+				v.CopyTo(m.own(v.Size())) // a View is packed here: the eager copy is made anyway
 			} else {
 				m.data, m.class = enc, -1
 			}
@@ -265,7 +267,7 @@ unexpected:
 	}
 	sreq := c.r.sendReq(internal, pr)
 	sreq.rk, sreq.held = r, m // until a receive takes m, Cancel may withdraw it (see msg.taken)
-	m.proto, m.data, m.class, m.sreq = rendezvousLocal, v.Bytes(), -1, sreq
+	m.proto, m.data, m.sview, m.soff, m.class, m.sreq = rendezvousLocal, v.Bytes(), v.view, v.off, -1, sreq
 	if !prim {
 		m.proto, m.data = eagerOwned, enc // an encoded object is ours; a synchronous send still waits for the match
 	}
@@ -274,31 +276,37 @@ unexpected:
 	return sreq, nil
 }
 
-// fill completes a posted primitive receive with data (one copy), checking type and size.
-func (rr *Request) fill(env queues.Envelope, v Mem, data []byte) {
+// fill completes a posted primitive receive with the message src (one copy, block by block where either side is
+// a View), checking type and size.
+func (rr *Request) fill(env queues.Envelope, src Mem) {
 	rv := rr.mem()
-	rr.setStatus(env.Src, env.Tag, int64(len(data)), v.Type)
-	if len(data) == 0 {
+	n := src.Size()
+	rr.setStatus(env.Src, env.Tag, int64(n), src.Type)
+	if n == 0 {
 		return // a message of no elements fits any buffer, nil included
 	}
 	if rv.Type == TypeNone {
-		rr.err = fmt.Errorf("%w: %d elements from rank %d (tag %d) into nil", ErrTruncate, v.N, env.Src, env.Tag)
+		rr.err = fmt.Errorf("%w: %d elements from rank %d (tag %d) into nil", ErrTruncate, src.N, env.Src, env.Tag)
 		rr.bytes = 0
 		return
 	}
-	if rv.Type != v.Type {
-		rr.err = fmt.Errorf("%w: message of %s from rank %d (tag %d) received into %s", ErrType, v.Type,
+	if rv.Type != src.Type {
+		rr.err = fmt.Errorf("%w: message of %s from rank %d (tag %d) received into %s", ErrType, src.Type,
 			env.Src, env.Tag, rv.Type)
 		return
 	}
-	dst := rv.Bytes()
-	if len(data) > len(dst) {
-		rr.err = fmt.Errorf("%w: %d elements from rank %d (tag %d) into a buffer of %d", ErrTruncate, v.N,
+	if n > rv.Size() {
+		rr.err = fmt.Errorf("%w: %d elements from rank %d (tag %d) into a buffer of %d", ErrTruncate, src.N,
 			env.Src, env.Tag, rv.N)
-		rr.bytes = int64(len(dst))
-		data = data[:len(dst)]
+		n = rv.Size()
+		rr.bytes = int64(n)
 	}
-	copy(dst, data)
+	CopyMem(rv, src, n)
+}
+
+// bytesMem is the memory of count elements of typ held contiguously in data.
+func bytesMem(typ Type, count int, data []byte) Mem {
+	return Mem{Type: typ, Ptr: unsafe.Pointer(unsafe.SliceData(data)), N: count}
 }
 
 // takeObject hands an object message to a posted receive: the waiter decodes it.
@@ -339,7 +347,7 @@ func (w *World) consume(rr *Request, m *msg) {
 	if m.typ == TypeObject {
 		rr.takeObject(m) // m now belongs to rr (or was released on a type error)
 	} else {
-		rr.fill(env, Mem{Type: m.typ, N: m.count}, m.payload())
+		rr.fill(env, m.src())
 		m.release()
 	}
 	if sreq != nil {
@@ -382,6 +390,17 @@ func (w *World) clearToSend(rr *Request, m *msg) {
 		rr.bytes = int64(rv.Size())
 		rr.scratch = make([]byte, h.Length)
 		dst = rr.scratch
+	case rv.view != nil && w.segs != nil && w.segs.Segments(int(h.Source)):
+		// The device reads the payload straight into the view's blocks.
+		*m = msg{class: -1}
+		msgPool.Put(m)
+		if err := w.segs.ClearToSendv(&h, rv.Window(0, int(h.Length)/rv.Type.Size()).payload(), rr.completer()); err != nil {
+			rr.completer().Complete(err)
+		}
+		return
+	case rv.view != nil:
+		rr.scratch, rr.box = bounce(int(h.Length)) // unpacked into the view when the payload is in (Complete)
+		dst = rr.scratch
 	default:
 		dst = rv.Bytes()[:h.Length]
 	}
@@ -399,6 +418,9 @@ func (c *Comm) sendRemote(env queues.Envelope, wdest int, v Mem, object bool, mo
 	// EagerLimit 0 means "no credit toward that node": rendezvous, even for an empty message.
 	lim := dev.EagerLimit(wdest)
 	eager := lim > 0 && v.Size() <= lim
+	if v.view != nil {
+		return c.sendRemoteView(h, wdest, v, eager, mode, internal, pr)
+	}
 	if mode == standard && eager {
 		if err := dev.SendEager(&h, v.Bytes(), nil); err != nil {
 			return nil, c.w.deviceError(err)
@@ -419,6 +441,50 @@ func (c *Comm) sendRemote(env queues.Envelope, wdest int, v Mem, object bool, mo
 		return nil, c.w.deviceError(err)
 	}
 	_ = object
+	return sreq, nil
+}
+
+// sendRemoteView is sendRemote of a View: its blocks go to the device as pieces where the device serving dest
+// moves them itself (device.Segmented), else packed into a pooled buffer (given back once the device is done).
+func (c *Comm) sendRemoteView(h device.Header, wdest int, v Mem, eager bool, mode sendMode, internal bool, pr *Request) (*Request, error) {
+	var sreq *Request
+	var done device.Completer
+	if mode != standard || !eager {
+		sreq = c.r.sendReq(internal, pr)
+		sreq.remote = true
+		done = sreq.completer()
+	}
+	if eager && sreq != nil {
+		h.Flags |= device.FlagSync
+	}
+	if !eager {
+		h.Kind = device.KindRTS
+	}
+	var err error
+	if segs := c.w.segs; segs != nil && segs.Segments(wdest) {
+		p := v.payload()
+		if eager {
+			err = segs.SendEagerv(&h, p, done)
+		} else {
+			err = segs.SendRendezvousv(&h, p, done)
+		}
+	} else {
+		b, box := bounce(v.Size())
+		v.CopyTo(b)
+		if eager {
+			err = c.w.dev.SendEager(&h, b, done)
+			unbounce(box) // an eager payload may be reused once SendEager returns
+		} else {
+			sreq.scratch, sreq.box = b, box
+			if err = c.w.dev.SendRendezvous(&h, b, done); err != nil {
+				sreq.scratch, sreq.box = nil, nil
+				unbounce(box)
+			}
+		}
+	}
+	if err != nil {
+		return nil, c.w.deviceError(err)
+	}
 	return sreq, nil
 }
 
@@ -445,6 +511,10 @@ func (c *Comm) Recv(buf any, source, tag int) (Status, error) {
 	switch {
 	case buf == nil:
 		v = Mem{Type: TypeNone} // receives a message of no elements; any other is ErrTruncate
+	case prim:
+		if err := checkMem(v, true); err != nil {
+			return Status{}, err
+		}
 	case !prim:
 		target = hide(&buf) // written through only, synchronously, by decodeInto below
 		if err := checkTarget(target); err != nil {
@@ -492,7 +562,7 @@ func recvBuffer(buf any) (Mem, any, error) {
 		return Mem{Type: TypeNone}, nil, nil
 	}
 	if v, ok := MemOf(buf); ok {
-		return v, nil, nil
+		return v, nil, checkMem(v, true)
 	}
 	if err := checkTarget(buf); err != nil {
 		return Mem{}, nil, err
@@ -539,7 +609,7 @@ func (c *Comm) postRecv(rr *Request, source, tag int) {
 		if m.inPlace {
 			// A small local eager message is consumed under the lock, which it then returns to the rank's list
 			// for the next sender to this rank: the copy is a few words, and no pool is touched.
-			rr.fill(m.item.Env, Mem{Type: m.typ, N: m.count}, m.data)
+			rr.fill(m.item.Env, bytesMem(m.typ, m.count, m.data))
 			r.keepMsg(m)
 			r.mu.Unlock()
 			rr.done.Complete()
@@ -612,6 +682,9 @@ func (c *Comm) peek(source, tag int) (Status, bool) {
 // status is what a probe of m reports.
 func (m *msg) status() Status {
 	n := len(m.data)
+	if m.sview != nil {
+		n = m.count * m.typ.Size()
+	}
 	switch m.proto {
 	case eagerRemote:
 		n = len(m.in.Payload)

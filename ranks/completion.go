@@ -92,6 +92,9 @@ func awaitAny(reqs []*Request, stop <-chan struct{}) (int, error) {
 			if ev.Gen() != gen {
 				rk.ops.sweep()
 			}
+			if rk.ops.n.Load() > 0 {
+				rk.w.ResumeNetwork() // the rank goes back to computing: its operations still need the network
+			}
 		}()
 	}
 	for {

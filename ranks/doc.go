@@ -8,8 +8,13 @@
 // rank on another node goes to the device, which delivers into the destination rank's queues through World's Sink
 // methods: the same matching, so AnySource covers local and remote senders alike.
 //
-// Buffers are slices of primitive types, moved as memory, or any other value, msgpack-encoded. Every message
-// carries its element type; a mismatch is ErrType and a short buffer ErrTruncate, with what fits delivered.
+// Buffers are slices of primitive types, moved as memory, Views (view.go: a selection of a slice's elements, moved
+// block by block: on this node strided source to strided destination, through the device as pieces where it
+// implements device.Segmented, else packed), or any other value, msgpack-encoded. Every message carries its element
+// type; a mismatch is ErrType and a short buffer ErrTruncate, with what fits delivered.
+//
+// Virtual topologies (topo.go): Cartesian grids, graphs and distributed graphs, attached to the communicators
+// CartCreate, CartSub, GraphCreate and DistGraphCreateAdjacent make (and Dup keeps), built once.
 //
 // Requests follow one life cycle, whatever their kind (send, receive, operation; one-shot or persistent): active
 // from their start until a completion call reports them complete, inactive afterwards, released by Free. The

@@ -41,9 +41,8 @@ type modelReq struct {
 // modelCmd is what rank 0 asks rank 1 to do: send the message for a receive of rank 0, receive a send of rank 0,
 // or check that no message with the tag is there.
 type modelCmd struct {
-	op       byte // 's' send, 'r' receive, 'a' absent
-	tag, n   int
-	wantData int64
+	op     byte // 's' send, 'r' receive, 'a' absent
+	tag, n int
 }
 
 func modelPattern(tag, i int) int64 { return int64(tag)*1_000_003 + int64(i) }

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/gompj/gompj/device"
 	"github.com/gompj/gompj/queues"
 )
 
@@ -88,13 +89,30 @@ func SignalOp(r *Request) bool {
 	return rk.ops.ev.Waiting()
 }
 
-// OpRequest returns an active request of c's rank that completes when op does (a nonblocking collective), which
-// the rank's completion calls move on (see above). The caller runs op's first step.
+// OpRequest returns an active request of c's rank that completes when op does (a nonblocking collective). Once
+// op knows its request, Launch hands it to the rank's completion calls, which move it on (see above).
 func (c *Comm) OpRequest(op Operation) *Request {
 	r := c.w.NewOpRequest(op)
 	r.owner = c.r
-	c.r.ops.add(r)
 	return r
+}
+
+// Launch makes the completion calls of r's rank move operation request r on, from now until it completes.
+func Launch(r *Request) {
+	if rk := r.owner; rk != nil {
+		rk.ops.add(r)
+	}
+}
+
+// ResumeNetwork makes the node's network device run its own progress loop at once, for operations that must move
+// on while their ranks compute. A rank that stops waiting leaves the device to it lazily (device.Poller: the loop
+// may stay down a little while, expecting the rank to poll again soon); an operation just started, or still active
+// when its rank's completion call returns, needs the network now, the way a rank that parks does.
+func (w *World) ResumeNetwork() {
+	if p, ok := w.dev.(device.Poller); ok {
+		p.Enter()
+		p.Leave(true)
+	}
 }
 
 // PersistentOpRequest returns an inactive persistent request of c's rank that runs op at each Start (a persistent

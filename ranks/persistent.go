@@ -16,10 +16,12 @@ type p2pRecipe struct {
 	x    reqExt
 	c    *Comm
 	buf  any // a send's buffer; a receive's object target (nil when it receives into a slice or into nil)
-	mem  Mem // a receive's buffer
+	mem  Mem // a receive's buffer; a send's, when sendMem (SendInitMem)
 	peer int // dest or source
 	tag  int
 	mode sendMode
+	// sendMem: a send of mem rather than of buf
+	sendMem bool
 }
 
 func (p *p2pRecipe) start(r *Request) error {
@@ -31,7 +33,13 @@ func (p *p2pRecipe) start(r *Request) error {
 			r.done.Complete()
 			return nil
 		}
-		sreq, err := p.c.startSend(&p.buf, p.peer, p.tag, p.mode, false, r)
+		var sreq *Request
+		var err error
+		if p.sendMem {
+			sreq, err = p.c.startSendMem(p.mem, nil, p.peer, p.tag, p.mode, false, r)
+		} else {
+			sreq, err = p.c.startSend(&p.buf, p.peer, p.tag, p.mode, false, r)
+		}
 		if err != nil {
 			return err
 		}
@@ -87,6 +95,35 @@ func (c *Comm) sendInit(buf any, dest, tag int, mode sendMode) (*Request, error)
 		}
 	}
 	return c.r.newPersistent(kindSend, &p2pRecipe{c: c, buf: buf, peer: dest, tag: tag, mode: mode}), nil
+}
+
+// SendInitMem is SendInit of memory (see IsendMem): package nbc's persistent collectives send typed blocks and
+// windows of Views this way.
+func (c *Comm) SendInitMem(m Mem, dest, tag int) (*Request, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	if err := c.checkDest(dest, tag); err != nil {
+		return nil, err
+	}
+	if err := checkMem(m, false); err != nil {
+		return nil, err
+	}
+	return c.r.newPersistent(kindSend, &p2pRecipe{c: c, mem: m, sendMem: true, peer: dest, tag: tag}), nil
+}
+
+// RecvInitMem is RecvInit into memory (see IrecvMem).
+func (c *Comm) RecvInitMem(m Mem, source, tag int) (*Request, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	if err := c.checkSource(source, tag); err != nil {
+		return nil, err
+	}
+	if err := checkMem(m, true); err != nil {
+		return nil, err
+	}
+	return c.r.newPersistent(kindRecv, &p2pRecipe{c: c, mem: m, peer: source, tag: tag}), nil
 }
 
 // RecvInit creates a persistent receive into buf from source with tag (wildcards allowed): an inactive request

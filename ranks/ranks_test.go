@@ -266,6 +266,44 @@ func TestSharedIsPerGroup(t *testing.T) {
 	}
 }
 
+// TestSharedOutlivesEarlyFree: a member that frees a communicator before another member made its first call on it
+// (neighbourhood collectives do not meet every member) must not make the late one get a second object; the objects
+// go once every member on the node has freed it.
+func TestSharedOutlivesEarlyFree(t *testing.T) {
+	w := world(t, 3)
+	objs := make([]any, 3)
+	err := spmd(w, func(c *Comm) error {
+		d, err := c.Dup()
+		if err != nil {
+			return err
+		}
+		token := []byte{0}
+		if c.Rank() > 0 { // one at a time, in rank order: each takes its object after the previous one freed
+			if _, err := c.Recv(token, c.Rank()-1, 9); err != nil {
+				return err
+			}
+		}
+		objs[c.Rank()] = w.Shared(d, "k", func() any { return new(int) })
+		if err := d.Free(); err != nil {
+			return err
+		}
+		if c.Rank() < 2 {
+			return c.Send(token, c.Rank()+1, 9)
+		}
+		// Everybody has freed it now: the object is gone.
+		if w.Shared(d, "k", func() any { return new(int) }) == objs[0] {
+			return fmt.Errorf("the shared object outlived every member's Free")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if objs[0] != objs[1] || objs[1] != objs[2] {
+		t.Fatalf("members that came after an early Free got another object: %p %p %p", objs[0], objs[1], objs[2])
+	}
+}
+
 // TestRequestLayout: what a matching sender touches (claim word, envelope, buffer, status, flag) is one cache
 // line: the request is 256 bytes, a size class the allocator aligns to 64, and those fields come first.
 func TestRequestLayout(t *testing.T) {

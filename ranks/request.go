@@ -84,13 +84,14 @@ type Request struct {
 	// claimer writes the status's source and tag over them. Atomic, since senders that lose the claim read them.
 	src  atomic.Uint64 // ctx<<32 | source
 	tag  atomic.Int32
-	vtyp Type // the buffer: vtyp, vptr, vn (see view)
+	vtyp Type // the buffer: vtyp, vptr, vn, vview (see mem)
 	styp Type // the status: src, tag, styp, bytes (see status)
 	// canceled: Cancel withdrew the request from matching (written under the queue's lock, before done).
 	canceled bool
-	_        [1]byte
-	vptr     unsafe.Pointer
-	vn       int
+	// vview: the buffer is a window of a View, vptr points to its description (see mem)
+	vview bool
+	vptr  unsafe.Pointer
+	vn    int
 	// bytes is the received payload size.
 	bytes int64
 	done  queues.Completion
@@ -118,7 +119,8 @@ type Request struct {
 	remote   bool // may complete through the network device: its waiter drives the device (see World.waitPolicy)
 	// owner is the rank that made the request: its completion calls move the rank's operations on (ops.go).
 	owner *Rank
-	_     [16]byte // to 256 bytes, a size class whose objects are 64-byte aligned (TestRequestLayout)
+	voff  int     // a View buffer's window starts at this element of its selection (read only for views)
+	box   *[]byte // scratch's pool holder (see bounce), given back when the device completes; 256 bytes in all (TestRequestLayout)
 }
 
 // reqExt is the cold part of a request that is more than a one-shot point-to-point transfer. Nonblocking
@@ -140,10 +142,20 @@ type starter interface {
 }
 
 // mem returns the receive buffer.
-func (r *Request) mem() Mem { return Mem{Type: r.vtyp, Ptr: r.vptr, N: r.vn} }
+func (r *Request) mem() Mem {
+	if r.vview {
+		return Mem{Type: r.vtyp, N: r.vn, view: (*viewData)(r.vptr), off: r.voff}
+	}
+	return Mem{Type: r.vtyp, Ptr: r.vptr, N: r.vn}
+}
 
 // setMem sets the receive buffer.
-func (r *Request) setMem(v Mem) { r.vtyp, r.vptr, r.vn = v.Type, v.Ptr, v.N }
+func (r *Request) setMem(v Mem) {
+	r.vtyp, r.vptr, r.vn, r.vview = v.Type, v.Ptr, v.N, v.view != nil
+	if v.view != nil {
+		r.vptr, r.voff = unsafe.Pointer(v.view), v.off
+	}
+}
 
 // setStatus records what was received: a sender's rank and tag, the payload size and its type.
 func (r *Request) setStatus(src, tag int32, bytes int64, typ Type) {
@@ -243,7 +255,7 @@ func (rk *Rank) getReq(kind reqKind) *Request {
 	r.done.Reset()
 	r.src.Store(0)
 	r.tag.Store(0)
-	r.vtyp, r.vptr, r.vn, r.styp, r.bytes = 0, nil, 0, 0, 0
+	r.vtyp, r.vptr, r.vn, r.vview, r.styp, r.bytes = 0, nil, 0, false, 0, 0
 	r.kind, r.internal = kind, true
 	return r
 }
@@ -278,11 +290,16 @@ func (d *devDone) Complete(err error) {
 	case err != nil:
 		// Nothing reliable arrived: even a truncation already noted is now a failure of the transfer.
 		r.err = fmt.Errorf("%w: %w", ErrAborted, err)
-	case r.scratch != nil:
-		// A truncated rendezvous (r.err is ErrTruncate): the whole payload came into scratch; deliver what fits.
-		copy(r.mem().Bytes(), r.scratch)
+	case r.scratch != nil && r.kind == kindRecv:
+		// The payload came into scratch: a truncated rendezvous (r.err is ErrTruncate), or one into a View that
+		// the device could not fill in place. Deliver what fits.
+		m := r.mem()
+		r.bytes = min(r.bytes, int64(m.Size()))
+		m.CopyFrom(r.scratch[:min(len(r.scratch), m.Size())])
 	}
-	r.scratch = nil
+	// A send's scratch is its packed View, which the device no longer reads.
+	unbounce(r.box)
+	r.scratch, r.box = nil, nil
 	if r.held != nil && r.kind == kindRecv {
 		r.completeObject()
 		return
@@ -381,8 +398,10 @@ func (r *Request) Wait() (Status, error) {
 	if ok, err := r.pending(); !ok {
 		return Status{}, err
 	}
-	if err := r.await(nil); err != nil {
-		return Status{}, err
+	if !r.done.Done() { // done already (a nonblocking collective's child): nothing to wait for or move on
+		if err := r.await(nil); err != nil {
+			return Status{}, err
+		}
 	}
 	return r.reportOnce()
 }

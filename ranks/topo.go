@@ -220,6 +220,9 @@ func sameArgs(what string) func(all []int64, stride int) error {
 // part, so that every member fails (the others with ErrArg naming it) instead of waiting for it; verify then checks
 // the valid members' extras against each other.
 func (c *Comm) topoSplit(what string, color, key int, bad error, extra []int64, verify func(all []int64, stride int) error) (*Comm, error) {
+	if err := c.intraOnly(what); err != nil {
+		return nil, err
+	}
 	ok := int64(1)
 	if bad != nil {
 		ok, color, key = 0, Undefined, 0

@@ -44,6 +44,7 @@ type World struct {
 	lo, hi int
 	ranks  []*Rank
 	dev    device.Device
+	segs   device.Segmented // dev, when it moves segmented payloads (views) itself
 	nodeOf func(int) int
 	eager  int
 	policy queues.Policy
@@ -65,6 +66,7 @@ type World struct {
 
 	sharedMu sync.Mutex
 	shared   map[sharedKey]any
+	freed    map[sharedKey]int // per communicator (key ""), how many of its members here have freed it
 }
 
 // sharedKey names a communicator on this node: disjoint groups from one Split share a context, but never their
@@ -140,6 +142,7 @@ func NewWorld(o Options) (*World, error) {
 		policy: o.Policy, abortCh: make(chan struct{}), exec: o.Executor,
 		nbcSlots: o.NbcSlots, routes: o.Routes}
 	w.netPolicy = w.policy
+	w.segs, _ = o.Device.(device.Segmented)
 	if p, ok := o.Device.(device.Poller); ok {
 		w.netPolicy = w.policy.Driven(p)
 	}
@@ -249,16 +252,33 @@ func (w *World) Shared(c *Comm, key string, mk func() any) any {
 	return v
 }
 
-// dropShared forgets a freed communicator's shared objects, and no other group's.
+// dropShared forgets a freed communicator's shared objects, and no other group's, once every member of the
+// communicator on this node has freed it. Members make their first calls at their own pace (a neighbourhood
+// collective waits for neighbours only, so a member may finish with the communicator before another has started),
+// and a member that looked an object up after an early drop would make a fresh one that the others never see.
 func (w *World) dropShared(c *Comm) {
 	ctx, leader := c.ctx&^1, c.WorldRank(0)
+	here := 0
+	for i := 0; i < c.size; i++ {
+		if w.local(c.WorldRank(i)) != nil {
+			here++
+		}
+	}
 	w.sharedMu.Lock()
+	defer w.sharedMu.Unlock()
+	fk := sharedKey{ctx: ctx, leader: leader}
+	if w.freed == nil {
+		w.freed = make(map[sharedKey]int)
+	}
+	if w.freed[fk]++; w.freed[fk] < here {
+		return
+	}
+	delete(w.freed, fk)
 	for k := range w.shared {
 		if k.ctx == ctx && k.leader == leader {
 			delete(w.shared, k)
 		}
 	}
-	w.sharedMu.Unlock()
 }
 
 // msg is an unexpected message: it arrived before its receive was posted.
@@ -267,7 +287,9 @@ type msg struct {
 	typ   Type
 	count int
 	proto proto
-	data  []byte  // eagerOwned: our copy (small, pooled or encoded); rendezvousLocal: the sender's memory
+	data  []byte    // eagerOwned: our copy (small, pooled or encoded); rendezvousLocal: the sender's memory
+	sview *viewData // rendezvousLocal from a View: the sender's view (data is nil), its window from element soff
+	soff  int
 	class int     // size class of a pooled data buffer, -1 if none
 	box   *[]byte // the pooled buffer's holder, put back with it (so that recycling allocates nothing)
 	// inPlace: a small eager message whose payload is in small (see own); its receiver recycles it itself.
@@ -339,6 +361,27 @@ func (m *msg) disown() {
 
 func getMsg() *msg { return msgPool.Get().(*msg) }
 
+// bounce returns a buffer of n bytes from the size-class pools and its holder, to give back with unbounce (a nil
+// holder: too large to pool). Views that a device cannot move in pieces are packed into, or received through, one.
+func bounce(n int) ([]byte, *[]byte) {
+	c := sizeClass(n)
+	if c < 0 {
+		return make([]byte, n), nil
+	}
+	box, _ := bufPools[c].Get().(*[]byte)
+	if box == nil {
+		b := make([]byte, 64<<c)
+		box = &b
+	}
+	return (*box)[:n], box
+}
+
+func unbounce(box *[]byte) {
+	if box != nil {
+		bufPools[sizeClass(cap(*box))].Put(box)
+	}
+}
+
 // maxKeptMsgs bounds a rank's list of recycled messages.
 const maxKeptMsgs = 64
 
@@ -362,6 +405,14 @@ func (r *Rank) keepMsg(m *msg) {
 		return
 	}
 	msgPool.Put(m)
+}
+
+// src is the message's elements in memory: its payload, or the local sender's View.
+func (m *msg) src() Mem {
+	if m.sview != nil {
+		return Mem{Type: m.typ, N: m.count, view: m.sview, off: m.soff}
+	}
+	return bytesMem(m.typ, m.count, m.payload())
 }
 
 func (m *msg) payload() []byte {

@@ -27,7 +27,7 @@ const (
 // Bounds of the eager grant per peer (in messages) and of the pool's reserve for control messages.
 const (
 	minCredits = 8
-	maxCredits = 64
+	maxCredits = 256
 )
 
 // Config describes one node's rdma device. The nodes of a job may differ in EagerLimit (each end bounds what it

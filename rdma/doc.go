@@ -37,7 +37,9 @@
 // # Eager messages and credits
 //
 // The device posts a pool of receive buffers, registered once, each big enough for a header and an eager payload.
-// Every peer is granted a fixed number of eager credits: an eager message costs one, and the receiver returns it
+// Its address (published by the bootstrap) says how large an eager payload its buffers take and how many credits it
+// grants each peer (from UnexpectedLimit and the number of nodes, between 8 and 256), so the two ends of a pair
+// agree without exchanging anything. An eager message costs one credit, and the receiver returns it
 // (in the credit field of any message, or a credit message once a quarter of the grant is owed) when the sink
 // releases the message. Unexpected eager data a node holds is thus bounded by the grant. EagerLimit drops to 0 when
 // no credit is left, so the rank layer sends by rendezvous; an eager send that loses the race for the last credit

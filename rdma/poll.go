@@ -264,7 +264,10 @@ func (d *Device) process(p *peer, h *hdr, payload []byte, rb *rxBuf) {
 		return
 	}
 	if rb != nil {
-		d.rx.repost(rb)
+		// Not before the message is handled: a DATA payload is read from rb below, and once posted again the
+		// buffer may take the next message at any time (a provider progresses on other threads too: a send, a
+		// Wait).
+		defer d.rx.repost(rb)
 	}
 	switch h.Kind {
 	case device.KindRTS:

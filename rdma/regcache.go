@@ -11,9 +11,9 @@ import (
 	"weak"
 )
 
-// errNotHeap is returned for memory the cache will not register: not in the Go heap (a goroutine stack moves when
+// ErrNotHeap is returned for memory the device will not register: not in the Go heap (a goroutine stack moves when
 // it grows or shrinks; a pointer into it must never leave the process) nor static.
-var errNotHeap = errors.New("rdma: the buffer is not Go heap memory (a goroutine stack?)")
+var ErrNotHeap = errors.New("rdma: the buffer is not Go heap memory (a goroutine stack?)")
 
 // regAccess is what every registration of the cache allows: a buffer sent from today may be received into
 // tomorrow, and one registration serves both.
@@ -22,7 +22,7 @@ const regAccess = AccessLocal | AccessRemoteRead | AccessRemoteWrite
 // regCache is the pin-down cache (Tezuka et al.): a registration outlives its transfer, so that a buffer used
 // again is not registered again. Go memory needs more care than C's:
 //   - Only heap or static memory is registered. runtime.AddCleanup refuses anything else (it panics, which get
-//     turns into errNotHeap), so a stack address never reaches a provider.
+//     turns into ErrNotHeap), so a stack address never reaches a provider.
 //   - A registration is for an object, not an address: the GC frees unreferenced objects and reuses their memory.
 //     Each entry keeps a weak pointer to its buffer and is used only while that pointer is alive; the weak pointer
 //     is cleared before the memory can be reused, so a stale entry is never taken for a live one.
@@ -118,7 +118,7 @@ func (c *regCache) get(b []byte, acc Access) (*regEntry, error) {
 	id := c.nextID.Add(1)
 	cl, ok := addCleanup(p, regArg{ref: c.ref, id: id})
 	if !ok {
-		return nil, errNotHeap
+		return nil, ErrNotHeap
 	}
 	e := &regEntry{key: k, id: id, wp: weak.Make(p), cleanup: cl, refs: 1}
 	mr, err := c.ep.Register(b, acc)

@@ -77,8 +77,8 @@ func TestRegCacheRefusesStack(t *testing.T) {
 	ep := newCountingEP(t)
 	c := newRegCache(ep, 8)
 	stackSlice(func(b []byte) {
-		if _, err := c.get(b, regAccess); !errors.Is(err, errNotHeap) {
-			t.Fatalf("a stack buffer: %v, want errNotHeap", err)
+		if _, err := c.get(b, regAccess); !errors.Is(err, ErrNotHeap) {
+			t.Fatalf("a stack buffer: %v, want ErrNotHeap", err)
 		}
 	})
 	if ep.count() != 0 || c.size() != 0 {

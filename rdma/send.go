@@ -110,7 +110,10 @@ func (d *Device) SendEager(h *device.Header, payload []byte, done device.Complet
 	hh.Kind = device.KindEager
 	hh.Flags &= device.FlagSync
 	hh.Length = uint64(len(payload))
-	hh.Seq = d.seq.Add(1)
+	hh.Seq = 0 // a standard eager message is never answered: no id (and no shared counter to bump)
+	if sync {
+		hh.Seq = d.seq.Add(1)
+	}
 	p.mu.Lock()
 	if p.err != nil {
 		err := p.err
@@ -184,7 +187,7 @@ func (d *Device) rendezvous(p *peer, h *device.Header, payload []byte, owned boo
 	rh := hdr{Header: s.h}
 	if len(payload) > p.eagerMax || (len(payload) > 0 && !owned) {
 		e, err := d.cache.get(payload, regAccess)
-		if errors.Is(err, errNotHeap) && !owned {
+		if errors.Is(err, ErrNotHeap) && !owned {
 			cp := make([]byte, len(payload))
 			copy(cp, payload)
 			s.payload, s.owned = cp, true
@@ -447,7 +450,10 @@ func (d *Device) queue(p *peer, o *out) {
 // header (order number, returned credit). Called with p.mu held.
 func (d *Device) transmit(p *peer, h *hdr, payload []byte) error {
 	h.pseq = p.pseqOut
-	h.credit = uint32(p.owed.Swap(0))
+	h.credit = 0
+	if p.owed.Load() != 0 {
+		h.credit = uint32(p.owed.Swap(0))
+	}
 	n := h.size() + len(payload)
 	var err error
 	if n <= d.caps.InjectSize {

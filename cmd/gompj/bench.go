@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	register(&command{name: "bench", summary: "OSU-style benchmarks (latency, bw, bibw, mbw_mr, latency-any, collectives)",
+	register(&command{name: "bench", summary: "OSU-style benchmarks (latency, bw, bibw, mbw_mr, latency-any, collectives, view, halo)",
 		usage: func(w io.Writer) { f, _ := benchFlags(new(runOpts), new(benchOpts)); f.printHelp(w) }, run: benchCmd})
 	register(&command{name: "bench-node", hidden: true, run: benchNodeCmd,
 		usage: func(w io.Writer) { fmt.Fprintln(w, "internal: the node program of `gompj bench -nodes`") }})
@@ -79,7 +79,9 @@ receiver using AnySource: compare it with latency. Rank 0 prints OSU's format: "
 "# Size  Bandwidth (MB/s)". The overlap benchmarks of the nonblocking collectives (ibarrier, ibcast, ...
 ireduce_scatter) print OSU's "# Size  Overall(us)  Compute(us)  Pure Comm.(us)  Overlap(%)": the collective is
 started, the rank computes for as long as the collective alone takes (-compute busy: a spinning loop; idle: a
-sleep), then waits; -algo forces the nonblocking algorithm.`}, fs
+sleep), then waits; -algo forces the nonblocking algorithm. view ping-pongs 4096 blocks of SIZE bytes 8 KiB apart
+as a Vector view, against the same bytes contiguous and packed by hand (SIZE 8: a column); halo times a 2D halo
+exchange of SIZE bytes per neighbour by NeighborAlltoall, its persistent form and Isend/Irecv/Waitall.`}, fs
 }
 
 func benchCmd(args []string) int {

@@ -1,6 +1,7 @@
 // Package devicetest is the conformance suite every gompj device passes: the rules of device.Device (order per
 // source and destination under concurrency, completion exactly once, re-entrant sink callbacks, the memory and
-// flow-control contract, Close and peer loss) checked against a small job of in-process transports.
+// flow-control contract, Close and peer loss, and segmented payloads for devices that implement device.Segmented)
+// checked against a small job of in-process transports.
 //
 // A device's own tests call Run with a Job that opens its transports; the suite starts them with its own sinks.
 //
@@ -55,6 +56,7 @@ func Run(t *testing.T, j Job) {
 	t.Run("FlowControl", func(t *testing.T) { testFlow(t, &j) })
 	t.Run("Poller", func(t *testing.T) { testPoller(t, &j) })
 	t.Run("Registrar", func(t *testing.T) { testRegistrar(t, &j) })
+	t.Run("Segments", func(t *testing.T) { testSegments(t, &j) })
 	t.Run("CloseFlushes", func(t *testing.T) { testClose(t, &j) })
 	t.Run("PeerLost", func(t *testing.T) { testPeerLost(t, &j) })
 }

@@ -29,9 +29,10 @@ const marker = "gompj-harness: node "
 // suite fast.
 const PureMax = 6
 
-// Run runs body in four subtests: "onenode" (np goroutine ranks), "nodes" (3 node processes, ranks in blocks;
-// fewer if np < 3) and "pure" (np node processes of one rank; skipped for np > PureMax), both over TCP, and
-// "shm" (as "nodes", the node processes sharing memory).
+// Run runs body in five subtests: "onenode" (np goroutine ranks), "nodes" (3 node processes, ranks in blocks;
+// fewer if np < 3) and "pure" (np node processes of one rank; skipped for np > PureMax), both over TCP, "shm"
+// (as "nodes", the node processes sharing memory) and "ofi" (as "nodes", over the rdma device on libfabric's tcp
+// provider; skipped in builds without -tags ofi).
 func Run(t *testing.T, np int, body func(c *gompj.Comm) error) {
 	t.Helper()
 	run(t, np, PureMax, body)
@@ -66,6 +67,23 @@ func run(t *testing.T, np, pureMax int, body func(c *gompj.Comm) error) {
 	t.Run("shm", func(t *testing.T) {
 		Procs(t, Spec{Ranks: np, Nodes: min(3, np), HostSHM: true}, body).Check(t)
 	})
+	t.Run("ofi", func(t *testing.T) {
+		if err := node.CheckDevice(node.DevRDMA); err != nil {
+			t.Skipf("%v (go test -tags ofi)", err)
+		}
+		Procs(t, Spec{Ranks: np, Nodes: min(3, np), Env: OFIEnv()}, body).Check(t)
+	})
+}
+
+// OFIEnv makes node processes on this box talk as on different hosts, through the rdma device over libfabric:
+// its tcp provider (tcp;ofi_rxm), or the one FI_PROVIDER names (FI_PROVIDER=shm go test -tags ofi ...). The
+// "ofi" mode runs them so.
+func OFIEnv() []string {
+	prov := "tcp"
+	if p := os.Getenv("FI_PROVIDER"); p != "" {
+		prov = p
+	}
+	return []string{env.Dev.Name + "=" + node.DevRDMA, "FI_PROVIDER=" + prov}
 }
 
 func isChild() bool { _, ok := env.HarnessJob.Get(os.LookupEnv); return ok }

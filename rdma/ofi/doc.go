@@ -26,7 +26,9 @@
 //
 // libfabric's RDM endpoints do not report a peer that died: tcp;ofi_rxm answers a send to it with FI_EAGAIN as
 // long as it tries to reconnect. So every endpoint sends a heartbeat to each peer every Options.Heartbeat and
-// reports OpPeerLost for a peer it has not heard from (any message counts) in Options.LossTimeout. Operations
+// reports OpPeerLost for a peer it has not heard from (any message, or a Read or Write it answered, counts) in
+// Options.LossTimeout. With FI_TAGGED heartbeats carry a tag bit of their own and land in receives the endpoint
+// posts itself, so that a peer is heard even while the device holds every buffer it posted. Operations
 // that fail (fi_cq_readerr) complete with an error naming the call and the peer; calls that fail return one;
 // FI_EAGAIN is rdma.ErrAgain. Nothing panics and nothing waits without a bound.
 //

@@ -11,8 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,7 +33,15 @@ const (
 	opWrite                  // the device's Write
 	opRead                   // the device's Read
 	opCtl                    // a control message sent with a completion (goodbye; hello and heartbeat without inject)
+	opBeat                   // a heartbeat receive of the endpoint's own (FI_TAGGED)
 )
+
+// beatFlag marks heartbeats' tags with FI_TAGGED: they land in receives of their own, so that a peer is heard
+// even while the device holds every receive buffer it posted. The device's receives ignore every other bit.
+const beatFlag = 1 << 32
+
+// ignoreData is the device's receives' tag mask: any word, no heartbeat.
+const ignoreData = ^uint64(beatFlag)
 
 // slot is the Go side of one operation in flight; its C side is the FI_CONTEXT2 at the same index, whose address
 // is the operation's context.
@@ -88,6 +98,7 @@ type endpoint struct {
 	guard   sync.RWMutex
 	closed  atomic.Bool
 	closing atomic.Bool
+	killed  atomic.Bool // abandon: as a killed process, silent from now on
 
 	slotBase uintptr
 	slotSize uintptr
@@ -113,7 +124,6 @@ type endpoint struct {
 	wakeCh    chan struct{}
 	peerMu    sync.Mutex
 	readyCh   chan struct{} // closed and replaced when a peer's hello state changes
-	keyNext   atomic.Uint64
 	mrMu      sync.Mutex
 	mrs       map[*mr]struct{}
 	closeOnce sync.Once
@@ -129,7 +139,7 @@ func (p *Provider) Open(cfg rdma.EndpointConfig) (rdma.Endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer C.fi_freeinfo(ch.list)
+	defer freeChoice(ch)
 	var c *C.gofi_ep
 	var msg [256]C.char
 	const cqcap = 64
@@ -164,6 +174,12 @@ func (p *Provider) Open(cfg rdma.EndpointConfig) (rdma.Endpoint, error) {
 		return nil, err
 	}
 	e.desc = e.describe()
+	if e.tagged {
+		if err := e.postBeats(); err != nil {
+			C.gofi_close(c)
+			return nil, fmt.Errorf("ofi: posting heartbeat receives: %w", err)
+		}
+	}
 	return e, nil
 }
 
@@ -175,8 +191,12 @@ func (e *endpoint) fillCaps(ch *choice) {
 		MaxMsg:     int(min(maxMsg, 1<<30)),
 		InjectSize: int(min(uint64(info.tx_attr.inject_size), 4096)),
 		RecvDepth:  int(info.rx_attr.size),
+		// The device needs messages to complete in order, not only to be matched in order (FI_ORDER_SAS):
+		// tcp;ofi_rxm matches in order but completes its own rendezvous (messages over its 16 KiB buffers)
+		// after the eager messages behind them (comp_order FI_ORDER_NONE).
 		Ordered: uint64(info.tx_attr.msg_order)&C.FI_ORDER_SAS != 0 &&
-			uint64(info.rx_attr.msg_order)&C.FI_ORDER_SAS != 0,
+			uint64(info.rx_attr.msg_order)&C.FI_ORDER_SAS != 0 &&
+			uint64(info.rx_attr.comp_order)&C.FI_ORDER_STRICT != 0,
 		RMA:      ch.rma,
 		VirtAddr: e.mrMode&C.FI_MR_VIRT_ADDR != 0,
 		LocalMR:  e.mrMode&C.FI_MR_LOCAL != 0,
@@ -187,10 +207,26 @@ func (e *endpoint) fillCaps(ch *choice) {
 	if maxMsg < 1<<40 {
 		c.MaxRMA = int(maxMsg)
 	}
+	if strings.HasSuffix(e.self.prov, "ofi_rxm") || strings.HasSuffix(C.GoString(info.fabric_attr.prov_name), "ofi_rxm") {
+		// ofi_rxm sends a message eagerly when it fits its buffers (FI_OFI_RXM_BUFFER_SIZE, 16 KiB by default)
+		// and adds a rendezvous of its own beyond: the device's eager messages, its header included, stay under.
+		c.EagerLimit = rxmBuffer() - eagerHeadroom
+	}
 	if e.opts.NoInject {
 		c.InjectSize = 0
 	}
 	e.caps = c
+}
+
+// eagerHeadroom is room for the device's header (72 bytes today) under a provider's buffer size.
+const eagerHeadroom = 128
+
+// rxmBuffer is ofi_rxm's buffer size: FI_OFI_RXM_BUFFER_SIZE, else its default.
+func rxmBuffer() int {
+	if n, err := strconv.Atoi(os.Getenv("FI_OFI_RXM_BUFFER_SIZE")); err == nil && n > 2*eagerHeadroom {
+		return n
+	}
+	return 16 << 10
 }
 
 func (e *endpoint) getname() ([]byte, error) {
@@ -250,7 +286,7 @@ func (e *endpoint) now() time.Duration { return time.Since(e.t0) }
 // enter holds the endpoint open for a call into C.
 func (e *endpoint) enter() bool {
 	e.guard.RLock()
-	if e.closed.Load() {
+	if e.closed.Load() || e.killed.Load() {
 		e.guard.RUnlock()
 		return false
 	}
@@ -471,6 +507,9 @@ func ptr(b []byte) unsafe.Pointer {
 	return unsafe.Pointer(&b[0])
 }
 
+// addr is a pinned buffer's address for C (gofi.h says why an integer).
+func addr(p unsafe.Pointer) C.uintptr_t { return C.uintptr_t(uintptr(p)) }
+
 // result turns a libfabric return into the interface's: FI_EAGAIN is rdma.ErrAgain itself (callers compare).
 func result(ret C.ssize_t, call string, node int) error {
 	switch {
@@ -505,7 +544,7 @@ func (e *endpoint) PostRecv(b []byte, m rdma.MR, ctx uint64) error {
 		s.pin.Pin(s.buf)
 		s.pinned = true
 	}
-	ret := C.gofi_recv(e.c, s.buf, C.size_t(len(b)), desc, 0, C.uint64_t(math.MaxUint64), C.size_t(i))
+	ret := C.gofi_recv(e.c, addr(s.buf), C.size_t(len(b)), desc, 0, C.uint64_t(ignoreData), C.size_t(i))
 	if ret != 0 {
 		e.putSlot(i)
 	}
@@ -515,8 +554,29 @@ func (e *endpoint) PostRecv(b []byte, m rdma.MR, ctx uint64) error {
 // repost gives a receive whose message the endpoint consumed itself back to the provider, under the same slot.
 func (e *endpoint) repost(i int32) error {
 	s := &e.slots[i]
-	ret := C.gofi_recv(e.c, s.buf, C.size_t(s.blen), s.desc, 0, C.uint64_t(math.MaxUint64), C.size_t(i))
+	tag, ignore := uint64(0), ignoreData
+	if s.op == opBeat {
+		tag, ignore = beatFlag, math.MaxUint32
+	}
+	ret := C.gofi_recv(e.c, addr(s.buf), C.size_t(s.blen), s.desc, C.uint64_t(tag), C.uint64_t(ignore), C.size_t(i))
 	return result(ret, e.call("recv"), -1)
+}
+
+// postBeats posts the heartbeat receives (FI_TAGGED), in C memory.
+func (e *endpoint) postBeats() error {
+	for k := range C.GOFI_BEATS {
+		i := e.getSlot()
+		if i < 0 {
+			return errors.New("ofi: no context for a heartbeat receive")
+		}
+		s := &e.slots[i]
+		s.op, s.node, s.buf, s.blen = opBeat, -1, unsafe.Add(unsafe.Pointer(e.c.beat), k*C.GOFI_BEAT), C.GOFI_BEAT
+		if err := e.repost(i); err != nil {
+			e.putSlot(i)
+			return err
+		}
+	}
+	return nil
 }
 
 func (e *endpoint) Send(node int, b []byte, m rdma.MR, ctx uint64) error {
@@ -546,7 +606,7 @@ func (e *endpoint) Send(node int, b []byte, m rdma.MR, ctx uint64) error {
 		s.pin.Pin(ptr(b))
 		s.pinned = true
 	}
-	ret := C.gofi_send(e.c, ptr(b), C.size_t(len(b)), desc, dest, C.uint32_t(dataWord(e.node)), C.size_t(i))
+	ret := C.gofi_send(e.c, addr(ptr(b)), C.size_t(len(b)), desc, dest, C.uint64_t(dataWord(e.node)), C.size_t(i))
 	if ret != 0 {
 		e.putSlot(i)
 		return result(ret, call, node)
@@ -567,13 +627,27 @@ func (e *endpoint) Inject(node int, hdr, payload []byte) error {
 	if !e.enter() {
 		return &rdma.OpError{Call: call, Node: node, Err: errClosed}
 	}
-	ret := C.gofi_inject(e.c, ptr(hdr), C.size_t(len(hdr)), ptr(payload), C.size_t(len(payload)), dest, C.uint32_t(dataWord(e.node)))
+	ret := inject(e.c, hdr, payload, dest, C.uint64_t(dataWord(e.node)))
 	e.leave()
 	if ret != 0 {
 		return result(ret, call, node)
 	}
 	e.peers[node].sent.Add(1)
 	return nil
+}
+
+// inject passes its slices as &x[0] in the call itself, so that cgo checks the slices' memory only (a header may
+// sit in a struct that holds pointers); libfabric copies them before returning.
+func inject(c *C.gofi_ep, hdr, payload []byte, dest C.fi_addr_t, w C.uint64_t) C.ssize_t {
+	switch {
+	case len(hdr) > 0 && len(payload) > 0:
+		return C.gofi_inject(c, unsafe.Pointer(&hdr[0]), C.size_t(len(hdr)), unsafe.Pointer(&payload[0]), C.size_t(len(payload)), dest, w)
+	case len(hdr) > 0:
+		return C.gofi_inject(c, unsafe.Pointer(&hdr[0]), C.size_t(len(hdr)), nil, 0, dest, w)
+	case len(payload) > 0:
+		return C.gofi_inject(c, unsafe.Pointer(&payload[0]), C.size_t(len(payload)), nil, 0, dest, w)
+	}
+	return C.gofi_inject(c, nil, 0, nil, 0, dest, w)
 }
 
 func (e *endpoint) rma(write bool, node int, local []byte, m rdma.MR, raddr, rkey, ctx uint64) error {
@@ -611,7 +685,7 @@ func (e *endpoint) rma(write bool, node int, local []byte, m rdma.MR, raddr, rke
 		s.pin.Pin(ptr(local))
 		s.pinned = true
 	}
-	ret := C.gofi_rma(e.c, cbool(write), ptr(local), C.size_t(len(local)), desc, dest, C.uint64_t(raddr), C.uint64_t(rkey), C.size_t(i))
+	ret := C.gofi_rma(e.c, cbool(write), addr(ptr(local)), C.size_t(len(local)), desc, dest, C.uint64_t(raddr), C.uint64_t(rkey), C.size_t(i))
 	if ret != 0 {
 		e.putSlot(i)
 	}
@@ -628,6 +702,7 @@ func (e *endpoint) Read(node int, local []byte, m rdma.MR, raddr, rkey uint64, c
 
 // Poll implements rdma.Endpoint: what Ready polled first, then the completion queue.
 func (e *endpoint) Poll(cs []rdma.Completion) (int, error) {
+
 	if len(cs) == 0 {
 		return 0, nil
 	}
@@ -751,13 +826,28 @@ func (e *endpoint) entry(ent *C.struct_fi_cq_tagged_entry, out *rdma.Completion,
 		return e.received(i, ent, out, now), nil
 	case opSend, opWrite, opRead:
 		*out = rdma.Completion{Op: rdma.OpSend, Ctx: s.ctx, Node: int(s.node)}
-		if s.op == opWrite {
+		if s.op != opSend {
+			// A transfer done is the peer's answer (tcp moves it in the peer's progress): it is alive.
+			e.peers[s.node].lastHeard = now
 			out.Op = rdma.OpWrite
-		} else if s.op == opRead {
-			out.Op = rdma.OpRead
+			if s.op == opRead {
+				out.Op = rdma.OpRead
+			}
 		}
 		e.putSlot(i)
 		return true, nil
+	case opBeat:
+		if _, node := e.sender(uint64(ent.tag)&math.MaxUint32, true); node >= 0 {
+			e.peers[node].lastHeard = now
+		}
+		if !e.closing.Load() {
+			if err := e.repost(i); err != nil {
+				return false, fmt.Errorf("ofi: posting a heartbeat receive again: %w", err)
+			}
+		} else {
+			e.putSlot(i)
+		}
+		return false, nil
 	case opCtl:
 		e.ctlDone(i)
 		return false, nil
@@ -792,6 +882,7 @@ func (e *endpoint) received(i int32, ent *C.struct_fi_cq_tagged_entry, out *rdma
 	s := &e.slots[i]
 	kind, node := e.sender(e.word(ent.flags, ent.tag, ent.data))
 	n := int(ent.len)
+
 	if node < 0 || n > s.blen {
 		// Not from a node of this job: nobody to blame. The buffer goes back.
 		e.dropped.Add(1)
@@ -899,6 +990,16 @@ func (e *endpoint) errEntry(out *rdma.Completion, now time.Duration) (bool, erro
 		*out = rdma.Completion{Op: rdma.OpWrite, Ctx: s.ctx, Node: int(s.node), Err: &rdma.OpError{Call: "fi_writemsg", Node: int(s.node), Err: ferr}}
 	case opRead:
 		*out = rdma.Completion{Op: rdma.OpRead, Ctx: s.ctx, Node: int(s.node), Err: &rdma.OpError{Call: "fi_readmsg", Node: int(s.node), Err: ferr}}
+	case opBeat:
+		// A heartbeat that did not fit (nobody sends one with a payload) or a receive cancelled at close.
+		if !e.closing.Load() {
+			if err := e.repost(i); err != nil {
+				return false, fmt.Errorf("ofi: posting a heartbeat receive again: %w", err)
+			}
+		} else {
+			e.putSlot(i)
+		}
+		return false, nil
 	case opCtl:
 		node := int(s.node)
 		kind := int(s.ctx)
@@ -941,9 +1042,12 @@ func (e *endpoint) ctlFailed(kind, node int, err error) {
 func (e *endpoint) sendCtl(kind, node int, payload []byte) error {
 	p := &e.peers[node]
 	dest := C.fi_addr_t(p.fiaddr.Load())
-	w := C.uint32_t(ctlWord(kind, e.node))
+	w := C.uint64_t(ctlWord(kind, e.node))
+	if kind == ctlBeat && e.tagged {
+		w |= beatFlag
+	}
 	if kind != ctlBye && len(payload) <= e.caps.InjectSize {
-		ret := C.gofi_inject(e.c, ptr(payload), C.size_t(len(payload)), nil, 0, dest, w)
+		ret := inject(e.c, payload, nil, dest, w)
 		return result(ret, e.call("inject"), node)
 	}
 	if p.ctlBusy {
@@ -961,7 +1065,7 @@ func (e *endpoint) sendCtl(kind, node int, payload []byte) error {
 	if len(payload) > 0 {
 		b = buf
 	}
-	ret := C.gofi_send(e.c, b, C.size_t(len(payload)), nil, dest, w, C.size_t(i))
+	ret := C.gofi_send(e.c, addr(b), C.size_t(len(payload)), nil, dest, w, C.size_t(i))
 	if ret != 0 {
 		e.putSlot(i)
 		return result(ret, e.call("send"), node)
@@ -1039,6 +1143,10 @@ func (e *endpoint) Wait(timeout time.Duration) {
 	if e.hasStash.Load() || timeout <= 0 {
 		return
 	}
+	if e.killed.Load() {
+		time.Sleep(min(timeout, 10*time.Millisecond))
+		return
+	}
 	if e.waitable.Load() {
 		if !e.enter() {
 			return
@@ -1060,15 +1168,25 @@ func (e *endpoint) Wait(timeout time.Duration) {
 }
 
 func (e *endpoint) Wake() {
-	if e.waitable.Load() && e.enter() {
-		C.gofi_signal(e.c)
-		e.leave()
-	}
+	e.signal()
 	select {
 	case e.wakeCh <- struct{}{}:
 	default:
 	}
 }
+
+// signal ends a wait in the provider, or the next one.
+func (e *endpoint) signal() {
+	if e.waitable.Load() && e.enter() {
+		C.gofi_signal(e.c)
+		e.leave()
+	}
+}
+
+// abandon makes the endpoint behave as the endpoint of a killed process: from now on it sends nothing (no
+// heartbeat, no goodbye), takes nothing and every call fails; only Close, which frees it, is left to do. For
+// the tests of peer loss, which cannot kill a process that hosts other endpoints.
+func (e *endpoint) abandon() { e.killed.Store(true) }
 
 // Close says goodbye to every live peer and waits, up to CloseTimeout, until each acknowledged it (after which
 // it sends nothing here: a provider may then free what the peer's sends would touch), then closes the
@@ -1078,7 +1196,7 @@ func (e *endpoint) Close() error {
 		e.closing.Store(true)
 		e.pollMu.Lock()
 		defer e.pollMu.Unlock()
-		if e.enter() {
+		if e.enter() { // not after abandon: a killed process says no goodbye
 			deadline := time.Now().Add(e.opts.CloseTimeout)
 			// Goodbyes already here are taken first: those peers need an acknowledgement, not a goodbye.
 			if _, err := e.pollInto(e.scratch); err == nil {

@@ -59,6 +59,7 @@ static void gofi_free(gofi_ep *e)
 	free(e->slots);
 	free(e->cqbuf);
 	free(e->ctl);
+	free(e->beat);
 	free(e);
 }
 
@@ -84,7 +85,7 @@ int gofi_open(struct fi_info *info, int tagged, size_t nctl, size_t cqcap, size_
 	rxs = e->info->rx_attr->size ? e->info->rx_attr->size : 1024;
 	// More contexts than the queues hold would only turn FI_EAGAIN into a wait for a context; fewer would refuse
 	// work the provider takes.
-	e->nslots = txs + rxs + nctl + 64;
+	e->nslots = txs + rxs + nctl + GOFI_BEATS + 64;
 	if (e->nslots > (1u << 20))
 		e->nslots = 1u << 20;
 	e->cqcap = cqcap;
@@ -93,7 +94,8 @@ int gofi_open(struct fi_info *info, int tagged, size_t nctl, size_t cqcap, size_
 	e->slots = calloc(e->nslots, sizeof *e->slots);
 	e->cqbuf = calloc(cqcap, sizeof *e->cqbuf);
 	e->ctl = calloc(nctl + 1, GOFI_CTL);
-	if (!e->slots || !e->cqbuf || !e->ctl)
+	e->beat = calloc(GOFI_BEATS, GOFI_BEAT);
+	if (!e->slots || !e->cqbuf || !e->ctl || !e->beat)
 		goto fail;
 
 	call = "fi_fabric";
@@ -107,7 +109,7 @@ int gofi_open(struct fi_info *info, int tagged, size_t nctl, size_t cqcap, size_
 
 	memset(&cq_attr, 0, sizeof cq_attr);
 	cq_attr.format = FI_CQ_FORMAT_TAGGED;
-	cq_attr.size = txs + rxs + nctl + 64;
+	cq_attr.size = txs + rxs + nctl + GOFI_BEATS + 64;
 	cq_attr.wait_obj = FI_WAIT_UNSPEC;
 	call = "fi_cq_open";
 	ret = fi_cq_open(e->domain, &cq_attr, &e->cq, NULL);
@@ -180,26 +182,26 @@ int gofi_av_insert(gofi_ep *e, const void *addr, size_t len, fi_addr_t *out)
 	return ret < 0 ? ret : -FI_EADDRNOTAVAIL;
 }
 
-ssize_t gofi_recv(gofi_ep *e, void *buf, size_t len, void *desc, uint64_t tag, uint64_t ignore, size_t slot)
+ssize_t gofi_recv(gofi_ep *e, uintptr_t buf, size_t len, void *desc, uint64_t tag, uint64_t ignore, size_t slot)
 {
 	void *ctx = &e->slots[slot];
 
 	if (e->tagged)
-		return fi_trecv(e->ep, buf, len, desc, FI_ADDR_UNSPEC, tag, ignore, ctx);
-	return fi_recv(e->ep, buf, len, desc, FI_ADDR_UNSPEC, ctx);
+		return fi_trecv(e->ep, (void *)buf, len, desc, FI_ADDR_UNSPEC, tag, ignore, ctx);
+	return fi_recv(e->ep, (void *)buf, len, desc, FI_ADDR_UNSPEC, ctx);
 }
 
-ssize_t gofi_send(gofi_ep *e, const void *buf, size_t len, void *desc, fi_addr_t dest, uint32_t word, size_t slot)
+ssize_t gofi_send(gofi_ep *e, uintptr_t buf, size_t len, void *desc, fi_addr_t dest, uint64_t word, size_t slot)
 {
 	void *ctx = &e->slots[slot];
 
 	if (e->tagged)
-		return fi_tsend(e->ep, buf, len, desc, dest, word, ctx);
-	return fi_senddata(e->ep, buf, len, desc, word, dest, ctx);
+		return fi_tsend(e->ep, (void *)buf, len, desc, dest, word, ctx);
+	return fi_senddata(e->ep, (void *)buf, len, desc, word, dest, ctx);
 }
 
 ssize_t gofi_inject(gofi_ep *e, const void *hdr, size_t hlen, const void *pay, size_t plen, fi_addr_t dest,
-		    uint32_t word)
+		    uint64_t word)
 {
 	// Inject takes one buffer: header and payload meet on the C stack (the Go side keeps inject sizes small).
 	char tmp[4096];
@@ -218,11 +220,11 @@ ssize_t gofi_inject(gofi_ep *e, const void *hdr, size_t hlen, const void *pay, s
 	return fi_injectdata(e->ep, buf, len, word, dest);
 }
 
-ssize_t gofi_rma(gofi_ep *e, int write, void *buf, size_t len, void *desc, fi_addr_t dest, uint64_t raddr,
+ssize_t gofi_rma(gofi_ep *e, int write, uintptr_t buf, size_t len, void *desc, fi_addr_t dest, uint64_t raddr,
 		 uint64_t rkey, size_t slot)
 {
 	struct fi_rma_iov riov = {.addr = raddr, .len = len, .key = rkey};
-	struct iovec iov = {.iov_base = buf, .iov_len = len};
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
 	struct fi_msg_rma msg = {
 		.msg_iov = &iov,
 		.desc = &desc,
@@ -239,11 +241,11 @@ ssize_t gofi_rma(gofi_ep *e, int write, void *buf, size_t len, void *desc, fi_ad
 	return fi_readmsg(e->ep, &msg, FI_COMPLETION);
 }
 
-int gofi_mr_reg(gofi_ep *e, void *buf, size_t len, uint64_t access, uint64_t key, struct fid_mr **out)
+int gofi_mr_reg(gofi_ep *e, uintptr_t buf, size_t len, uint64_t access, uint64_t key, struct fid_mr **out)
 {
 	int ret;
 
-	ret = fi_mr_reg(e->domain, buf, len, access, 0, key, 0, out, NULL);
+	ret = fi_mr_reg(e->domain, (void *)buf, len, access, 0, key, 0, out, NULL);
 	if (ret)
 		return ret;
 	if (e->info->domain_attr->mr_mode & FI_MR_ENDPOINT) {

@@ -2,7 +2,9 @@
 
 // The C side of gompj's libfabric provider: one call of Go per libfabric operation, no state kept here beyond
 // what libfabric needs (the fids, the operation contexts, the completion buffer), and never a Go pointer kept
-// after a call returns unless Go pinned its memory first (registrations and posted buffers; see endpoint.go).
+// after a call returns unless Go pinned its memory first. Buffers libfabric keeps (registered, posted, sent,
+// read into or written from) come as integers: Go pinned them before the call (endpoint.go), and an integer
+// spares the call cgo's check of the whole Go object around the buffer, which may hold other, unpinned pointers.
 
 #ifndef GOFI_H
 #define GOFI_H
@@ -27,6 +29,10 @@
 // Bytes of a control message buffer (hello, heartbeat, goodbye).
 #define GOFI_CTL 64
 
+// Heartbeat receives posted apart from the device's (FI_TAGGED), and the bytes of each.
+#define GOFI_BEATS 16
+#define GOFI_BEAT 8
+
 // Result of gofi_poll when it read an error entry into ep->err (libfabric's own codes are small negatives).
 #define GOFI_ERRENTRY (-1000000)
 
@@ -50,9 +56,10 @@ typedef struct gofi_ep {
 	struct fi_cq_err_entry err;
 	char errstr[256];
 
-	// Control buffers: nctl receive buffers (FI_TAGGED), then one to send from.
+	// Control buffers: one per node to send from (goodbyes), and GOFI_BEATS heartbeat receives.
 	char *ctl;
 	size_t nctl;
+	char *beat;
 
 	// Scratch for addresses handed to fi_av_insert: a peer's blob is copied into zeroed memory longer than any
 	// address format reads, so that a short or malformed blob can never make libfabric read past it.
@@ -66,14 +73,14 @@ void gofi_close(gofi_ep *e);
 int gofi_getname(gofi_ep *e, void *buf, size_t *len);
 int gofi_av_insert(gofi_ep *e, const void *addr, size_t len, fi_addr_t *out);
 
-ssize_t gofi_recv(gofi_ep *e, void *buf, size_t len, void *desc, uint64_t tag, uint64_t ignore, size_t slot);
-ssize_t gofi_send(gofi_ep *e, const void *buf, size_t len, void *desc, fi_addr_t dest, uint32_t word, size_t slot);
+ssize_t gofi_recv(gofi_ep *e, uintptr_t buf, size_t len, void *desc, uint64_t tag, uint64_t ignore, size_t slot);
+ssize_t gofi_send(gofi_ep *e, uintptr_t buf, size_t len, void *desc, fi_addr_t dest, uint64_t word, size_t slot);
 ssize_t gofi_inject(gofi_ep *e, const void *hdr, size_t hlen, const void *pay, size_t plen, fi_addr_t dest,
-		    uint32_t word);
-ssize_t gofi_rma(gofi_ep *e, int write, void *buf, size_t len, void *desc, fi_addr_t dest, uint64_t raddr,
+		    uint64_t word);
+ssize_t gofi_rma(gofi_ep *e, int write, uintptr_t buf, size_t len, void *desc, fi_addr_t dest, uint64_t raddr,
 		 uint64_t rkey, size_t slot);
 
-int gofi_mr_reg(gofi_ep *e, void *buf, size_t len, uint64_t access, uint64_t key, struct fid_mr **out);
+int gofi_mr_reg(gofi_ep *e, uintptr_t buf, size_t len, uint64_t access, uint64_t key, struct fid_mr **out);
 uint64_t gofi_mr_key(struct fid_mr *mr);
 void *gofi_mr_desc(struct fid_mr *mr);
 int gofi_mr_close(struct fid_mr *mr);

@@ -85,7 +85,7 @@ func (e *endpoint) Register(b []byte, acc rdma.Access) (rdma.MR, error) {
 	}
 	var key uint64
 	if e.mrMode&C.FI_MR_PROV_KEY == 0 {
-		key = e.keyNext.Add(1) // the provider wants keys chosen by the application, unique in the domain
+		key = keyNext.Add(1) // the provider wants keys chosen by the application: unique in the process
 	}
 	m := &mr{e: e, base: uintptr(unsafe.Pointer(&b[0])), n: len(b)}
 	m.pin.Pin(&b[0])
@@ -94,7 +94,7 @@ func (e *endpoint) Register(b []byte, acc rdma.Access) (rdma.MR, error) {
 		return nil, &rdma.OpError{Call: "fi_mr_reg", Node: -1, Err: errClosed}
 	}
 	defer e.leave()
-	ret := C.gofi_mr_reg(e.c, unsafe.Pointer(&b[0]), C.size_t(len(b)), access, C.uint64_t(key), &m.c)
+	ret := C.gofi_mr_reg(e.c, addr(unsafe.Pointer(&b[0])), C.size_t(len(b)), access, C.uint64_t(key), &m.c)
 	if ret != 0 {
 		m.pin.Unpin()
 		return nil, &rdma.OpError{Call: "fi_mr_reg", Node: -1, Err: fiErr(C.ssize_t(ret))}
@@ -111,3 +111,8 @@ func (e *endpoint) Register(b []byte, acc rdma.Access) (rdma.MR, error) {
 	e.mrMu.Unlock()
 	return m, nil
 }
+
+// keyNext numbers the keys of providers that let the application choose them (FI_MR_PROV_KEY unset). Keys need
+// only be unique in a domain; unique in the process, they cannot be mistaken between endpoints that share
+// memory in one process either.
+var keyNext atomic.Uint64

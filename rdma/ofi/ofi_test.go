@@ -544,10 +544,19 @@ func TestStranger(t *testing.T) {
 		if len(b.recvs) != 0 {
 			t.Fatalf("a stranger's message delivered: %+v", b.recvs)
 		}
-		if err := nodes[0].ep.Inject(1, message(0, 0, 8), nil); err != nil {
+		// A header inside a struct that holds pointers (the device keeps one per peer): cgo must not refuse it.
+		holder := struct {
+			next *int
+			hdr  [8]byte
+		}{next: new(int)}
+		copy(holder.hdr[:], message(0, 0, 8))
+		if err := nodes[0].ep.Inject(1, holder.hdr[:], nil); err != nil {
 			t.Fatal(err)
 		}
 		until(t, nodes, "the next message", func() bool { return len(b.recvs) == 1 }, nil)
+		if string(b.recvs[0].data) != string(message(0, 0, 8)) {
+			t.Fatalf("got %x", b.recvs[0].data)
+		}
 	})
 }
 

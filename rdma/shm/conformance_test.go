@@ -23,7 +23,7 @@ func shmJob(noCMA bool) devicetest.Job {
 		eager, cells = eagerRings, DefaultRingCells // rings large enough for 32 KiB messages
 	}
 	var eps sync.Map
-	grant := min(max(limit/(nodes-1)/(eager+72), 8), 64)
+	grant := min(max(limit/(nodes-1)/(eager+72), 8), 256)
 	return devicetest.Job{
 		Nodes: nodes, RanksPerNode: rpn, EagerMax: eager, HeldBound: int64(grant * eager),
 		Open: func(t testing.TB, node int) device.Transport {

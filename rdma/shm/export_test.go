@@ -12,7 +12,5 @@ func (e *endpoint) kill() {
 	}
 	e.mu.Unlock()
 	e.ln.Close()
-	e.life.Lock()
-	e.closed = true
-	e.life.Unlock()
+	e.closed.Store(true)
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -104,9 +105,10 @@ type endpoint struct {
 	cmaWhy string
 	maxMsg int
 
-	// life guards the mappings: calls that touch them hold it shared; Close takes it to unmap.
-	life   sync.RWMutex
-	closed bool
+	// closed stops the data path. The mappings outlive Close: a sender that passed the check as Close ran may
+	// still write into a ring, so they go only once the endpoint is unreachable (a cleanup), which keeps every
+	// send free of locks.
+	closed atomic.Bool
 
 	mu       sync.Mutex
 	byNode   []*peer                // set by Connect, under mu
@@ -452,6 +454,12 @@ func (e *endpoint) handshake(p *peer, c *net.UnixConn) error {
 	return nil
 }
 
+func unmapAll(maps [][]byte) {
+	for _, m := range maps {
+		unix.Munmap(m)
+	}
+}
+
 // oneFd takes the single descriptor of a control message, closing any others.
 func oneFd(oob []byte) (int, error) {
 	msgs, err := unix.ParseSocketControlMessage(oob)
@@ -575,9 +583,7 @@ func (e *endpoint) takePosted() (postedBuf, bool) {
 
 // push puts a message in node's ring and wakes it if it sleeps.
 func (e *endpoint) push(node int, call string, hdr, payload []byte) error {
-	e.life.RLock()
-	defer e.life.RUnlock()
-	if e.closed {
+	if e.closed.Load() {
 		return &rdma.OpError{Call: call, Node: node, Err: errors.New("endpoint closed")}
 	}
 	p := e.peer(node)
@@ -750,11 +756,7 @@ func (e *endpoint) Wait(timeout time.Duration) {
 // Wake implements rdma.Endpoint.
 func (e *endpoint) Wake() {
 	e.woken.Store(true)
-	e.life.RLock()
-	if !e.closed {
-		wake(e.ctl)
-	}
-	e.life.RUnlock()
+	wake(e.ctl) // the control page stays mapped as long as e is reachable
 }
 
 // Close implements rdma.Endpoint: a goodbye on every connection, then the sockets and mappings go.
@@ -781,14 +783,17 @@ func (e *endpoint) Close() error {
 	}
 	e.mu.Unlock()
 	e.wg.Wait()
-	e.life.Lock()
-	e.closed = true
+	e.closed.Store(true)
+	// Unmap once nothing can reach the endpoint any more (see closed).
+	var maps [][]byte
 	for _, p := range peers {
 		if p != nil && p.pm != nil {
-			p.pm.close()
+			maps = append(maps, p.pm.ctl, p.pm.ring[:cap(p.pm.ring)])
 		}
 	}
-	e.seg.close()
-	e.life.Unlock()
+	maps = append(maps, e.seg.maps...)
+	e.seg.maps = nil
+	e.seg.close() // the descriptor; the mappings keep the memory
+	runtime.AddCleanup(e, unmapAll, maps)
 	return nil
 }

@@ -1,0 +1,79 @@
+//go:build linux
+
+package shm
+
+import (
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gompj/gompj/device"
+	"github.com/gompj/gompj/rdma"
+)
+
+type lostSink struct {
+	lost chan error
+	node atomic.Int64
+}
+
+func (s *lostSink) DeliverEager(in *device.Inbound) { in.Done() }
+func (s *lostSink) DeliverRTS(*device.Header)       {}
+func (s *lostSink) PeerLost(node int, err error) {
+	s.node.Store(int64(node))
+	s.lost <- err
+}
+
+// TestCorruptEntryLosesPeer: garbage in a peer's ring (a sequence number no correct producer writes) makes the
+// receiving device report that peer lost, naming it, instead of reading anything out of bounds.
+func TestCorruptEntryLosesPeer(t *testing.T) {
+	var devs [2]*rdma.Device
+	var eps [2]*endpoint
+	sinks := [2]*lostSink{{lost: make(chan error, 1)}, {lost: make(chan error, 1)}}
+	addrs := make([][]byte, 2)
+	for i := range 2 {
+		ep, err := Provider{}.Open(rdma.EndpointConfig{Node: i, Nodes: 2, Secret: testSecret})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := rdma.New(ep, rdma.Config{Node: i, Nodes: 2, Ranks: 2, NodeOf: func(r int) int { return r }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		devs[i], eps[i], addrs[i] = d, ep.(*endpoint), d.Address()
+	}
+	for i, d := range devs {
+		a := [][]byte{addrs[0], addrs[1]}
+		a[i] = nil
+		if err := d.Start(sinks[i], a); err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+	}
+	for _, d := range devs {
+		if err := d.WaitConnected(10 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A message goes through; then node 0 "writes" garbage where its next entry would be.
+	if err := devs[0].SendEager(&device.Header{Kind: device.KindEager, Type: 1, Source: 0, Dest: 1}, []byte("ok"), nil); err != nil {
+		t.Fatal(err)
+	}
+	in := eps[1].ready[0].Load().in
+	for in.ready() || atomicHead(in) == 0 {
+		devs[1].Poll()
+	}
+	next := ringHdr + (atomicHead(in)%in.cells)*cellSize
+	atomic.StoreUint64(u64(in.mem, next), 12345) // not head+1
+	select {
+	case err := <-sinks[1].lost:
+		if sinks[1].node.Load() != 0 || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "node 0") {
+			t.Fatalf("PeerLost(%d, %v), want node 0 and ErrCorrupt", sinks[1].node.Load(), err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a corrupt entry went unnoticed")
+	}
+}
+
+func atomicHead(c *consumer) uint64 { return atomic.LoadUint64(u64(c.mem, 0)) }
