@@ -187,6 +187,21 @@ type Sink interface {
 	PeerLost(node int, err error)
 }
 
+// EagerClaimer is implemented by a Sink that can match an eager message from its header alone. A device that reads
+// the header before the payload (a byte stream) offers the message to ClaimEager first: if a receive is posted that
+// takes the payload as it is, the device moves the payload straight into that receive's buffer instead of into a
+// buffer of its own that the sink would copy out again, one copy instead of two.
+//
+// ClaimEager returns the buffer, exactly h.Length bytes, and the Completer the device calls once the payload is in
+// it (nil) or will never be (the peer was lost: an error), as for ClearToSend; the sink has matched the message and
+// acknowledged a synchronous one. It returns ok false to have the message delivered the usual way (DeliverEager)
+// once its payload is in; nothing was matched then. It is called in the message's place in the order rules (see
+// Device), by whatever goroutine runs the device's progress, and may call the device back like DeliverEager. The
+// buffer is a receive's: Go heap memory that stays referenced until the Completer runs.
+type EagerClaimer interface {
+	ClaimEager(h *Header) (dst []byte, done Completer, ok bool)
+}
+
 // ErrClosed is returned by a device that has been closed.
 var ErrClosed = errors.New("device: closed")
 

@@ -3,8 +3,11 @@
 package netdev
 
 import (
+	"net"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/gompj/gompj/device"
 )
@@ -106,4 +109,76 @@ func BenchmarkBandwidth4MiB(b *testing.B) {
 		credits++
 	}
 	b.StopTimer()
+}
+
+// BenchmarkLoopbackFloor is the floor BenchmarkPingPong0B and `gompj bench latency -nodes 2` are measured against:
+// two goroutines bounce one frame header (48 bytes) over a TCP loopback connection with TCP_NODELAY, each
+// busy-polling a non-blocking read and writing with one system call, as the C busy-poll ping-pong does
+// (anchors/tcppp.c). One op is one half round trip. What gompj adds to it is framing, matching and completion.
+func BenchmarkLoopbackFloor(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		nc, err := ln.Accept()
+		if err != nil {
+			b.Error(err)
+		}
+		accepted <- nc
+	}()
+	dialed, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	fa, err := detach(dialed)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fb, err := detach(<-accepted)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer unix.Close(fa)
+	defer unix.Close(fb)
+	bounce := func(fd int, first bool, rounds int) error {
+		var buf [HeaderSize]byte
+		for i := 0; i < rounds; i++ {
+			if !first || i > 0 {
+				for got := 0; got < HeaderSize; {
+					n, err := readFd(fd, buf[got:])
+					if err != nil && err != unix.EAGAIN {
+						return err
+					}
+					got += n
+				}
+			}
+			if _, err := unix.Write(fd, buf[:]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	rounds := max(b.N/2, 1)
+	done := make(chan error, 1)
+	b.ResetTimer()
+	go func() { done <- bounce(fb, false, rounds) }()
+	if err := bounce(fa, true, rounds); err != nil {
+		b.Fatal(err)
+	}
+	for got := 0; got < HeaderSize; { // the last answer
+		var buf [HeaderSize]byte
+		n, err := readFd(fa, buf[got:])
+		if err != nil && err != unix.EAGAIN {
+			b.Fatal(err)
+		}
+		got += n
+	}
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(2*rounds)/1000, "µs/half-rtt")
 }

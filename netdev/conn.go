@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -20,6 +21,15 @@ var errByeSent = errors.New("netdev: connection is closing")
 
 // conn is one TCP connection to a peer. Its write side (fd, queue) is guarded by mu and used by rank goroutines and
 // the progress loop; its read side belongs to the progress loop.
+//
+// One goroutine at a time writes to the socket: whoever holds the write turn (writing), taken under mu, and the
+// system call itself runs without mu. A sender that finds the connection idle takes the turn and writes its frame
+// straight from its own memory; a sender that finds it taken, or frames already queued, copies its frame to the
+// queue and returns at once. Before it gives the turn back the holder writes out whatever was queued meanwhile,
+// many frames per writev: frames that arrive while the socket is busy are coalesced instead of waiting in line
+// for mu, and the kernel never sees two writers on one socket. The turn passes without a lost wake-up: the queue
+// is looked at under mu on both sides, and a flush asked for while the turn was taken (the loop's EPOLLOUT) is
+// recorded in flushWanted, which the holder honours before it lets go.
 type conn struct {
 	d      *Device
 	p      *peer
@@ -27,17 +37,23 @@ type conn struct {
 	stripe int
 	lim    limits
 
-	mu        sync.Mutex
-	fd        int   // -1 until attached; set and cleared by the loop
-	dead      error // no more writes
-	byeSent   bool
-	dialing   bool // a dial for this slot is under way (lazy mode)
-	q         outq
-	hdr       [HeaderSize]byte
-	iov       [maxIov]unix.Iovec
-	iovv      *[device.IovMax]unix.Iovec // segmented writes (segments.go), made on first use
-	pieces    *[device.IovMax][]byte
-	completed []*rdvSend // streams fully written, to complete once mu is released
+	mu          sync.Mutex
+	fd          int   // -1 until attached; set and cleared by the loop
+	dead        error // no more writes
+	byeSent     bool
+	dialing     bool // a dial for this slot is under way (lazy mode)
+	writing     bool // a goroutine holds the write turn
+	flushWanted bool // a flush was asked for while the turn was taken
+	blocked     bool // the socket said EAGAIN: the loop flushes on EPOLLOUT
+	closeFd     int  // a descriptor closeConn left for the turn's holder to close (-1: none)
+	q           outq
+	completed   []*rdvSend // streams fully written, to complete once mu is released
+
+	// The turn holder's: iovecs of queued frames and of segmented payloads, and a segmented frame's header.
+	whdr   [HeaderSize]byte
+	iov    [maxIov]unix.Iovec
+	iovv   *[device.IovMax]unix.Iovec // segmented writes (segments.go), made on first use
+	pieces *[device.IovMax][]byte
 
 	// Owned by the progress loop.
 	rx         rx
@@ -45,13 +61,14 @@ type conn struct {
 	byeRecv    bool
 	closed     bool
 	cur        *device.Inbound
+	claim      device.Completer // the receive an eager payload being read goes into (see EagerClaimer)
 	curRecv    *rdvRecv
 	riov       *[device.IovMax]unix.Iovec // segmented direct reads (segments.go), made on first use
 	rpieces    *[device.IovMax][]byte
 }
 
 func (d *Device) newConn(p *peer, stripe int) *conn {
-	c := &conn{d: d, p: p, stripe: stripe, fd: -1}
+	c := &conn{d: d, p: p, stripe: stripe, fd: -1, closeFd: -1}
 	c.lim = limits{
 		ranks:      d.ranks,
 		nodeOf:     d.nodeOfRank,
@@ -97,6 +114,18 @@ func (c *conn) appendCopy(b []byte) {
 	q.push(seg{buf: buf})
 }
 
+// pushFront puts s before everything queued: the unwritten rest of a frame whose start is in the socket.
+func (q *outq) pushFront(s seg) {
+	if q.head > 0 {
+		q.head--
+		q.segs[q.head] = s
+		return
+	}
+	q.segs = append(q.segs, seg{})
+	copy(q.segs[1:], q.segs)
+	q.segs[0] = s
+}
+
 func (q *outq) push(s seg) {
 	if q.head == len(q.segs) {
 		q.segs = q.segs[:0]
@@ -110,58 +139,115 @@ func (q *outq) push(s seg) {
 	q.segs = append(q.segs, s)
 }
 
-// send writes one frame: straight to the socket when nothing is queued ahead of it, the rest (or all of it, if the
-// connection is busy or not up yet) copied to the queue for the progress loop.
+// send writes one frame: straight from the caller's memory when the connection is idle, else copied to the queue
+// for the holder of the write turn, or for the progress loop (the connection is not up yet, or the socket is full).
 func (c *conn) send(h *device.Header, payload device.Payload) error {
+	var hdr [HeaderSize]byte
 	c.mu.Lock()
-	err := c.sendLocked(h, payload)
-	c.mu.Unlock()
-	return err
-}
-
-func (c *conn) sendLocked(h *device.Header, payload device.Payload) error {
 	if c.dead != nil {
-		return c.dead
+		err := c.dead
+		c.mu.Unlock()
+		return err
 	}
 	if c.byeSent {
+		c.mu.Unlock()
 		return &PeerError{Node: c.p.id, Addr: c.p.addr, Kind: ErrPeerClosed, Err: errByeSent}
 	}
-	return c.frameLocked(h, payload)
-}
-
-func (c *conn) frameLocked(h *device.Header, payload device.Payload) error {
-	putHeader(c.hdr[:], h, c.p.takeOwed())
-	if c.fd < 0 {
-		c.appendCopy(c.hdr[:])
-		c.appendPayload(payload, 0)
-		if c.d.cfg.Lazy && !c.dialing {
-			c.dialing = true
-			p, s := c.p, c.stripe
-			c.d.spawn(func() { c.d.dial(p, s) })
-		}
+	putHeader(hdr[:], h, c.p.takeOwed())
+	if c.fd < 0 || c.writing || !c.q.empty() {
+		c.queueLocked(hdr[:], payload)
+		c.mu.Unlock()
 		return nil
 	}
-	if !c.q.empty() {
-		c.appendCopy(c.hdr[:])
-		c.appendPayload(payload, 0)
-		return nil
-	}
+	c.writing = true
+	fd := c.fd
+	c.mu.Unlock()
 	var n int
 	var err error
 	if payload.Segmented() {
-		n, err = c.writeDirectv(c.hdr[:], payload)
+		c.whdr = hdr // the gathered iovec is the connection's: the header it points to must be too
+		n, err = c.writeDirectv(fd, c.whdr[:], payload)
 	} else {
-		n, err = c.writeDirect(c.hdr[:], payload.Bytes)
+		n, err = writeFrame(fd, hdr[:], payload.Bytes)
 	}
+	if hook := afterDirectWrite.Load(); hook != nil {
+		(*hook)(c)
+	}
+	c.mu.Lock()
 	if err != nil && err != unix.EAGAIN {
-		return c.failLocked(err)
+		werr := c.failLocked(err)
+		c.releaseLocked()
+		c.mu.Unlock()
+		return werr
 	}
-	if n < HeaderSize {
-		c.appendCopy(c.hdr[n:])
-		n = HeaderSize
+	if total := HeaderSize + payload.Size(); n < total && c.fd == fd {
+		// The socket is full: the rest goes first in the queue, before anything queued meanwhile.
+		rest := c.d.bufs.get(total - n)
+		if n < HeaderSize {
+			*rest = append(*rest, hdr[n:]...)
+			n = HeaderSize
+		}
+		k := len(*rest)
+		*rest = (*rest)[:k+total-n]
+		payload.Gather(n-HeaderSize, (*rest)[k:])
+		c.q.pushFront(seg{buf: rest})
+		c.blocked = true
 	}
-	c.appendPayload(payload, n-HeaderSize)
+	done := c.finishTurnLocked()
+	c.mu.Unlock()
+	c.d.finishStreams(done)
 	return nil
+}
+
+// afterDirectWrite, set only by tests, runs between a sender's direct write and its taking mu again: where other
+// senders' frames get queued behind a write that stopped part way.
+var afterDirectWrite atomic.Pointer[func(c *conn)]
+
+// queueLocked copies a frame to the queue (and, in lazy mode, starts the dial of a connection not yet up).
+func (c *conn) queueLocked(hdr []byte, payload device.Payload) {
+	c.appendCopy(hdr)
+	c.appendPayload(payload, 0)
+	if c.fd < 0 && c.d.cfg.Lazy && !c.dialing {
+		c.dialing = true
+		p, s := c.p, c.stripe
+		c.d.spawn(func() { c.d.dial(p, s) })
+	}
+}
+
+// finishTurnLocked ends a holder's turn: it writes out what was queued meanwhile (unless the socket is full, when
+// EPOLLOUT will bring the loop), honours flushes asked for during the turn, then lets go. It returns the streams
+// fully written, to complete once mu is released.
+func (c *conn) finishTurnLocked() []*rdvSend {
+	for {
+		if !c.blocked && c.dead == nil && c.fd >= 0 {
+			if err := c.flushLocked(); err != nil {
+				c.failLocked(err)
+			}
+		}
+		if !c.flushWanted || c.dead != nil || c.fd < 0 {
+			break
+		}
+		c.flushWanted, c.blocked = false, false // EPOLLOUT came during the turn: the socket has room again
+	}
+	c.releaseLocked()
+	done := c.completed
+	c.completed = nil
+	if c.byeSent && c.q.empty() && c.dead == nil {
+		// The goodbye went out on this turn: the loop closes the connection once the peer's has come too.
+		d := c.d
+		d.post(func() { d.flushConn(c) })
+	}
+	return done
+}
+
+// releaseLocked gives the write turn back, closing the descriptor if closeConn left it to the holder.
+func (c *conn) releaseLocked() {
+	c.writing = false
+	c.flushWanted = false
+	if c.closeFd >= 0 {
+		unix.Close(c.closeFd)
+		c.closeFd = -1
+	}
 }
 
 // failLocked marks the connection dead after a write error and asks the loop to fail the peer.
@@ -175,24 +261,32 @@ func (c *conn) failLocked(err error) error {
 	return c.dead
 }
 
-// writeDirect writes a then b until done or the socket is full.
-func (c *conn) writeDirect(a, b []byte) (int, error) {
+// writeFrame writes header a and payload b with one writev (more if the socket takes them piecemeal) until done or
+// the socket is full. Its iovec lives on the caller's stack: the frame is written without being copied and
+// without the connection's mutex.
+func writeFrame(fd int, a, b []byte) (int, error) {
+	// The iovec is filled field by field, not through setIov, so that escape analysis sees the header stay on the
+	// stack: the kernel reads it during the system call, while the goroutine's stack cannot move.
+	var iov [2]unix.Iovec
 	total := len(a) + len(b)
 	done := 0
 	for done < total {
 		k := 0
 		if done < len(a) {
-			setIov(&c.iov[k], a[done:])
-			k++
+			iov[0].Base = &a[done]
+			iov[0].SetLen(len(a) - done)
+			k = 1
 			if len(b) > 0 {
-				setIov(&c.iov[k], b)
-				k++
+				iov[1].Base = &b[0]
+				iov[1].SetLen(len(b))
+				k = 2
 			}
 		} else {
-			setIov(&c.iov[k], b[done-len(a):])
-			k++
+			iov[0].Base = &b[done-len(a)]
+			iov[0].SetLen(total - done)
+			k = 1
 		}
-		n, err := writev(c.fd, c.iov[:k])
+		n, err := writev(fd, iov[:k])
 		if err != nil {
 			return done, err
 		}
@@ -201,9 +295,11 @@ func (c *conn) writeDirect(a, b []byte) (int, error) {
 	return done, nil
 }
 
-// flushLocked writes queued frames until the queue is empty or the socket is full. Streams fully written are
-// collected in c.completed. Called by the progress loop only.
+// flushLocked writes queued frames until the queue is empty or the socket is full, many per writev. Called by the
+// holder of the write turn, with mu held; it releases mu during each system call, so that senders queue their
+// frames meanwhile (the next writev takes them too). Streams fully written are collected in c.completed.
 func (c *conn) flushLocked() error {
+	fd := c.fd
 	for !c.q.empty() {
 		var iov []unix.Iovec
 		if r := c.q.segs[c.q.head].rdv; r != nil && r.payload.Segmented() {
@@ -232,8 +328,14 @@ func (c *conn) flushLocked() error {
 			}
 			iov = c.iov[:k]
 		}
-		n, err := writev(c.fd, iov)
+		c.mu.Unlock()
+		n, err := writev(fd, iov)
+		c.mu.Lock()
+		if c.fd != fd || c.dead != nil {
+			return nil // closed or failed meanwhile: the queue was dropped with it
+		}
 		if err == unix.EAGAIN {
+			c.blocked = true
 			return nil
 		}
 		if err != nil {
@@ -317,13 +419,11 @@ func (c *conn) dropQueueLocked() []*rdvSend {
 
 // sendCredit returns owed credit in a frame of its own, unless another frame took it meanwhile.
 func (c *conn) sendCredit() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.dead != nil || c.byeSent || c.p.owed.Load() < c.d.batch {
+	if c.p.owed.Load() < c.d.batch {
 		return
 	}
 	h := nodeHeader(kindCredit)
-	c.frameLocked(&h, device.Payload{})
+	c.send(&h, device.Payload{}) // an error is the connection's failure, which the loop reports
 }
 
 // queueBye queues the goodbye behind everything already queued; the caller (the loop) flushes.
@@ -333,9 +433,10 @@ func (c *conn) queueBye() {
 	if c.dead != nil || c.byeSent {
 		return
 	}
+	var hdr [HeaderSize]byte
 	h := nodeHeader(kindBye)
-	putHeader(c.hdr[:], &h, 0)
-	c.appendCopy(c.hdr[:])
+	putHeader(hdr[:], &h, 0)
+	c.appendCopy(hdr[:])
 	c.byeSent = true
 }
 

@@ -11,11 +11,16 @@
 // in epoll_wait, which keeps the half round trip short. There is no goroutine per connection; the only other
 // goroutines are the accept loop and short-lived dial/handshake goroutines.
 //
-// A sending rank writes its frame (header and payload gathered by one writev, no copy) straight to the socket when
-// nothing is queued on the connection; whatever the socket does not take is copied to the connection's queue, where
-// small frames are packed into 64 KiB buffers and flushed by the loop on EPOLLOUT, many per writev. Rendezvous
-// payloads are streamed from the sender's slice in DATA frames of at most Config.ChunkSize (1 MiB); after each
-// chunk the stream goes to the back of the queue so that other traffic interleaves.
+// One goroutine at a time writes to a connection's socket: the holder of its write turn. A sending rank that finds
+// the connection idle takes the turn and writes its frame (header and payload gathered by one writev, no copy)
+// straight to the socket, without holding the connection's mutex during the system call; a rank that finds the
+// turn taken, or frames queued, copies its frame to the connection's queue, where small frames are packed into
+// 64 KiB buffers, and returns at once. Before giving the turn back its holder writes out what was queued
+// meanwhile, many frames per writev, so frames that arrive while the socket is busy are coalesced and the kernel
+// never sees two writers on one socket; what the socket does not take waits for the loop, on EPOLLOUT. A flush
+// asked for while the turn is taken is recorded for its holder, so no wake-up is lost. Rendezvous payloads are
+// streamed from the sender's slice in DATA frames of at most Config.ChunkSize (1 MiB); after each chunk the
+// stream goes to the back of the queue so that other traffic interleaves.
 //
 // Segmented payloads (device.Segmented, a strided view's blocks; segments.go) go out with writev, at most
 // device.IovMax pieces a call, and DATA is read straight into the receiver's pieces with readv; pieces averaging
@@ -53,9 +58,14 @@
 //
 // # Protocols
 //
-//   - eager: SendEager writes header and payload; the receiver reads the payload into a pooled buffer (power-of-two
-//     size classes, recycled with their device.Inbound, so the steady state allocates nothing) and hands the
-//     Inbound to Sink.DeliverEager. FlagSync sends keep their Completer by seq until the ACK (Device.Ack) arrives.
+//   - eager: SendEager writes header and payload. The receiver first offers the header to the sink, if it is a
+//     device.EagerClaimer (the rank layer is): when a receive is already posted for the message, the sink matches
+//     it there and then, and the payload is read straight into that receive's buffer (one copy out of the read
+//     buffer, or none for a remainder of 16 KiB and more, read from the socket in place), which then completes.
+//     Otherwise the receiver reads the payload into a pooled buffer (power-of-two size classes, recycled with their
+//     device.Inbound, so the steady state allocates nothing) and hands the Inbound to Sink.DeliverEager. Either
+//     way the message's credit returns once the payload has left the device's hands. FlagSync sends keep their
+//     Completer by seq until the ACK (Device.Ack) arrives.
 //   - rendezvous: SendRendezvous sends an RTS (length = message size) and keeps payload and Completer by seq.
 //     The receiving sink calls ClearToSend with its own slice: the device records it by (peer, seq) and sends a CTS;
 //     the sender streams DATA frames from its slice and completes once the last byte is in the kernel; the receiver

@@ -247,24 +247,33 @@ func (d *Device) runTasks() {
 	}
 }
 
-// flushConn writes what is queued on c (the loop's EPOLLOUT path) and completes streams fully written.
+// flushConn writes what is queued on c (the loop's EPOLLOUT path, and after queuing a stream or a goodbye) and
+// completes streams fully written. If another goroutine holds the write turn, it is asked to flush before it lets go.
 func (d *Device) flushConn(c *conn) {
 	c.mu.Lock()
-	var err error
-	if c.fd >= 0 && c.dead == nil && !c.q.empty() {
-		if err = c.flushLocked(); err != nil {
-			c.failLocked(err)
-		}
+	if c.writing {
+		c.flushWanted = true
+		c.mu.Unlock()
+		return
 	}
-	done := c.completed
-	c.completed = nil
+	var done []*rdvSend
+	if c.fd >= 0 && c.dead == nil && !c.q.empty() {
+		c.writing = true
+		c.blocked = false // EPOLLOUT, or a first try: the socket may have room
+		done = c.finishTurnLocked()
+	}
 	finished := c.byeSent && c.q.empty() && c.dead == nil
 	c.mu.Unlock()
-	for _, r := range done {
-		d.finishSend(r, nil)
-	}
+	d.finishStreams(done)
 	if finished && c.byeRecv {
 		d.closeConn(c)
+	}
+}
+
+// finishStreams completes rendezvous sends whose payload is all in the socket.
+func (d *Device) finishStreams(done []*rdvSend) {
+	for _, r := range done {
+		d.finishSend(r, nil)
 	}
 }
 
@@ -373,6 +382,16 @@ func (c *conn) header(h *device.Header, credit uint32) (target, error) {
 	}
 	switch h.Kind {
 	case device.KindEager:
+		if d.claimer != nil {
+			// Matched at the header: the payload goes straight into the receive, not through an Inbound.
+			if dst, done, ok := d.claimer.ClaimEager(h); ok {
+				if uint64(len(dst)) != h.Length {
+					return target{}, fmt.Errorf("netdev: internal: claimed buffer of %d bytes for a message of %d", len(dst), h.Length)
+				}
+				c.claim = done
+				return target{b: dst}, nil
+			}
+		}
 		c.cur = d.inPool.get(int(h.Length))
 		return target{b: c.cur.Payload}, nil
 	case device.KindCTS:
@@ -424,6 +443,12 @@ func (c *conn) payload(h *device.Header) error {
 	d, p := c.d, c.p
 	switch h.Kind {
 	case device.KindEager:
+		if done := c.claim; done != nil {
+			c.claim = nil
+			d.returnCredit(h.Source, int(h.Length))
+			done.Complete(nil)
+			return nil
+		}
 		in := c.cur
 		c.cur = nil
 		in.Header = *h
@@ -511,6 +536,12 @@ func (d *Device) closeConn(c *conn) {
 		c.dead = &PeerError{Node: c.p.id, Addr: c.p.addr, Kind: ErrPeerClosed, Err: errors.New("connection closed")}
 	}
 	streams := c.dropQueueLocked()
+	closeFd := fd
+	if c.writing && fd >= 0 {
+		// A sender is in a system call on fd: it closes it when its turn ends, so that the number cannot be
+		// reused under its write.
+		c.closeFd, closeFd = fd, -1
+	}
 	c.mu.Unlock()
 	if c.registered {
 		unix.EpollCtl(d.ep, unix.EPOLL_CTL_DEL, fd, nil)
@@ -523,12 +554,16 @@ func (d *Device) closeConn(c *conn) {
 			}
 		}
 	}
-	if fd >= 0 {
-		unix.Close(fd)
+	if closeFd >= 0 {
+		unix.Close(closeFd)
 	}
 	if c.cur != nil {
 		d.inPool.put(c.cur)
 		c.cur = nil
+	}
+	if done := c.claim; done != nil {
+		c.claim = nil
+		done.Complete(c.dead) // the payload of a claimed message will never arrive
 	}
 	for _, s := range streams {
 		d.finishSend(s, c.dead)

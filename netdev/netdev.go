@@ -102,7 +102,8 @@ type Device struct {
 	ranks    int
 	rankNode []int32
 	sink     device.Sink
-	peers    []*peer // nil at index self
+	claimer  device.EagerClaimer // the sink, if it matches eager messages at their header
+	peers    []*peer             // nil at index self
 	eager    int
 	window   int64 // receive credit granted to each peer
 	batch    int64 // owed credit that triggers a standalone credit frame
@@ -322,6 +323,7 @@ func (d *Device) bind(sink device.Sink, addrs [][]byte) error {
 		return fmt.Errorf("netdev: %d addresses for %d nodes", len(addrs), d.nnodes)
 	}
 	d.sink = sink
+	d.claimer, _ = sink.(device.EagerClaimer)
 	d.peers = make([]*peer, d.nnodes)
 	for i, a := range addrs {
 		if i == d.self || a == nil {
@@ -843,9 +845,14 @@ func (d *Device) EagerLimit(dest int) int {
 // release is every Inbound's Release: it recycles the buffer and returns the credit the message held.
 func (d *Device) release(in *device.Inbound) {
 	in.Release = nil
-	cost := int64(len(in.Payload)) + creditOverhead
-	src := in.Header.Source
+	n, src := len(in.Payload), in.Header.Source
 	d.inPool.put(in)
+	d.returnCredit(src, n)
+}
+
+// returnCredit gives back the credit an eager message of n payload bytes from rank src held, once its payload has
+// left the device's hands (released by the sink, or read into a claimed receive).
+func (d *Device) returnCredit(src int32, n int) {
 	if src < 0 || int(src) >= d.ranks {
 		return
 	}
@@ -853,7 +860,7 @@ func (d *Device) release(in *device.Inbound) {
 	if p == nil {
 		return
 	}
-	if p.owed.Add(cost) >= d.batch {
+	if p.owed.Add(int64(n)+creditOverhead) >= d.batch {
 		p.slots[0].sendCredit()
 	}
 }

@@ -5,8 +5,11 @@ package netdev
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -413,5 +416,134 @@ func TestCloseFlushes(t *testing.T) {
 	}
 	if _, _, lost := c.sinks[0].counts(); lost != 0 {
 		t.Fatalf("a clean close was reported as a loss: %v", c.sinks[0].lost[0].err)
+	}
+}
+
+// TestWriteTurnStress: six ranks of one node stream eager messages of every size up to 24 KiB to two ranks of
+// another, all on one connection. The receiver holds its first delivery until 2000 messages are sent, so that the
+// socket fills: direct writes stop part way (their rest must go before the frames others queued meanwhile),
+// most frames are queued while another sender holds the write turn, and they go out many per writev, by the holder
+// or by the loop on EPOLLOUT. Every message arrives once, in order per pair, with its payload; the senders wait for
+// credit as ranks do (EagerLimit), and the receiver releases each message at once.
+func TestWriteTurnStress(t *testing.T) {
+	const senders, per, maxLen = 6, 1500, 24 << 10
+	c := startCluster(t, 2, senders, func(i int, cfg *Config) { cfg.EagerLimit = maxLen })
+	size := func(src, dst int32, i int) int { return (int(src)*7919 + int(dst)*31 + i*104729) % (maxLen + 1) }
+	var mu sync.Mutex
+	next := map[[2]int32]int{}
+	bad := ""
+	got := 0
+	s1 := c.sinks[1]
+	gate := make(chan struct{})
+	var sent atomic.Int64
+	s1.mu.Lock()
+	s1.onEager = func(in *device.Inbound) bool {
+		<-gate
+		k := [2]int32{in.Header.Source, in.Header.Dest}
+		mu.Lock()
+		i := next[k]
+		next[k]++
+		if bad == "" && (int(in.Header.Tag) != i || !bytes.Equal(in.Payload, payloadFor(k[0], k[1], i, size(k[0], k[1], i)))) {
+			bad = fmt.Sprintf("pair %v: message %d arrived as tag %d (%d bytes)", k, i, in.Header.Tag, len(in.Payload))
+		}
+		got++
+		mu.Unlock()
+		in.Done()
+		s1.poke()
+		return true
+	}
+	s1.mu.Unlock()
+	var wg sync.WaitGroup
+	for l := 0; l < senders; l++ {
+		src := c.rank(0, l)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range per {
+				dst, j := c.rank(1, i%2), i/2
+				n := size(src, dst, j)
+				deadline := time.Now().Add(waitLong)
+				for c.devs[0].EagerLimit(int(dst)) < n {
+					if time.Now().After(deadline) {
+						t.Error("the credit never came back")
+						return
+					}
+					runtime.Gosched()
+				}
+				if err := c.devs[0].SendEager(eagerHeader(src, dst, int32(j)), payloadFor(src, dst, j, n), nil); err != nil {
+					t.Error(err)
+					return
+				}
+				if sent.Add(1) == 2000 { // well within the credit (64 MiB): the socket is full by now
+					close(gate)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	deadline := time.Now().Add(waitLong)
+	for {
+		mu.Lock()
+		g := got
+		mu.Unlock()
+		if g == senders*per {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d messages arrived", g, senders*per)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if bad != "" {
+		t.Fatal(bad)
+	}
+}
+
+// TestPartialWriteGoesFirst: a direct write that the socket takes only part of leaves its rest at the head of the
+// queue, before the frames other senders queued while it was writing; the stream stays whole. The receiver does
+// not read until the writes are done, so that the first frame, larger than the socket's buffers, stops part way.
+func TestPartialWriteGoesFirst(t *testing.T) {
+	const big = 16 << 20
+	c := startCluster(t, 2, 2, func(i int, cfg *Config) { cfg.EagerLimit = big })
+	d0, s1 := c.devs[0], c.sinks[1]
+	gate := make(chan struct{})
+	s1.mu.Lock()
+	s1.onEager = func(*device.Inbound) bool {
+		<-gate
+		return false
+	}
+	s1.mu.Unlock()
+	var queued atomic.Bool
+	hook := func(c *conn) {
+		if c.d != d0 || !queued.CompareAndSwap(false, true) {
+			return
+		}
+		// On the writing goroutine, once: another rank's frame arrives while the big one is being written.
+		if err := d0.SendEager(eagerHeader(1, 2, 1), payloadFor(1, 2, 1, 100), nil); err != nil {
+			t.Error(err)
+		}
+	}
+	afterDirectWrite.Store(&hook)
+	defer afterDirectWrite.Store(nil)
+	// One frame to warm the connection, then the big one from rank 0 to rank 3.
+	if err := d0.SendEager(eagerHeader(0, 3, 0), payloadFor(0, 3, 0, big), nil); err != nil {
+		t.Fatal(err)
+	}
+	if !queued.Load() {
+		t.Fatal("the big frame was not written directly")
+	}
+	close(gate)
+	s1.wait(t, waitLong, "both messages", func() bool { return len(s1.eager) == 2 })
+	s1.mu.Lock()
+	defer s1.mu.Unlock()
+	for _, in := range s1.eager {
+		i := int(in.Header.Tag)
+		n := map[int]int{0: big, 1: 100}[i]
+		if !bytes.Equal(in.Payload, payloadFor(in.Header.Source, in.Header.Dest, i, n)) {
+			t.Fatalf("message %d (%d bytes) arrived damaged", i, len(in.Payload))
+		}
+		in.Done()
 	}
 }

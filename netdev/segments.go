@@ -41,7 +41,7 @@ func tiny(p device.Payload, off, n int, sample [][]byte) bool {
 	return got/k < stageBelow
 }
 
-// bigIov returns the connection's iovec array for segmented writes (made on first use).
+// bigIov returns the connection's iovec array for segmented writes (made on first use); it is the write turn's.
 func (c *conn) bigIov() (*[device.IovMax]unix.Iovec, *[device.IovMax][]byte) {
 	if c.iovv == nil {
 		c.iovv = new([device.IovMax]unix.Iovec)
@@ -51,7 +51,7 @@ func (c *conn) bigIov() (*[device.IovMax]unix.Iovec, *[device.IovMax][]byte) {
 }
 
 // streamIov gathers the next write of a segmented stream: the rest of its chunk's header, then its pieces up to
-// the chunk's end (at most device.IovMax in all), or the staged (packed) bytes. Under c.mu.
+// the chunk's end (at most device.IovMax in all), or the staged (packed) bytes. By the turn's holder, under c.mu.
 func (c *conn) streamIov(r *rdvSend) []unix.Iovec {
 	if !r.inChunk {
 		c.beginChunk(r)
@@ -97,9 +97,9 @@ func (d *Device) releaseStage(r *rdvSend) {
 	}
 }
 
-// writeDirectv writes header a then the payload's pieces until done or the socket is full; it returns the bytes
-// written. Under c.mu.
-func (c *conn) writeDirectv(a []byte, p device.Payload) (int, error) {
+// writeDirectv writes header a then the payload's pieces to fd until done or the socket is full; it returns the
+// bytes written. By the holder of the write turn.
+func (c *conn) writeDirectv(fd int, a []byte, p device.Payload) (int, error) {
 	iov, pieces := c.bigIov()
 	total := len(a) + p.Len
 	done := 0
@@ -116,7 +116,7 @@ func (c *conn) writeDirectv(a []byte, p device.Payload) (int, error) {
 				k++
 			}
 		}
-		n, err := writev(c.fd, iov[:k])
+		n, err := writev(fd, iov[:k])
 		if err != nil {
 			return done, err
 		}

@@ -59,6 +59,57 @@ func (w *World) DeliverEager(in *device.Inbound) {
 	w.arrive(r, m)
 }
 
+var _ device.EagerClaimer = (*World)(nil)
+
+// ClaimEager implements device.EagerClaimer: the earliest receive posted at the destination rank that matches the
+// message, if it takes the payload as it is (same element type and room for all of it; a message of no elements
+// fits any buffer), is matched now, under the rank's lock as any delivery, and the device moves the payload
+// straight into its buffer. Anything else waits for DeliverEager: no receive yet (the message becomes
+// unexpected), an object (its bytes are decoded, not copied), a type error or a truncation (the usual path reports
+// them), a header that DeliverEager will reject.
+func (w *World) ClaimEager(h *device.Header) ([]byte, device.Completer, bool) {
+	if Type(h.Type) == TypeObject {
+		return nil, nil, false
+	}
+	r, env, _, err := w.inbound(h)
+	if err != nil {
+		return nil, nil, false
+	}
+	t := Type(h.Type)
+	takes := func(rr *Request) bool {
+		return h.Length == 0 || rr.vtyp == t && uint64(rr.vn)*uint64(t.Size()) >= h.Length
+	}
+	r.mu.Lock()
+	var rr *Request
+	if s, g, recv := r.peekSlot(); s != nil && envMatches(recv, env) {
+		// The slotted receive is the earliest posted (see post): it matches, or nothing does.
+		if !takes(s) {
+			r.mu.Unlock()
+			return nil, nil, false
+		}
+		if s.claim.CompareAndSwap(g, g+1) {
+			rr = s
+		} // else a sender of this node claimed it a moment ago: the next one is in posted
+	}
+	if rr == nil {
+		it := r.posted.Find(env)
+		if it == nil || !takes(itemRequest(it)) {
+			r.mu.Unlock()
+			return nil, nil, false
+		}
+		r.posted.Remove(it)
+		rr = itemRequest(it)
+	}
+	r.mu.Unlock()
+	rr.setStatus(env.Src, env.Tag, int64(h.Length), t)
+	if h.Flags&device.FlagSync != 0 {
+		if err := w.dev.Ack(h); err != nil {
+			w.Abort(fmt.Errorf("acknowledging a synchronous send from rank %d: %w", h.Source, err))
+		}
+	}
+	return rr.mem().Bytes()[:h.Length], rr.completer(), true
+}
+
 // DeliverRTS implements device.Sink.
 func (w *World) DeliverRTS(h *device.Header) {
 	r, env, count, err := w.inbound(h)
