@@ -63,7 +63,7 @@ var _ device.EagerClaimer = (*World)(nil)
 
 // ClaimEager implements device.EagerClaimer: the earliest receive posted at the destination rank that matches the
 // message, if it takes the payload as it is (same element type and room for all of it; a message of no elements
-// fits any buffer), is matched now, under the rank's lock as any delivery, and the device moves the payload
+// fits any buffer) and is a slice, not a View, is matched now, under the rank's lock as any delivery, and the device moves the payload
 // straight into its buffer. Anything else waits for DeliverEager: no receive yet (the message becomes
 // unexpected), an object (its bytes are decoded, not copied), a type error or a truncation (the usual path reports
 // them), a header that DeliverEager will reject.
@@ -77,7 +77,8 @@ func (w *World) ClaimEager(h *device.Header) ([]byte, device.Completer, bool) {
 	}
 	t := Type(h.Type)
 	takes := func(rr *Request) bool {
-		return h.Length == 0 || rr.vtyp == t && uint64(rr.vn)*uint64(t.Size()) >= h.Length
+		// A View's blocks are not one slice: DeliverEager scatters the payload into them.
+		return h.Length == 0 || !rr.vview && rr.vtyp == t && uint64(rr.vn)*uint64(t.Size()) >= h.Length
 	}
 	r.mu.Lock()
 	var rr *Request
