@@ -330,7 +330,7 @@ func (rr *Request) takeObject(m *msg) {
 
 // consume matches a dequeued message to receive rr and completes both sides (or hands a remote rendezvous to the
 // device, which completes rr later). It runs on the receiving rank or on the device's progress loop.
-func (w *World) consume(rr *Request, m *msg) {
+func (w *World) consume(rk *Rank, rr *Request, m *msg) {
 	env := m.item.Env
 	switch m.proto {
 	case rendezvousRemote:
@@ -348,7 +348,7 @@ func (w *World) consume(rr *Request, m *msg) {
 		rr.takeObject(m) // m now belongs to rr (or was released on a type error)
 	} else {
 		rr.fill(env, m.src())
-		m.release()
+		rk.recycle(m)
 	}
 	if sreq != nil {
 		sreq.done.Complete()
@@ -616,7 +616,7 @@ func (c *Comm) postRecv(rr *Request, source, tag int) {
 			return
 		}
 		r.mu.Unlock()
-		c.w.consume(rr, m)
+		c.w.consume(r, rr, m)
 		return
 	}
 	rr.remote = c.remoteSource(source)

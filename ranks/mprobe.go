@@ -141,7 +141,7 @@ func (mm *Message) Recv(buf any) (Status, error) {
 	rr := c.r.getReq(kindRecv)
 	rr.setMem(v)
 	rr.remote = mm.m.proto == rendezvousRemote
-	c.w.consume(rr, mm.m)
+	c.w.consume(c.r, rr, mm.m)
 	mm.m = nil
 	if !rr.done.Wait(c.w.waitPolicy(rr.remote), c.w.abortCh) {
 		return Status{}, c.w.abortError() // rr may still be completed later: never recycle it
@@ -180,7 +180,7 @@ func (mm *Message) Irecv(buf any) (*Request, error) {
 	rr.target = target
 	rr.setMem(v)
 	rr.remote = mm.m.proto == rendezvousRemote
-	c.w.consume(rr, mm.m)
+	c.w.consume(c.r, rr, mm.m)
 	mm.m = nil
 	return rr, nil
 }

@@ -127,7 +127,7 @@ func (w *World) arrive(r *Rank, m *msg) {
 	r.mu.Lock()
 	if rr := r.takePosted(m.item.Env); rr != nil {
 		r.mu.Unlock()
-		w.consume(rr, m)
+		w.consume(r, rr, m)
 		return
 	}
 	r.pushUnexpected(m)

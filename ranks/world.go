@@ -407,6 +407,22 @@ func (r *Rank) keepMsg(m *msg) {
 	msgPool.Put(m)
 }
 
+// recycle releases a message that rank r received. A local one goes back to r's list, where r's next sender takes
+// it (takeMsg): through the pool it would allocate at steady state, since a Put on the receiver's processor fills
+// that processor's private slot, which the sender's Get on another processor cannot reach.
+func (r *Rank) recycle(m *msg) {
+	if m.proto == eagerRemote {
+		m.release()
+		return
+	}
+	if m.proto == eagerOwned {
+		m.disown()
+	}
+	r.mu.Lock()
+	r.keepMsg(m)
+	r.mu.Unlock()
+}
+
 // src is the message's elements in memory: its payload, or the local sender's View.
 func (m *msg) src() Mem {
 	if m.sview != nil {
