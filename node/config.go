@@ -80,6 +80,9 @@ type Config struct {
 	// reading and writing each other's memory with process_vm_readv/writev (GOMPJ_CMA=0; default: CMA where the
 	// kernel allows it).
 	NoCMA bool
+	// RegCacheBytes bounds the bytes the rdma devices keep registered in their pin-down cache of transfer buffers
+	// (GOMPJ_REGCACHE_BYTES; default 1 GiB): past it the least recently used idle registrations are deregistered.
+	RegCacheBytes int64
 
 	// NbcSlots is the number of shared-memory slots per communicator for nonblocking collectives: that many may be
 	// outstanding on a communicator inside a node before further ones queue (GOMPJ_NBC_SLOTS; default 16).

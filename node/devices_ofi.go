@@ -28,5 +28,6 @@ func openRDMA(s *openSpec) (device.Transport, error) {
 		return nil, err
 	}
 	return rdma.New(ep, rdma.Config{Node: cfg.NodeID, Nodes: cfg.Nodes, Ranks: cfg.Ranks, NodeOf: s.layout.NodeOf,
-		Name: DevRDMA, UnexpectedLimit: cfg.UnexpectedLimit, BusyPoll: cfg.BusyPoll})
+		Name: DevRDMA, UnexpectedLimit: cfg.UnexpectedLimit, BusyPoll: cfg.BusyPoll,
+		RegCacheBytes: cfg.RegCacheBytes})
 }

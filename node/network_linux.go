@@ -55,5 +55,6 @@ func openSHM(s *openSpec) (device.Transport, error) {
 		return nil, err
 	}
 	return rdma.New(ep, rdma.Config{Node: cfg.NodeID, Nodes: cfg.Nodes, Ranks: cfg.Ranks, NodeOf: s.layout.NodeOf,
-		Name: DevSHM, UnexpectedLimit: cfg.UnexpectedLimit, BusyPoll: cfg.BusyPoll})
+		Name: DevSHM, UnexpectedLimit: cfg.UnexpectedLimit, BusyPoll: cfg.BusyPoll,
+		RegCacheBytes: cfg.RegCacheBytes})
 }

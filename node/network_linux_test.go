@@ -9,20 +9,22 @@ import (
 
 	"github.com/gompj/gompj/internal/env"
 	"github.com/gompj/gompj/netdev"
+	"github.com/gompj/gompj/rdma"
 )
 
-// The literal defaults documented for the network device are the device's own, so that netdev used directly (a
-// zero field) behaves as the documentation says too.
+// The literal defaults documented for the network devices are the devices' own, so that netdev or rdma used
+// directly (a zero field) behaves as the documentation says too.
 func TestNetworkDefaultsMatchTheDevice(t *testing.T) {
 	for v, want := range map[*env.Var]int64{env.NetEagerLimit: netdev.DefaultEagerLimit,
-		env.UnexpectedLimit: netdev.DefaultUnexpectedLimit, env.BusyPoll: int64(netdev.DefaultBusyPoll)} {
+		env.UnexpectedLimit: netdev.DefaultUnexpectedLimit, env.BusyPoll: int64(netdev.DefaultBusyPoll),
+		env.RegCacheBytes: rdma.DefaultRegCacheBytes} {
 		got, err := strconv.ParseInt(v.Value, 10, 64)
 		if err != nil {
 			d, derr := time.ParseDuration(v.Value)
 			got, err = int64(d), derr
 		}
 		if err != nil || got != want {
-			t.Errorf("%s defaults to %q, netdev to %d", v.Name, v.Value, want)
+			t.Errorf("%s defaults to %q, the device to %d", v.Name, v.Value, want)
 		}
 	}
 }

@@ -22,6 +22,7 @@ const (
 	DefaultBusyPoll        = 50 * time.Microsecond
 	DefaultCloseTimeout    = 10 * time.Second
 	DefaultRegCache        = 256
+	DefaultRegCacheBytes   = 1 << 30
 )
 
 // Bounds of the eager grant per peer (in messages) and of the pool's reserve for control messages.
@@ -46,6 +47,9 @@ type Config struct {
 	BusyPoll        time.Duration // the progress goroutine polls this long after the last event before it sleeps (default 50µs; <0: no busy polling)
 	CloseTimeout    time.Duration // how long Close waits for traffic in flight (default 10 s)
 	RegCache        int           // registrations the pin-down cache keeps (default 256)
+	// RegCacheBytes bounds the bytes the pin-down cache keeps registered (default 1 GiB): past it, the least
+	// recently used idle registrations go. Registrations in use by a transfer are never evicted.
+	RegCacheBytes int64
 }
 
 func (c *Config) fill(caps Caps) error {
@@ -73,6 +77,9 @@ func (c *Config) fill(caps Caps) error {
 	if c.RegCache == 0 {
 		c.RegCache = DefaultRegCache
 	}
+	if c.RegCacheBytes == 0 {
+		c.RegCacheBytes = DefaultRegCacheBytes
+	}
 	switch {
 	case c.Nodes <= 0 || c.Node < 0 || c.Node >= c.Nodes:
 		return fmt.Errorf("rdma: node %d of %d", c.Node, c.Nodes)
@@ -84,6 +91,8 @@ func (c *Config) fill(caps Caps) error {
 		return fmt.Errorf("rdma: eager limit %d", c.EagerLimit)
 	case c.UnexpectedLimit < 0:
 		return fmt.Errorf("rdma: unexpected limit %d", c.UnexpectedLimit)
+	case c.RegCache < 0 || c.RegCacheBytes < 0:
+		return fmt.Errorf("rdma: registration cache bounds %d entries, %d bytes", c.RegCache, c.RegCacheBytes)
 	case caps.MaxMsg < extHdrSize+64:
 		return fmt.Errorf("rdma: the provider's largest message (%d bytes) is too small", caps.MaxMsg)
 	}
@@ -204,7 +213,7 @@ func New(ep Endpoint, cfg Config) (*Device, error) {
 	}
 	d.batch = max(d.credits/4, 1)
 	d.release = d.releaseInbound
-	d.cache = newRegCache(ep, cfg.RegCache)
+	d.cache = newRegCache(ep, cfg.RegCache, cfg.RegCacheBytes)
 	return d, nil
 }
 

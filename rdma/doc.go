@@ -66,7 +66,9 @@
 // sender's payload that is refused is copied to the heap before any address leaves the process. A cached
 // registration is used only while a weak pointer to its buffer is still alive (so freed and reused memory is
 // never taken for the registered one), the cleanup deregisters it once the buffer is collected, and a transfer
-// pins its buffers (runtime.Pinner) until it completes.
+// pins its buffers (runtime.Pinner) until it completes. The cache is bounded in entries (Config.RegCache) and in
+// registered bytes (Config.RegCacheBytes, GOMPJ_REGCACHE_BYTES): past either, the least recently used idle
+// registrations are deregistered; those of transfers under way never are.
 //
 // # Progress
 //

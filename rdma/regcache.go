@@ -26,22 +26,30 @@ const regAccess = AccessLocal | AccessRemoteRead | AccessRemoteWrite
 //   - A registration is for an object, not an address: the GC frees unreferenced objects and reuses their memory.
 //     Each entry keeps a weak pointer to its buffer and is used only while that pointer is alive; the weak pointer
 //     is cleared before the memory can be reused, so a stale entry is never taken for a live one.
-//   - The cleanup deregisters an entry once its buffer is collected, and the LRU bound evicts idle entries.
+//   - The cleanup deregisters an entry once its buffer is collected.
+//   - Two bounds hold the cache: how many entries it keeps (max) and how many bytes they register (maxBytes).
+//     Registered bytes are what matters on a NIC (pinned pages count against RLIMIT_MEMLOCK and the NIC's
+//     translation tables): a program that sends a few huge buffers would otherwise keep them all pinned. Past
+//     either bound, the least recently used idle entries are deregistered, when a new entry comes in and when a
+//     transfer lets go of one; so a buffer larger than maxBytes alone is registered for its transfer only.
 //
 // An entry in use by a transfer (refs > 0) is never deregistered; the transfer also keeps its buffer referenced.
+// In-use entries count toward the bounds, so the cache may stay above them while they are in use, never longer.
 type regCache struct {
-	ep  Endpoint
-	max int
-	ref *cacheRef // what cleanups reach the cache through, cut at close so that the cache can be collected
+	ep       Endpoint
+	max      int
+	maxBytes int64
+	ref      *cacheRef // what cleanups reach the cache through, cut at close so that the cache can be collected
 
 	mu     sync.Mutex
 	m      map[regKey]*regEntry
 	byID   map[uint64]*regEntry
 	lru    regEntry // sentinel of the list of entries in m, most recent first
+	bytes  int64    // bytes the entries of m register
 	closed bool
 	nextID atomic.Uint64
 
-	hits, misses atomic.Int64 // for tests
+	hits, misses, evictions atomic.Int64 // for tests; evictions: idle entries deregistered by the bounds
 }
 
 type regKey struct {
@@ -71,8 +79,8 @@ type regArg struct {
 	id  uint64
 }
 
-func newRegCache(ep Endpoint, max int) *regCache {
-	c := &regCache{ep: ep, max: max, m: map[regKey]*regEntry{}, byID: map[uint64]*regEntry{}}
+func newRegCache(ep Endpoint, max int, maxBytes int64) *regCache {
+	c := &regCache{ep: ep, max: max, maxBytes: maxBytes, m: map[regKey]*regEntry{}, byID: map[uint64]*regEntry{}}
 	c.lru.next, c.lru.prev = &c.lru, &c.lru
 	c.ref = &cacheRef{c: c}
 	return c
@@ -137,21 +145,33 @@ func (c *regCache) get(b []byte, acc Access) (*regEntry, error) {
 	}
 	c.m[k] = e
 	c.byID[id] = e
+	c.bytes += int64(k.n)
 	e.cached = true
 	c.front(e)
-	for n := len(c.m); n > c.max; n-- {
-		v := c.lru.prev
-		for v != &c.lru && v.refs > 0 {
-			v = v.prev
-		}
-		if v == &c.lru {
-			break
-		}
-		drop = c.uncacheLocked(v, drop)
-	}
+	drop = c.evictLocked(drop)
 	c.mu.Unlock()
 	c.deregister(drop)
 	return e, nil
+}
+
+// over reports whether the cache is above one of its bounds.
+func (c *regCache) over() bool { return len(c.m) > c.max || c.bytes > c.maxBytes }
+
+// evictLocked takes least recently used idle entries out of the cache (appending them to drop, to be
+// deregistered) until it is within its bounds or only entries in use are left.
+func (c *regCache) evictLocked(drop []*regEntry) []*regEntry {
+	if !c.over() {
+		return drop
+	}
+	for v := c.lru.prev; v != &c.lru && c.over(); {
+		prev := v.prev
+		if v.refs == 0 {
+			drop = c.uncacheLocked(v, drop)
+			c.evictions.Add(1)
+		}
+		v = prev
+	}
+	return drop
 }
 
 // uncacheLocked takes e out of the cache; it is deregistered now (appended to drop) if no transfer uses it, else
@@ -161,6 +181,7 @@ func (c *regCache) uncacheLocked(e *regEntry, drop []*regEntry) []*regEntry {
 		e.cached = false
 		delete(c.m, e.key)
 		delete(c.byID, e.id)
+		c.bytes -= int64(e.key.n)
 		c.unlink(e)
 	}
 	if e.refs == 0 {
@@ -176,18 +197,25 @@ func (c *regCache) deregister(es []*regEntry) {
 	}
 }
 
-// put drops a transfer's reference.
+// put drops a transfer's reference. An entry that becomes idle while the cache is above a bound may be evicted
+// at once, this one included (a buffer larger than the byte bound is not kept past its transfer).
 func (c *regCache) put(e *regEntry) {
 	if e == nil {
 		return
 	}
+	var one [1]*regEntry
+	drop := one[:0]
 	c.mu.Lock()
 	e.refs--
-	last := e.refs == 0 && !e.cached
-	c.mu.Unlock()
-	if last {
-		c.deregister([]*regEntry{e})
+	if e.refs == 0 {
+		if !e.cached {
+			drop = append(drop, e)
+		} else {
+			drop = c.evictLocked(drop)
+		}
 	}
+	c.mu.Unlock()
+	c.deregister(drop)
 }
 
 // collected is the cleanup of an entry whose buffer the GC collected.
@@ -223,6 +251,13 @@ func (c *regCache) size() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.m)
+}
+
+// cachedBytes reports how many bytes the cached registrations cover (tests).
+func (c *regCache) cachedBytes() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bytes
 }
 
 func cleanupReg(a regArg) {

@@ -2,6 +2,7 @@ package rdma
 
 import (
 	"errors"
+	"math/rand/v2"
 	"runtime"
 	"sync"
 	"testing"
@@ -75,7 +76,7 @@ func stackSlice(f func([]byte)) {
 // TestRegCacheRefusesStack: a goroutine stack never reaches a provider.
 func TestRegCacheRefusesStack(t *testing.T) {
 	ep := newCountingEP(t)
-	c := newRegCache(ep, 8)
+	c := newRegCache(ep, 8, 1<<30)
 	stackSlice(func(b []byte) {
 		if _, err := c.get(b, regAccess); !errors.Is(err, ErrNotHeap) {
 			t.Fatalf("a stack buffer: %v, want ErrNotHeap", err)
@@ -99,7 +100,7 @@ var staticBuf [256]byte
 // entries and never one in use.
 func TestRegCacheHitsAndInvalidation(t *testing.T) {
 	ep := newCountingEP(t)
-	c := newRegCache(ep, 4)
+	c := newRegCache(ep, 4, 1<<30)
 	b := make([]byte, 1<<16)
 	e1, err := c.get(b, regAccess)
 	if err != nil {
@@ -183,4 +184,187 @@ func TestRegCacheHitsAndInvalidation(t *testing.T) {
 	}
 	runtime.KeepAlive(keep)
 	runtime.KeepAlive(busy)
+}
+
+// refCache is the reference the cache is checked against: a list of keys, most recently used first, with the
+// bounds applied the obvious way.
+type refCache struct {
+	max                     int
+	maxBytes                int64
+	list                    []*refEntry
+	bytes                   int64
+	hits, misses, evictions int64
+}
+
+type refEntry struct {
+	buf, n int // which test buffer, how many of its bytes
+	refs   int
+}
+
+func (r *refCache) over() bool { return len(r.list) > r.max || r.bytes > r.maxBytes }
+
+func (r *refCache) evict() {
+	for i := len(r.list) - 1; i >= 0 && r.over(); i-- {
+		if e := r.list[i]; e.refs == 0 {
+			r.list = append(r.list[:i], r.list[i+1:]...)
+			r.bytes -= int64(e.n)
+			r.evictions++
+		}
+	}
+}
+
+func (r *refCache) get(buf, n int) *refEntry {
+	for i, e := range r.list {
+		if e.buf == buf && e.n == n {
+			r.hits++
+			e.refs++
+			copy(r.list[1:i+1], r.list[:i])
+			r.list[0] = e
+			return e
+		}
+	}
+	r.misses++
+	e := &refEntry{buf: buf, n: n, refs: 1}
+	r.list = append([]*refEntry{e}, r.list...)
+	r.bytes += int64(n)
+	r.evict()
+	return e
+}
+
+func (r *refCache) put(e *refEntry) {
+	e.refs--
+	if e.refs == 0 {
+		r.evict()
+	}
+}
+
+// TestRegCacheModel drives the cache with random gets and puts of a few buffers (whole or in part, so that one
+// address has several keys) under random entry and byte bounds, against refCache: the same hits, misses and
+// evictions, the same entries in the same LRU order with the same byte total, exactly the cached registrations
+// live at the provider, and never an idle entry kept above a bound.
+func TestRegCacheModel(t *testing.T) {
+	seeds := 200
+	if testing.Short() {
+		seeds = 50
+	}
+	for seed := range seeds {
+		rng := rand.New(rand.NewPCG(uint64(seed), 14))
+		ep := newCountingEP(t)
+		ref := &refCache{max: 1 + rng.IntN(6), maxBytes: int64(64 + rng.IntN(8000))}
+		c := newRegCache(ep, ref.max, ref.maxBytes)
+		bufs := make([][]byte, 3+rng.IntN(8))
+		for i := range bufs {
+			bufs[i] = make([]byte, 1+rng.IntN(3000))
+		}
+		type held struct {
+			e *regEntry
+			r *refEntry
+		}
+		var hs []held
+		for step := range 300 {
+			if len(hs) > 0 && (rng.IntN(5) < 2 || len(hs) > 8) {
+				i := rng.IntN(len(hs))
+				h := hs[i]
+				hs = append(hs[:i], hs[i+1:]...)
+				c.put(h.e)
+				ref.put(h.r)
+			} else {
+				i := rng.IntN(len(bufs))
+				n := len(bufs[i])
+				if rng.IntN(3) == 0 {
+					n = (n + 1) / 2
+				}
+				e, err := c.get(bufs[i][:n], regAccess)
+				if err != nil {
+					t.Fatal(err)
+				}
+				hs = append(hs, held{e, ref.get(i, n)})
+			}
+			checkModel(t, seed, step, c, ref, ep, bufs)
+		}
+		for _, h := range hs {
+			c.put(h.e)
+			ref.put(h.r)
+		}
+		checkModel(t, seed, -1, c, ref, ep, bufs)
+		c.close()
+		if ep.count() != 0 {
+			t.Fatalf("seed %d: %d registrations left after close", seed, ep.count())
+		}
+		runtime.KeepAlive(bufs)
+	}
+}
+
+func checkModel(t *testing.T, seed, step int, c *regCache, ref *refCache, ep *countingEP, bufs [][]byte) {
+	t.Helper()
+	if c.hits.Load() != ref.hits || c.misses.Load() != ref.misses || c.evictions.Load() != ref.evictions {
+		t.Fatalf("seed %d step %d: hits/misses/evictions %d/%d/%d, reference %d/%d/%d", seed, step, c.hits.Load(),
+			c.misses.Load(), c.evictions.Load(), ref.hits, ref.misses, ref.evictions)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.bytes != ref.bytes || len(c.m) != len(ref.list) {
+		t.Fatalf("seed %d step %d: %d entries of %d bytes, reference %d of %d", seed, step, len(c.m), c.bytes,
+			len(ref.list), ref.bytes)
+	}
+	idle := false
+	i := 0
+	for e := c.lru.next; e != &c.lru; e, i = e.next, i+1 {
+		r := ref.list[i]
+		if e.key.addr != uintptr(unsafe.Pointer(&bufs[r.buf][0])) || e.key.n != r.n || e.refs != r.refs {
+			t.Fatalf("seed %d step %d: entry %d is (%#x, %d bytes, %d refs), reference (buffer %d, %d bytes, %d refs)",
+				seed, step, i, e.key.addr, e.key.n, e.refs, r.buf, r.n, r.refs)
+		}
+		idle = idle || e.refs == 0
+	}
+	if live := ep.count(); live != len(c.m) {
+		t.Fatalf("seed %d step %d: %d registrations live at the provider, %d cached", seed, step, live, len(c.m))
+	}
+	if idle && (len(c.m) > c.max || c.bytes > c.maxBytes) {
+		t.Fatalf("seed %d step %d: an idle entry is kept above the bounds (%d entries, %d bytes)", seed, step, len(c.m), c.bytes)
+	}
+}
+
+// TestRegCacheInUseSurvivesPressure: a registration in use by a transfer stays registered, and cached, however
+// much other traffic presses on the bounds, even when it alone is above the byte bound; it goes once the
+// transfer lets go of it.
+func TestRegCacheInUseSurvivesPressure(t *testing.T) {
+	ep := newCountingEP(t)
+	c := newRegCache(ep, 4, 1<<20)
+	big := make([]byte, 4<<20)
+	eb, err := c.get(big, regAccess)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keep [][]byte
+	for i := range 32 {
+		b := make([]byte, 256<<10)
+		keep = append(keep, b)
+		e, err := c.get(b, regAccess)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%3 == 0 {
+			// A second transfer of the big buffer while the first is under way: the same registration.
+			e2, err := c.get(big, regAccess)
+			if err != nil || e2 != eb {
+				t.Fatalf("the in-use buffer was registered again (%v)", err)
+			}
+			c.put(e2)
+		}
+		c.put(e)
+		if !ep.isLive(eb.mr.Key()) {
+			t.Fatal("a registration in use was deregistered")
+		}
+		// The big entry alone exceeds the byte bound: every idle entry goes.
+		if c.size() != 1 || c.cachedBytes() != int64(len(big)) {
+			t.Fatalf("after %d transfers: %d entries of %d bytes cached, want only the one in use", i+1, c.size(), c.cachedBytes())
+		}
+	}
+	c.put(eb)
+	if c.size() != 0 || ep.count() != 0 {
+		t.Fatalf("the idle buffer above the byte bound is still registered (%d cached, %d live)", c.size(), ep.count())
+	}
+	runtime.KeepAlive(keep)
+	runtime.KeepAlive(big)
 }

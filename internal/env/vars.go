@@ -70,6 +70,10 @@ var (
 	CMA = def(Var{Name: "GOMPJ_CMA", Field: "NoCMA", Not: true, Kind: Bool, Value: "1", Group: MultiNode,
 		Meaning: "0: node processes on the same host copy large messages through their shared rings instead of " +
 			"one process_vm_readv/writev copy (CMA), as they do where the kernel refuses CMA"})
+	RegCacheBytes = def(Var{Name: "GOMPJ_REGCACHE_BYTES", Field: "RegCacheBytes", Kind: Int, Value: "1073741824",
+		Group: MultiNode,
+		Meaning: "bytes the rdma devices (shm, rdma) keep registered in their pin-down cache of transfer buffers; " +
+			"past it the least recently used idle registrations go (those of transfers under way never do)"})
 	Timeout = def(Var{Name: "GOMPJ_TIMEOUT", Field: "Timeout", Kind: Duration, Value: "30s", Group: MultiNode,
 		Meaning: "bootstrap timeout (registration, connections, start barrier), a Go duration; also `gompj run -timeout`"})
 )
