@@ -3,6 +3,7 @@ package gompj_test
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/gompj/gompj"
@@ -241,4 +242,86 @@ func truncArrayElems(p any) []truncPoint {
 		return a[:]
 	}
 	panic(fmt.Sprintf("%T", p))
+}
+
+// A huge message truncated into a few elements: the receive reports ErrTruncate with the count that fit, the
+// next message comes whole, and the receiving rank allocates nothing near the message's size (a device used to
+// drain the whole message into scratch). Into a short slice, into nil (no elements wanted), into another type (a
+// type error), and into a short View, from a remote sender in every mode but onenode (where it is local).
+func TestModesTruncationHuge(t *testing.T) {
+	const n = 8 << 20 // int32s: 32 MiB
+	const fits = 5
+	harness.Run(t, 3, func(c *gompj.Comm) error {
+		me := c.Rank()
+		var big []int32
+		if me == 0 {
+			big = make([]int32, n)
+			for i := range big {
+				big[i] = truncPattern(7, 0, i)
+			}
+		}
+		for k := range 4 {
+			if err := c.Barrier(); err != nil {
+				return err
+			}
+			if me == 0 {
+				for dst := 1; dst < c.Size(); dst++ {
+					if err := c.Send(big, dst, truncMsg); err != nil {
+						return err
+					}
+					if err := c.Send([]int32{int32(k) + 42}, dst, truncNext); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			buf := make([]int32, 3*fits)
+			var into any
+			wantErr, wantCount := gompj.ErrTruncate, fits
+			switch k {
+			case 0:
+				into = buf[:fits]
+			case 1:
+				into, wantCount = nil, 0
+			case 2:
+				into, wantErr, wantCount = make([]float32, fits), gompj.ErrType, n
+			case 3:
+				v, err := gompj.Vector(buf, fits, 1, 3)
+				if err != nil {
+					return err
+				}
+				into = v
+			}
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			st, err := c.Recv(into, 0, truncMsg)
+			runtime.ReadMemStats(&after)
+			if !errors.Is(err, wantErr) {
+				return fmt.Errorf("case %d: got error %v, want %v", k, err, wantErr)
+			}
+			if k != 2 && st.Count() != wantCount {
+				return fmt.Errorf("case %d: Count %d, want %d", k, st.Count(), wantCount)
+			}
+			for i := range buf {
+				want := int32(0)
+				switch {
+				case k == 0 && i < fits:
+					want = truncPattern(7, 0, i)
+				case k == 3 && i%3 == 0:
+					want = truncPattern(7, 0, i/3)
+				}
+				if buf[i] != want {
+					return fmt.Errorf("case %d: element %d is %d, want %d", k, i, buf[i], want)
+				}
+			}
+			if d := after.TotalAlloc - before.TotalAlloc; d > 4*n/8 {
+				return fmt.Errorf("case %d: receiving a %d-byte message into %d elements allocated %d bytes", k, 4*n, fits, d)
+			}
+			next := []int32{0}
+			if _, err := c.Recv(next, 0, truncNext); err != nil || next[0] != int32(k)+42 {
+				return fmt.Errorf("case %d: the message after the truncated one: %v, %v", k, next, err)
+			}
+		}
+		return nil
+	})
 }

@@ -107,7 +107,10 @@ type Device interface {
 	// device moves payload straight into the receiver's buffer, then completes done.
 	SendRendezvous(h *Header, payload []byte, done Completer) error
 	// ClearToSend is called by the receiving node once the RTS rts has been matched by a receive whose buffer is dst
-	// (len(dst) == rts.Length). The device moves the payload straight into dst and completes done.
+	// (len(dst) <= rts.Length). The device moves the payload straight into dst and completes done. A shorter dst is
+	// a truncated receive (MPI_ERR_TRUNCATE): the device moves the message's first len(dst) bytes into dst and
+	// drops the rest without receiving it anywhere (the sender sends only what fits, or the receiver reads only
+	// that), so that a huge message into a small buffer costs no memory of its size; both ends complete as usual.
 	ClearToSend(rts *Header, dst []byte, done Completer) error
 	// Ack tells the sender of the synchronous eager message h that it was matched.
 	Ack(h *Header) error
@@ -304,6 +307,6 @@ type Segmented interface {
 	SendEagerv(h *Header, p Payload, done Completer) error
 	// SendRendezvousv is SendRendezvous of a payload in pieces.
 	SendRendezvousv(h *Header, p Payload, done Completer) error
-	// ClearToSendv is ClearToSend into a buffer in pieces (dst.Size() == rts.Length).
+	// ClearToSendv is ClearToSend into a buffer in pieces (dst.Size() <= rts.Length; shorter: truncated).
 	ClearToSendv(rts *Header, dst Payload, done Completer) error
 }

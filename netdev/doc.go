@@ -40,7 +40,8 @@
 //	12     4    dest     i32 world rank of the receiver of the message
 //	16     4    tag      i32
 //	20     4    credit   u32 receive credit returned to the frame's receiver (see Flow control)
-//	24     8    length   u64: payload bytes of an eager or DATA frame; the whole message for RTS/CTS
+//	24     8    length   u64: payload bytes of an eager or DATA frame; RTS: the whole message; CTS: the bytes the
+//	                     receiver takes, the whole message or, into a shorter buffer (truncation), its first bytes
 //	32     8    seq      u64 the sending node's message id; CTS, DATA and ACK echo the id of their message
 //	40     4    srcrank  i32 the sender's rank in the communicator (the matching key); 0 on node-level frames
 //	44     4    reserved must be 0

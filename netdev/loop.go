@@ -397,12 +397,14 @@ func (c *conn) header(h *device.Header, credit uint32) (target, error) {
 	case device.KindCTS:
 		p.mu.Lock()
 		s := p.rdvSend[h.Seq]
-		if s == nil || !sameMessage(&s.h, h) || s.h.Length != h.Length {
+		if s == nil || !sameMessage(&s.h, h) || h.Length > s.h.Length {
 			p.mu.Unlock()
 			return target{}, badf(p.id, "CTS for unknown message %d", h.Seq)
 		}
 		delete(p.rdvSend, h.Seq)
 		p.mu.Unlock()
+		// The receiver takes h.Length bytes: fewer than the message when its buffer is short (truncation).
+		s.truncate(int(h.Length))
 		d.startStream(p, s)
 	case device.KindData:
 		p.mu.Lock()

@@ -208,6 +208,16 @@ type rdvSend struct {
 	stageOff, stageEnd int
 }
 
+// truncate cuts the payload to its first n bytes (n <= its size), what a receiver with a short buffer takes. It is
+// called before the stream starts.
+func (s *rdvSend) truncate(n int) {
+	if s.payload.Segmented() {
+		s.payload.Len = n
+	} else {
+		s.payload.Bytes = s.payload.Bytes[:n]
+	}
+}
+
 type rdvRecv struct {
 	h    device.Header
 	dst  device.Payload
@@ -758,16 +768,19 @@ func (d *Device) clearToSend(rts *device.Header, dst device.Payload, done device
 	if rts == nil || rts.Kind != device.KindRTS {
 		return errors.New("netdev: ClearToSend needs the RTS header delivered by the device")
 	}
-	if uint64(dst.Size()) != rts.Length {
+	if uint64(dst.Size()) > rts.Length {
 		return fmt.Errorf("netdev: receive buffer of %d bytes for a message of %d", dst.Size(), rts.Length)
 	}
 	p, err := d.peerOf(rts.Source, "source")
 	if err != nil {
 		return err
 	}
+	// The CTS says how much the receiver takes: into a shorter buffer (a truncated receive), the sender streams
+	// only the bytes that fit, and nothing is read to be thrown away.
 	cts := *rts
 	cts.Kind = device.KindCTS
-	if rts.Length > 0 {
+	cts.Length = uint64(dst.Size())
+	if cts.Length > 0 {
 		p.mu.Lock()
 		if p.err != nil {
 			err := p.err
@@ -791,12 +804,12 @@ func (d *Device) clearToSend(rts *device.Header, dst device.Payload, done device
 		_, mine := p.rdvRecv[rts.Seq]
 		delete(p.rdvRecv, rts.Seq)
 		p.mu.Unlock()
-		if !mine && rts.Length > 0 {
+		if !mine && cts.Length > 0 {
 			return nil
 		}
 		return err
 	}
-	if rts.Length == 0 && done != nil {
+	if cts.Length == 0 && done != nil {
 		done.Complete(nil)
 	}
 	return nil

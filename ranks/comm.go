@@ -369,46 +369,56 @@ func (w *World) clearToSend(rr *Request, m *msg) {
 	var dst []byte
 	switch {
 	case h.Length == 0: // a message of no elements fits any buffer, nil included
+	// A receive that takes less than the message clears it with a shorter buffer (device.Device, ClearToSend): the
+	// device moves what fits and drops the rest without receiving it, so a huge message into a small buffer, or
+	// into none, costs no memory of its size here.
 	case rv.Type == TypeNone:
 		rr.err = fmt.Errorf("%w: %d elements from rank %d (tag %d) into nil", ErrTruncate, m.count, env.Src,
 			env.Tag)
 		rr.bytes = 0
-		dst = make([]byte, h.Length) // the payload must still be drained
 	case m.typ != rv.Type:
 		rr.err = fmt.Errorf("%w: message of %s from rank %d (tag %d) received into %s", ErrType, m.typ,
 			env.Src, env.Tag, rv.Type)
-		dst = make([]byte, h.Length) // the payload must still be drained
 	case m.typ == TypeObject:
 		hm := getMsg()
 		hm.item.Env, hm.typ, hm.count, hm.proto = env, TypeObject, 1, eagerOwned
 		hm.own(int(h.Length))
 		rr.held = hm
 		dst = hm.data
-	case int(h.Length) > rv.Size():
-		rr.err = fmt.Errorf("%w: %d elements from rank %d (tag %d) into a buffer of %d", ErrTruncate, m.count,
-			env.Src, env.Tag, rv.N)
-		rr.bytes = int64(rv.Size())
-		rr.scratch = make([]byte, h.Length)
-		dst = rr.scratch
 	case rv.view != nil && w.segs != nil && w.segs.Segments(int(h.Source)):
-		// The device reads the payload straight into the view's blocks.
+		// The device reads the payload straight into the view's blocks (those that fit).
+		n := truncRemote(rr, rv, m, h.Length)
 		*m = msg{class: -1}
 		msgPool.Put(m)
-		if err := w.segs.ClearToSendv(&h, rv.Window(0, int(h.Length)/rv.Type.Size()).payload(), rr.completer()); err != nil {
+		if err := w.segs.ClearToSendv(&h, rv.Window(0, n/rv.Type.Size()).payload(), rr.completer()); err != nil {
 			rr.completer().Complete(err)
 		}
 		return
 	case rv.view != nil:
-		rr.scratch, rr.box = bounce(int(h.Length)) // unpacked into the view when the payload is in (Complete)
+		n := truncRemote(rr, rv, m, h.Length)
+		rr.scratch, rr.box = bounce(n) // unpacked into the view when the payload is in (Complete)
 		dst = rr.scratch
 	default:
-		dst = rv.Bytes()[:h.Length]
+		dst = rv.Bytes()[:truncRemote(rr, rv, m, h.Length)]
 	}
 	*m = msg{class: -1}
 	msgPool.Put(m)
 	if err := w.dev.ClearToSend(&h, dst, rr.completer()); err != nil {
 		rr.completer().Complete(err)
 	}
+}
+
+// truncRemote returns how many bytes of a remote rendezvous message of length bytes the receive rr, into rv, takes:
+// all of them, or, into a shorter buffer, the whole elements that fit, with ErrTruncate noted on rr.
+func truncRemote(rr *Request, rv Mem, m *msg, length uint64) int {
+	if length <= uint64(rv.Size()) {
+		return int(length)
+	}
+	env := m.item.Env
+	rr.err = fmt.Errorf("%w: %d elements from rank %d (tag %d) into a buffer of %d", ErrTruncate, m.count,
+		env.Src, env.Tag, rv.N)
+	rr.bytes = int64(rv.Size())
+	return rv.Size()
 }
 
 func (c *Comm) sendRemote(env queues.Envelope, wdest int, v Mem, object bool, mode sendMode, internal bool, pr *Request) (*Request, error) {

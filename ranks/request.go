@@ -108,7 +108,8 @@ type Request struct {
 	// the message it left in rk's unexpected queue: set under rk's lock, cleared under it by the receive that takes
 	// the message (see msg.taken); while set, Cancel may still withdraw the send.
 	held *msg
-	// rendezvous truncation: the payload arrives into scratch, then what fits is copied to the buffer
+	// scratch: a View's packed bytes, for a device that cannot move the view's blocks itself: a receive's payload
+	// (what fits of it) arrives there and is unpacked into the view; a send's is packed there
 	scratch []byte
 	ext     *reqExt // cold state: nil for a one-shot point-to-point request
 
@@ -291,8 +292,8 @@ func (d *devDone) Complete(err error) {
 		// Nothing reliable arrived: even a truncation already noted is now a failure of the transfer.
 		r.err = fmt.Errorf("%w: %w", ErrAborted, err)
 	case r.scratch != nil && r.kind == kindRecv:
-		// The payload came into scratch: a truncated rendezvous (r.err is ErrTruncate), or one into a View that
-		// the device could not fill in place. Deliver what fits.
+		// The payload (what fits of it: r.err is ErrTruncate if that is not all) came into scratch, for a View that
+		// the device could not fill in place.
 		m := r.mem()
 		r.bytes = min(r.bytes, int64(m.Size()))
 		m.CopyFrom(r.scratch[:min(len(r.scratch), m.Size())])

@@ -21,7 +21,8 @@
 //	12     4    dest     i32 world rank of the message's receiver
 //	16     4    tag      i32
 //	20     4    srcrank  i32 the sender's rank in the communicator (the matching key)
-//	24     8    length   u64: eager and DATA, bytes that follow; RTS, CTS, FIN, WDONE, the whole message
+//	24     8    length   u64: eager and DATA, bytes that follow; RTS, FIN, WDONE, the whole message; CTS, the
+//	                     bytes the receiver takes (fewer than the message's into a short buffer: truncation)
 //	32     8    seq      u64 the sending node's message id; replies echo it
 //	40     4    credit   u32 eager credits returned to the message's receiver
 //	44     4    pseq     u32 number of the message among those from its node to the receiving node
@@ -56,6 +57,8 @@
 // receiver's CTS gives its own buffer's address and key, the sender Writes the second part while the receiver
 // Reads the first, and WDONE tells the receiver that the sender's part is in place. Without RMA (CMA refused,
 // GOMPJ_CMA=0), the CTS carries no address and the sender streams DATA messages through the receive buffers.
+// A receive buffer shorter than the message (a truncated receive) takes its first bytes and nothing more: the
+// receiver Reads only those, and its CTS tells a sender that Writes or streams to stop there.
 //
 // # Memory
 //

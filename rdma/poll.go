@@ -348,11 +348,17 @@ func (d *Device) process(p *peer, h *hdr, payload []byte, rb *rxBuf) {
 }
 
 // cleared handles the CTS of one of our rendezvous sends: Write our part (split), stream DATA (no RMA), or
-// finish (an empty message).
+// finish (an empty message, or one the receiver takes none of). The CTS's length is what the receiver takes: the
+// whole message, or its first bytes into a shorter buffer (truncation); nothing past it is sent.
 func (d *Device) cleared(p *peer, h *hdr) {
 	p.mu.Lock()
 	s := p.rdvSend[h.Seq]
-	if s == nil || !sameMessage(&s.h, &h.Header) || s.wantWrite || s.streaming || (h.Flags&flagRMA == 0 && h.offset != 0) {
+	whole := h.Header
+	if s != nil {
+		whole.Length = s.h.Length
+	}
+	if s == nil || !sameMessage(&s.h, &whole) || h.Length > s.h.Length || s.wantWrite || s.streaming || s.untaken ||
+		(h.Flags&flagRMA == 0 && h.offset != 0) {
 		p.mu.Unlock()
 		d.failPeer(p, &PeerError{Node: p.id, Kind: ErrPeerLost, Err: badf(p.id, "CTS for unknown message %d", h.Seq)}, true)
 		return
@@ -360,8 +366,17 @@ func (d *Device) cleared(p *peer, h *hdr) {
 	var writes []*rmaOp
 	switch {
 	case len(s.payload) == 0:
+	case h.Length == 0:
+		// A truncated receive that takes nothing.
+		if h.Flags&flagRMA != 0 {
+			p.mu.Unlock()
+			d.failPeer(p, &PeerError{Node: p.id, Kind: ErrPeerLost, Err: badf(p.id, "CTS asking for a write of none of message %d", h.Seq)}, true)
+			return
+		}
+		s.needFin = false
+		s.untaken = true
 	case h.Flags&flagRMA != 0:
-		if !s.needFin || !p.rma.Load() || h.offset >= uint64(len(s.payload)) {
+		if !s.needFin || !p.rma.Load() || h.offset >= h.Length {
 			p.mu.Unlock()
 			d.failPeer(p, &PeerError{Node: p.id, Kind: ErrPeerLost, Err: badf(p.id, "CTS asking for a write of message %d that was not offered", h.Seq)}, true)
 			return
@@ -369,11 +384,12 @@ func (d *Device) cleared(p *peer, h *hdr) {
 		s.wantWrite = true
 		s.id = d.opID.Add(1)
 		d.ops.Store(s.id, s)
-		writes = d.splitRMA(true, s.payload[h.offset:], s.reg.mr, h.raddr, h.rkey, ctxWrite|s.id)
+		writes = d.splitRMA(true, s.payload[h.offset:h.Length], s.reg.mr, h.raddr, h.rkey, ctxWrite|s.id)
 		s.writing = len(writes)
 	default:
-		// The receiver cannot Read us (no RMA its way, or it chose not to): stream the payload.
+		// The receiver cannot Read us (no RMA its way, or it chose not to): stream the payload, what it takes.
 		s.needFin = false
+		s.payload = s.payload[:h.Length]
 		d.startStream(p, s)
 	}
 	p.mu.Unlock()
@@ -444,7 +460,7 @@ func (d *Device) rmaDone(p *peer, c *Completion) {
 func (d *Device) finishSend(p *peer, s *rdvSend) {
 	p.mu.Lock()
 	done := (!s.needFin || s.finGot) && (!s.wantWrite || s.wroteAll) && (!s.streaming || s.streamed) &&
-		(s.needFin || s.wantWrite || s.streaming || len(s.payload) == 0)
+		(s.needFin || s.wantWrite || s.streaming || s.untaken || len(s.payload) == 0)
 	if done {
 		if _, mine := p.rdvSend[s.h.Seq]; !mine {
 			done = false // failPeer took it

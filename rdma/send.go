@@ -38,6 +38,7 @@ type rdvSend struct {
 	streaming bool // DATA chunks are being sent
 	sent      int
 	streamed  bool
+	untaken   bool // the receiver's buffer takes none of a non-empty payload (a truncated receive)
 }
 
 // rdvRecv is a cleared rendezvous receive, from ClearToSend until it completes.
@@ -247,7 +248,7 @@ func (d *Device) ClearToSend(rts *device.Header, dst []byte, done device.Complet
 	if rts == nil || rts.Kind != device.KindRTS {
 		return errors.New("rdma: ClearToSend needs the RTS header delivered by the device")
 	}
-	if uint64(len(dst)) != rts.Length {
+	if uint64(len(dst)) > rts.Length {
 		return fmt.Errorf("rdma: receive buffer of %d bytes for a message of %d", len(dst), rts.Length)
 	}
 	p, err := d.peerOf(rts.Source, "source")
@@ -273,9 +274,13 @@ func (d *Device) ClearToSend(rts *device.Header, dst []byte, done device.Complet
 		r.reg = e
 		r.pin.Pin(&dst[0])
 	}
+	// The CTS says how much the receiver takes: len(dst), fewer than the message's bytes when its buffer is short
+	// (truncation). The sender then Writes or streams only what fits; a receiver that Reads reads only that.
+	// Nothing past len(dst) is ever received.
 	cts := hdr{Header: info.Header}
 	cts.Kind = device.KindCTS
 	cts.Flags &= device.FlagSync
+	cts.Length = uint64(len(dst))
 	var reads []*rmaOp
 	switch {
 	case len(dst) == 0:
@@ -313,7 +318,7 @@ func (d *Device) ClearToSend(rts *device.Header, dst []byte, done device.Complet
 		}
 	}
 	// The CTS goes first, so that a sender that Writes its part starts while we Read ours. A message the receiver
-	// reads whole needs no CTS: the FIN answers the RTS.
+	// reads alone needs no CTS: the FIN answers the RTS.
 	if !r.wantRead || r.needWDone {
 		err = d.sendLocked(p, &cts, nil, false)
 	}

@@ -1,6 +1,7 @@
 // Package devicetest is the conformance suite every gompj device passes: the rules of device.Device (order per
 // source and destination under concurrency, completion exactly once, re-entrant sink callbacks, the memory and
-// flow-control contract, Close and peer loss, and segmented payloads for devices that implement device.Segmented)
+// flow-control contract, truncated receives, Close and peer loss, and segmented payloads for devices that
+// implement device.Segmented)
 // checked against a small job of in-process transports.
 //
 // A device's own tests call Run with a Job that opens its transports; the suite starts them with its own sinks.
@@ -57,6 +58,7 @@ func Run(t *testing.T, j Job) {
 	t.Run("Poller", func(t *testing.T) { testPoller(t, &j) })
 	t.Run("Registrar", func(t *testing.T) { testRegistrar(t, &j) })
 	t.Run("Segments", func(t *testing.T) { testSegments(t, &j) })
+	t.Run("Truncation", func(t *testing.T) { testTruncation(t, &j) })
 	t.Run("CloseFlushes", func(t *testing.T) { testClose(t, &j) })
 	t.Run("PeerLost", func(t *testing.T) { testPeerLost(t, &j) })
 }
@@ -494,8 +496,8 @@ func testErrors(t *testing.T, j *Job) {
 		t.Error("SendRendezvous to a rank of this node: no error")
 	}
 	rts := &device.Header{Kind: device.KindRTS, Source: remote, Dest: src, Length: 10, Seq: 1}
-	if err := tr.ClearToSend(rts, make([]byte, 9), never); err == nil {
-		t.Error("ClearToSend with a buffer shorter than the message: no error")
+	if err := tr.ClearToSend(rts, make([]byte, 11), never); err == nil {
+		t.Error("ClearToSend with a buffer longer than the message: no error")
 	}
 	if err := tr.Ack(&device.Header{Kind: device.KindRTS, Source: remote, Dest: src}); err == nil {
 		t.Error("Ack of a message that is not a synchronous eager one: no error")
