@@ -102,7 +102,7 @@ func (c *Config) fill(caps Caps) error {
 }
 
 // Device is a node's rdma device over one provider endpoint. It implements device.Transport, device.Poller,
-// device.Registrar and device.Describer.
+// device.Registrar, device.Segmented and device.Describer.
 type Device struct {
 	cfg      Config
 	ep       Endpoint

@@ -60,6 +60,11 @@
 // A receive buffer shorter than the message (a truncated receive) takes its first bytes and nothing more: the
 // receiver Reads only those, and its CTS tells a sender that Writes or streams to stop there.
 //
+// # Payloads in pieces
+//
+// The device implements device.Segmented (segments.go): a receive into a view's blocks Reads large blocks
+// directly and stages tiny ones; a send of a view gathers it into a pooled staging buffer.
+//
 // # Memory
 //
 // The device registers only memory it owns (the receive pool and the send bounce buffers, pinned for its life)

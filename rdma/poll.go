@@ -292,9 +292,13 @@ func (d *Device) process(p *peer, h *hdr, payload []byte, rb *rxBuf) {
 		p.mu.Lock()
 		r := p.rdvRecv[h.Seq]
 		ok := r != nil && r.chunked && sameMessage(&r.h, &device.Header{Source: h.Source, Dest: h.Dest, Context: h.Context,
-			Tag: h.Tag, Seq: h.Seq, Length: r.h.Length}) && h.offset == uint64(r.got) && h.offset+h.Length <= uint64(len(r.dst))
+			Tag: h.Tag, Seq: h.Seq, Length: r.h.Length}) && h.offset == uint64(r.got) && h.offset+h.Length <= uint64(r.n)
 		if ok {
-			copy(r.dst[r.got:], payload)
+			if r.dst != nil {
+				copy(r.dst[r.got:], payload)
+			} else {
+				r.segs.Scatter(r.got, payload)
+			}
 			r.got += len(payload)
 		}
 		p.mu.Unlock()
@@ -481,7 +485,7 @@ func (d *Device) finishSend(p *peer, s *rdvSend) {
 // finishRecv completes a rendezvous receive whose every part is in place.
 func (d *Device) finishRecv(p *peer, r *rdvRecv) {
 	p.mu.Lock()
-	done := (!r.wantRead || r.readAll) && (!r.needWDone || r.wdone) && (!r.chunked || r.got == len(r.dst))
+	done := (!r.wantRead || r.readAll) && (!r.needWDone || r.wdone) && (!r.chunked || r.got == r.n)
 	if done {
 		if _, mine := p.rdvRecv[r.h.Seq]; !mine {
 			done = false
@@ -491,6 +495,9 @@ func (d *Device) finishRecv(p *peer, r *rdvRecv) {
 	p.mu.Unlock()
 	if !done {
 		return
+	}
+	if r.stage != nil {
+		r.segs.Scatter(0, r.dst)
 	}
 	r.release(d)
 	d.inflight.Add(-1)

@@ -24,7 +24,8 @@ type rdvSend struct {
 	p       *peer
 	h       device.Header // as sent in the RTS
 	payload []byte
-	owned   bool // payload is the device's copy
+	owned   bool    // payload is the device's copy
+	stage   *[]byte // payload's pooled buffer (a payload in pieces, packed: SendRendezvousv)
 	done    device.Completer
 	reg     *regEntry
 	pin     runtime.Pinner
@@ -45,11 +46,17 @@ type rdvSend struct {
 type rdvRecv struct {
 	p    *peer
 	h    device.Header // the RTS
-	dst  []byte
-	done device.Completer
-	reg  *regEntry
-	pin  runtime.Pinner
-	id   uint64
+	n    int           // the bytes it takes: the message's, or fewer (truncation)
+	dst  []byte        // the contiguous buffer the transfer fills (nil: straight into segs)
+	segs device.Payload
+	// segs is set for a buffer in pieces (ClearToSendv): streamed DATA is scattered into it, direct Reads go into
+	// its pieces, or the transfer fills stage (dst), scattered into the pieces once complete.
+	direct bool
+	stage  *[]byte
+	done   device.Completer
+	reg    *regEntry
+	pin    runtime.Pinner
+	id     uint64
 
 	reading   int // Reads in flight
 	readAll   bool
@@ -99,7 +106,7 @@ func (d *Device) SendEager(h *device.Header, payload []byte, done device.Complet
 		if sync {
 			rdone = done
 		}
-		if err := d.rendezvous(p, &rh, cp, true, rdone); err != nil {
+		if err := d.rendezvous(p, &rh, cp, true, nil, rdone); err != nil {
 			return err
 		}
 		if !sync && done != nil {
@@ -173,21 +180,25 @@ func (d *Device) SendRendezvous(h *device.Header, payload []byte, done device.Co
 	if err != nil {
 		return err
 	}
-	return d.rendezvous(p, h, payload, false, done)
+	return d.rendezvous(p, h, payload, false, nil, done)
 }
 
 // rendezvous sends the RTS of a rendezvous send. A payload longer than an eager message is registered, which
 // also proves it is heap memory; with RMA toward the peer the RTS carries its address and key. A payload that is
 // not heap memory is copied first (the caller is the sending goroutine, so reading it here is safe).
-func (d *Device) rendezvous(p *peer, h *device.Header, payload []byte, owned bool, done device.Completer) error {
-	s := &rdvSend{p: p, h: *h, payload: payload, owned: owned, done: done}
+func (d *Device) rendezvous(p *peer, h *device.Header, payload []byte, owned bool, stage *[]byte, done device.Completer) error {
+	s := &rdvSend{p: p, h: *h, payload: payload, owned: owned || stage != nil, stage: stage, done: done}
 	s.h.Kind = device.KindRTS
 	s.h.Flags &= device.FlagSync
 	s.h.Length = uint64(len(payload))
 	s.h.Seq = d.seq.Add(1)
 	rh := hdr{Header: s.h}
-	if len(payload) > p.eagerMax || (len(payload) > 0 && !owned) {
-		e, err := d.cache.get(payload, regAccess)
+	if len(payload) > p.eagerMax || (len(payload) > 0 && !s.owned) {
+		reg := payload
+		if stage != nil {
+			reg = (*stage)[:cap(*stage)] // the whole pooled buffer: registered once, whatever the length
+		}
+		e, err := d.cache.get(reg, regAccess)
 		if errors.Is(err, ErrNotHeap) && !owned {
 			cp := make([]byte, len(payload))
 			copy(cp, payload)
@@ -195,6 +206,7 @@ func (d *Device) rendezvous(p *peer, h *device.Header, payload []byte, owned boo
 			e, err = d.cache.get(cp, regAccess)
 		}
 		if err != nil {
+			s.release(d)
 			return fmt.Errorf("rdma: registering a %d-byte payload for node %d: %w", len(payload), p.id, err)
 		}
 		s.reg = e
@@ -231,25 +243,44 @@ func (s *rdvSend) release(d *Device) {
 	s.pin.Unpin()
 	d.cache.put(s.reg)
 	s.reg = nil
+	if s.stage != nil {
+		putStage(s.stage)
+		s.stage, s.payload = nil, nil
+	}
 }
 
+// release lets go of the receive's memory. A staging buffer goes back to its pool: the caller has scattered it
+// into the pieces already, or the transfer failed.
 func (r *rdvRecv) release(d *Device) {
 	r.pin.Unpin()
 	d.cache.put(r.reg)
 	r.reg = nil
+	if r.stage != nil {
+		putStage(r.stage)
+		r.stage, r.dst = nil, nil
+	}
 }
 
 // ClearToSend implements device.Device. With RMA the receiver Reads the payload (all of it, or the first part
 // while the sender Writes the rest, on shared memory); without, the sender streams DATA messages.
 func (d *Device) ClearToSend(rts *device.Header, dst []byte, done device.Completer) error {
+	return d.clearToSend(rts, device.Contiguous(dst), done)
+}
+
+// clearToSend is ClearToSend into dst, contiguous or in pieces (ClearToSendv). Pieces are filled in one of three
+// ways: streamed DATA is scattered into them; large pieces are Read into directly; tiny ones (or any, on a
+// provider that wants local buffers registered) go through a staging buffer, which the Reads fill and which is
+// scattered into the pieces at the end.
+func (d *Device) clearToSend(rts *device.Header, dst device.Payload, done device.Completer) error {
 	if d.closing.Load() {
 		return device.ErrClosed
 	}
 	if rts == nil || rts.Kind != device.KindRTS {
 		return errors.New("rdma: ClearToSend needs the RTS header delivered by the device")
 	}
-	if uint64(len(dst)) > rts.Length {
-		return fmt.Errorf("rdma: receive buffer of %d bytes for a message of %d", len(dst), rts.Length)
+	n := dst.Size()
+	if n < 0 || uint64(n) > rts.Length {
+		return fmt.Errorf("rdma: receive buffer of %d bytes for a message of %d", n, rts.Length)
 	}
 	p, err := d.peerOf(rts.Source, "source")
 	if err != nil {
@@ -264,41 +295,67 @@ func (d *Device) ClearToSend(rts *device.Header, dst []byte, done device.Complet
 	delete(p.rtsIn, rts.Seq)
 	p.mu.Unlock()
 
-	r := &rdvRecv{p: p, h: info.Header, dst: dst, done: done}
+	r := &rdvRecv{p: p, h: info.Header, n: n, done: done}
+	rma := info.Flags&flagRMA != 0 && p.rma.Load()
+	buf := dst.Bytes // the contiguous buffer the transfer fills: the receive's own, or a staging buffer
+	if dst.Segmented() && n > 0 {
+		r.segs = dst
+		switch {
+		case !rma:
+			// Streamed DATA is scattered straight into the pieces.
+		case !d.caps.LocalMR && !tinyPieces(dst):
+			r.direct = true
+		default:
+			r.stage = getStage(n)
+			buf = (*r.stage)[:n]
+		}
+	}
 	var e *regEntry
-	if len(dst) > 0 {
-		e, err = d.cache.get(dst, regAccess)
+	if len(buf) > 0 {
+		reg := buf
+		if r.stage != nil {
+			reg = (*r.stage)[:cap(*r.stage)] // the whole pooled buffer: registered once, whatever the length
+		}
+		e, err = d.cache.get(reg, regAccess)
 		if err != nil {
-			return fmt.Errorf("rdma: registering a %d-byte receive buffer for node %d: %w", len(dst), p.id, err)
+			r.release(d)
+			return fmt.Errorf("rdma: registering a %d-byte receive buffer for node %d: %w", len(buf), p.id, err)
 		}
 		r.reg = e
-		r.pin.Pin(&dst[0])
+		r.pin.Pin(&buf[0])
+		r.dst = buf
 	}
-	// The CTS says how much the receiver takes: len(dst), fewer than the message's bytes when its buffer is short
+	// The CTS says how much the receiver takes: n, fewer than the message's bytes when its buffer is short
 	// (truncation). The sender then Writes or streams only what fits; a receiver that Reads reads only that.
-	// Nothing past len(dst) is ever received.
+	// Nothing past n is ever received.
 	cts := hdr{Header: info.Header}
 	cts.Kind = device.KindCTS
 	cts.Flags &= device.FlagSync
-	cts.Length = uint64(len(dst))
+	cts.Length = uint64(n)
 	var reads []*rmaOp
 	switch {
-	case len(dst) == 0:
-	case info.Flags&flagRMA != 0 && p.rma.Load():
-		readLen := len(dst)
-		if d.caps.SplitCopy && len(dst) >= d.cfg.SplitMin {
-			readLen = (len(dst) / 2) &^ 63
+	case n == 0:
+	case rma && r.direct:
+		// Straight into the pieces, all of them Read here: a split would need one contiguous buffer.
+		r.id = d.opID.Add(1)
+		r.wantRead = true
+		reads = d.piecesRMA(&r.pin, dst, info.raddr, info.rkey, ctxRead|r.id)
+		r.reading = len(reads)
+	case rma:
+		readLen := n
+		if d.caps.SplitCopy && n >= d.cfg.SplitMin {
+			readLen = (n / 2) &^ 63
 		}
 		r.id = d.opID.Add(1)
-		if readLen < len(dst) {
+		if readLen < n {
 			r.needWDone = true
 			cts.Flags |= flagRMA
-			cts.raddr = e.mr.Addr(unsafePtr(dst[readLen:]))
+			cts.raddr = e.mr.Addr(unsafePtr(buf[readLen:]))
 			cts.rkey = e.mr.Key()
 			cts.offset = uint64(readLen)
 		}
 		r.wantRead = true
-		reads = d.splitRMA(false, dst[:readLen], e.mr, info.raddr, info.rkey, ctxRead|r.id)
+		reads = d.splitRMA(false, buf[:readLen], e.mr, info.raddr, info.rkey, ctxRead|r.id)
 		r.reading = len(reads)
 	default:
 		r.chunked = true
@@ -310,7 +367,7 @@ func (d *Device) ClearToSend(rts *device.Header, dst []byte, done device.Complet
 		r.release(d)
 		return err
 	}
-	if len(dst) > 0 {
+	if n > 0 {
 		p.rdvRecv[info.Seq] = r
 		d.inflight.Add(1)
 		if r.wantRead {
@@ -334,7 +391,7 @@ func (d *Device) ClearToSend(rts *device.Header, dst []byte, done device.Complet
 	}
 	// The Reads go outside the lock: on shared memory they copy right here.
 	d.issueAll(p, reads)
-	if len(dst) == 0 && done != nil {
+	if n == 0 && done != nil {
 		done.Complete(nil)
 	}
 	return nil

@@ -1,0 +1,164 @@
+package rdma
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"runtime"
+	"sync"
+
+	"github.com/gompj/gompj/device"
+)
+
+// Payloads in pieces (device.Segmented): the blocks of a strided view.
+//
+//   - Received by RMA, large pieces are Read into directly, one Read per piece (split at Caps.MaxRMA): one copy,
+//     where packing costs two. Tiny pieces, or any on a provider that wants local buffers registered
+//     (Caps.LocalMR), are Read into a pooled staging buffer that is scattered into them at the end, as packing
+//     would. Streamed DATA (no RMA) is scattered into the pieces from the receive buffers.
+//   - Sent, the pieces are gathered into a pooled staging buffer, which the receiver Reads as any payload (a
+//     peer cannot Read scattered memory through one key and address). Eager payloads are gathered likewise.
+//
+// Staging buffers come from pools by power-of-two size and are registered whole, so that the registration cache
+// hits when a buffer comes back for a message of another length.
+
+// directMin is the average piece size from which a receive Reads into the pieces themselves.
+const directMin = 8 << 10
+
+// tinySample is how many pieces tinyPieces looks at.
+const tinySample = 16
+
+// tinyPieces reports whether p's pieces are too small on average to Read into one by one.
+func tinyPieces(p device.Payload) bool {
+	var sample [tinySample][]byte
+	k := p.Segs.Pieces(p.Off, p.Len, sample[:])
+	if k == 0 {
+		return true
+	}
+	n := 0
+	for _, b := range sample[:k] {
+		n += len(b)
+	}
+	if k < tinySample && n == p.Len {
+		return n/k < directMin && k > 1 // all of it: a single piece is never tiny
+	}
+	return n/k < directMin
+}
+
+// piecesRMA makes the Reads of a receive into p's pieces from the peer's raddr, pinning each piece's memory
+// until the receive releases pin.
+func (d *Device) piecesRMA(pin *runtime.Pinner, p device.Payload, raddr, rkey, ctx uint64) []*rmaOp {
+	var scratch [64][]byte
+	var ops []*rmaOp
+	for off := 0; off < p.Len; {
+		k := p.Segs.Pieces(p.Off+off, p.Len-off, scratch[:])
+		if k == 0 {
+			break // a Pieces that ends early: the Reads cover what it has, and the receive never completes short
+		}
+		for _, b := range scratch[:k] {
+			if len(b) == 0 {
+				continue
+			}
+			pin.Pin(&b[0])
+			ops = append(ops, d.splitRMA(false, b, nil, raddr+uint64(off), rkey, ctx)...)
+			off += len(b)
+		}
+	}
+	return ops
+}
+
+// Staging buffers, by size class: class c holds 1<<(c+minStageShift) bytes.
+const minStageShift = 12
+
+var stagePools [40]sync.Pool
+
+func stageClass(n int) int {
+	if n <= 1<<minStageShift {
+		return 0
+	}
+	return bits.Len(uint(n-1)) - minStageShift
+}
+
+// getStage returns a pooled buffer of at least n bytes.
+func getStage(n int) *[]byte {
+	c := stageClass(n)
+	if c >= len(stagePools) {
+		b := make([]byte, n)
+		return &b
+	}
+	if b, ok := stagePools[c].Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, 1<<(c+minStageShift))
+	return &b
+}
+
+func putStage(b *[]byte) {
+	if c := stageClass(cap(*b)); c < len(stagePools) && cap(*b) == 1<<(c+minStageShift) {
+		stagePools[c].Put(b)
+	}
+}
+
+// Segments implements device.Segmented: every peer this device serves.
+func (d *Device) Segments(peer int) bool {
+	if peer < 0 || peer >= d.ranks || d.peers == nil {
+		return false
+	}
+	return d.peers[d.rankNode[peer]] != nil
+}
+
+// SendEagerv implements device.Segmented: the pieces are gathered into a staging buffer, which SendEager copies
+// out before it returns.
+func (d *Device) SendEagerv(h *device.Header, p device.Payload, done device.Completer) error {
+	if !p.Segmented() {
+		return d.SendEager(h, p.Bytes, done)
+	}
+	if p.Len == 0 {
+		return d.SendEager(h, nil, done)
+	}
+	if p.Len < 0 || p.Len > 1<<30 {
+		return fmt.Errorf("rdma: eager payload of %d bytes", p.Len)
+	}
+	st := getStage(p.Len)
+	b := (*st)[:p.Len]
+	p.Gather(0, b)
+	err := d.SendEager(h, b, done)
+	putStage(st)
+	return err
+}
+
+// SendRendezvousv implements device.Segmented: the pieces are gathered into a staging buffer that the device
+// owns until the send completes, and sent from there.
+func (d *Device) SendRendezvousv(h *device.Header, p device.Payload, done device.Completer) error {
+	if !p.Segmented() {
+		return d.SendRendezvous(h, p.Bytes, done)
+	}
+	if d.closing.Load() {
+		return device.ErrClosed
+	}
+	if h == nil {
+		return errors.New("rdma: nil header")
+	}
+	if p.Len < 0 || uint64(p.Len) > d.cfg.MaxMessage {
+		return fmt.Errorf("rdma: message of %d bytes over the limit %d", p.Len, d.cfg.MaxMessage)
+	}
+	if err := d.checkSource(h.Source); err != nil {
+		return err
+	}
+	pr, err := d.peerOf(h.Dest, "destination")
+	if err != nil {
+		return err
+	}
+	if p.Len == 0 {
+		return d.rendezvous(pr, h, nil, true, nil, done)
+	}
+	st := getStage(p.Len)
+	b := (*st)[:p.Len]
+	p.Gather(0, b)
+	return d.rendezvous(pr, h, b, true, st, done)
+}
+
+// ClearToSendv implements device.Segmented.
+func (d *Device) ClearToSendv(rts *device.Header, dst device.Payload, done device.Completer) error {
+	return d.clearToSend(rts, dst, done)
+}
