@@ -69,7 +69,8 @@ func memJob(t *testing.T, o memprov.Options, tune ...func(*rdma.Config)) devicet
 
 // TestConformanceMem runs the device conformance suite over in-memory fabrics that behave as the providers may:
 // ordered or not, completions delayed and reordered, RMA or none (DATA streamed), RMA split between both ends,
-// registered local buffers and virtual addresses, small RMA limits, a busy provider.
+// registered local buffers and virtual addresses, small RMA limits, vectored Reads, a busy provider, a tiny
+// registration cache.
 func TestConformanceMem(t *testing.T) {
 	cases := []struct {
 		name string
@@ -82,6 +83,7 @@ func TestConformanceMem(t *testing.T) {
 		{"localmr-maxrma-busy", memprov.Options{Seed: 4, Ordered: true, RMA: true, LocalMR: true, MaxRMA: 100 << 10,
 			SplitCopy: true, QueueLimit: 4, InjectSize: 64}, nil},
 		{"rma-refused-one-way", memprov.Options{Seed: 5, Delay: 1, RMA: true, NoRMA: func(a, b int) bool { return a == 1 }}, nil},
+		{"readv-maxrma", memprov.Options{Seed: 7, Delay: 2, RMA: true, Readv: true, MaxRMA: 100 << 10, VirtAddr: true}, nil},
 		// A registration cache of one entry and one byte: every registration is evicted as soon as its transfer
 		// lets go of it, under many transfers in flight at once. memprov fails a Read or Write under a closed key,
 		// so one evicted while in use would fail its transfer.

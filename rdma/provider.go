@@ -164,6 +164,15 @@ type Endpoint interface {
 	Close() error
 }
 
+// VectorRMA is implemented by endpoints that Read into several local buffers in one operation (shm: the local
+// iovecs of process_vm_readv; FI: fi_readv). The device uses it, on endpoints that need no local registrations
+// (Caps.LocalMR false), to Read a message straight into the blocks of a view with few operations.
+type VectorRMA interface {
+	// Readv is Read into locals, in order, from node's memory at raddr (their lengths summed, within Caps.MaxRMA;
+	// at most device.IovMax locals): one operation, completed by one OpRead.
+	Readv(node int, locals [][]byte, raddr, rkey uint64, ctx uint64) error
+}
+
 // ErrAgain is returned by an Endpoint whose queues are full for now (FI_EAGAIN): poll, then try again.
 var ErrAgain = errors.New("rdma: provider busy (try again)")
 

@@ -3,6 +3,7 @@ package rdma
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"runtime"
 	"sync"
@@ -12,24 +13,34 @@ import (
 
 // Payloads in pieces (device.Segmented): the blocks of a strided view.
 //
-//   - Received by RMA, large pieces are Read into directly, one Read per piece (split at Caps.MaxRMA): one copy,
-//     where packing costs two. Tiny pieces, or any on a provider that wants local buffers registered
-//     (Caps.LocalMR), are Read into a pooled staging buffer that is scattered into them at the end, as packing
-//     would. Streamed DATA (no RMA) is scattered into the pieces from the receive buffers.
+//   - Received by RMA, pieces are Read into directly: one copy, where packing costs two. On an endpoint with
+//     vectored Reads (VectorRMA: shm's process_vm_readv) a Read fills up to device.IovMax pieces, else one Read
+//     fills one piece; either is split at Caps.MaxRMA. Tiny pieces (under readvMin on average with vectored
+//     Reads, directMin without), or any on a provider that wants local buffers registered (Caps.LocalMR), are
+//     Read into a pooled staging buffer that is scattered into them at the end, as packing would. Streamed DATA
+//     (no RMA) is scattered into the pieces from the receive buffers.
 //   - Sent, the pieces are gathered into a pooled staging buffer, which the receiver Reads as any payload (a
 //     peer cannot Read scattered memory through one key and address). Eager payloads are gathered likewise.
 //
 // Staging buffers come from pools by power-of-two size and are registered whole, so that the registration cache
 // hits when a buffer comes back for a message of another length.
 
-// directMin is the average piece size from which a receive Reads into the pieces themselves.
-const directMin = 8 << 10
+// directMin is the average piece size from which a receive Reads into the pieces themselves, a Read each;
+// readvMin is that size with vectored Reads, where a piece costs the kernel an iovec rather than a system call.
+const (
+	directMin = 8 << 10
+	readvMin  = 512
+)
 
 // tinySample is how many pieces tinyPieces looks at.
 const tinySample = 16
 
-// tinyPieces reports whether p's pieces are too small on average to Read into one by one.
-func tinyPieces(p device.Payload) bool {
+// tinyPieces reports whether p's pieces are too small on average to Read into directly.
+func (d *Device) tinyPieces(p device.Payload) bool {
+	least := directMin
+	if d.readv != nil {
+		least = readvMin
+	}
 	var sample [tinySample][]byte
 	k := p.Segs.Pieces(p.Off, p.Len, sample[:])
 	if k == 0 {
@@ -40,16 +51,29 @@ func tinyPieces(p device.Payload) bool {
 		n += len(b)
 	}
 	if k < tinySample && n == p.Len {
-		return n/k < directMin && k > 1 // all of it: a single piece is never tiny
+		return n/k < least && k > 1 // all of it: a single piece is never tiny
 	}
-	return n/k < directMin
+	return n/k < least
 }
 
 // piecesRMA makes the Reads of a receive into p's pieces from the peer's raddr, pinning each piece's memory
-// until the receive releases pin.
+// until the receive releases pin: vectored Reads of up to device.IovMax pieces and Caps.MaxRMA bytes, or a Read
+// per piece.
 func (d *Device) piecesRMA(pin *runtime.Pinner, p device.Payload, raddr, rkey, ctx uint64) []*rmaOp {
 	var scratch [64][]byte
 	var ops []*rmaOp
+	var batch [][]byte // the vectored Read being filled: its pieces, from byte at of the payload
+	at, size := 0, 0
+	flush := func() {
+		if len(batch) > 0 {
+			ops = append(ops, &rmaOp{locals: batch, raddr: raddr + uint64(at), rkey: rkey, ctx: ctx})
+			batch, at, size = nil, at+size, 0
+		}
+	}
+	maxRMA := d.caps.MaxRMA
+	if maxRMA <= 0 {
+		maxRMA = math.MaxInt
+	}
 	for off := 0; off < p.Len; {
 		k := p.Segs.Pieces(p.Off+off, p.Len-off, scratch[:])
 		if k == 0 {
@@ -60,10 +84,24 @@ func (d *Device) piecesRMA(pin *runtime.Pinner, p device.Payload, raddr, rkey, c
 				continue
 			}
 			pin.Pin(&b[0])
-			ops = append(ops, d.splitRMA(false, b, nil, raddr+uint64(off), rkey, ctx)...)
-			off += len(b)
+			if d.readv == nil {
+				ops = append(ops, d.splitRMA(false, b, nil, raddr+uint64(off), rkey, ctx)...)
+				off += len(b)
+				continue
+			}
+			for len(b) > 0 {
+				if len(batch) == device.IovMax || size == maxRMA {
+					flush()
+				}
+				c := min(len(b), maxRMA-size)
+				batch = append(batch, b[:c])
+				size += c
+				b = b[c:]
+				off += c
+			}
 		}
 	}
+	flush()
 	return ops
 }
 

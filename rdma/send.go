@@ -69,12 +69,13 @@ type rdvRecv struct {
 
 // rmaOp is a Read or Write to issue (or retry): a part of a rendezvous.
 type rmaOp struct {
-	write bool
-	local []byte
-	mr    MR
-	raddr uint64
-	rkey  uint64
-	ctx   uint64
+	write  bool
+	local  []byte
+	locals [][]byte // a vectored Read (VectorRMA) into these, instead of local
+	mr     MR
+	raddr  uint64
+	rkey   uint64
+	ctx    uint64
 }
 
 // SendEager implements device.Device.
@@ -303,7 +304,7 @@ func (d *Device) clearToSend(rts *device.Header, dst device.Payload, done device
 		switch {
 		case !rma:
 			// Streamed DATA is scattered straight into the pieces.
-		case !d.caps.LocalMR && !tinyPieces(dst):
+		case !d.caps.LocalMR && !d.tinyPieces(dst):
 			r.direct = true
 		default:
 			r.stage = getStage(n)
@@ -539,6 +540,9 @@ func (d *Device) transmit(p *peer, h *hdr, payload []byte) error {
 }
 
 func (d *Device) issue(p *peer, op *rmaOp) error {
+	if op.locals != nil {
+		return d.readv.Readv(p.id, op.locals, op.raddr, op.rkey, op.ctx)
+	}
 	if op.write {
 		return d.ep.Write(p.id, op.local, op.mr, op.raddr, op.rkey, op.ctx)
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gompj/gompj/device"
 	"github.com/gompj/gompj/rdma"
 )
 
@@ -36,7 +37,8 @@ type Options struct {
 	LocalMR    bool
 	SplitCopy  bool
 	EagerLimit int
-	QueueLimit int // ErrAgain once a target holds this many undelivered messages (default 64)
+	QueueLimit int  // ErrAgain once a target holds this many undelivered messages (default 64)
+	Readv      bool // endpoints implement rdma.VectorRMA
 	RecvDepth  int
 }
 
@@ -74,12 +76,33 @@ func (f *Fabric) Open(cfg rdma.EndpointConfig) (rdma.Endpoint, error) {
 	e := &endpoint{f: f, node: cfg.Node, addr: "mem-" + strconv.Itoa(f.n), peers: map[int]*endpoint{}, mrs: map[uint64]*mr{},
 		wake: make(chan struct{}, 1), lost: map[int]bool{}}
 	f.eps[e.addr] = e
+	if f.opts.Readv {
+		return readvEndpoint{e}, nil
+	}
 	return e, nil
+}
+
+// readvEndpoint is an endpoint that offers rdma.VectorRMA.
+type readvEndpoint struct{ *endpoint }
+
+// Readv implements rdma.VectorRMA.
+func (e readvEndpoint) Readv(node int, locals [][]byte, raddr, rkey, ctx uint64) error {
+	n := 0
+	for _, b := range locals {
+		n += len(b)
+	}
+	if len(locals) > device.IovMax {
+		return fmt.Errorf("memprov: readv into %d buffers, over %d", len(locals), device.IovMax)
+	}
+	return e.rmav(false, node, locals, n, nil, raddr, rkey, ctx)
 }
 
 // Kill makes ep vanish as a killed process would: its peers see OpPeerLost, and it does nothing more.
 func (f *Fabric) Kill(ep rdma.Endpoint) {
-	e := ep.(*endpoint)
+	e, ok := ep.(*endpoint)
+	if !ok {
+		e = ep.(readvEndpoint).endpoint
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if e.dead {
@@ -342,6 +365,11 @@ func (e *endpoint) remote(t *endpoint, n int, raddr, rkey uint64, acc rdma.Acces
 }
 
 func (e *endpoint) rma(write bool, node int, local []byte, m rdma.MR, raddr, rkey, ctx uint64) error {
+	return e.rmav(write, node, [][]byte{local}, len(local), m, raddr, rkey, ctx)
+}
+
+// rmav is a Read or Write of n bytes at raddr into or from the locals, in order.
+func (e *endpoint) rmav(write bool, node int, locals [][]byte, n int, m rdma.MR, raddr, rkey, ctx uint64) error {
 	e.f.mu.Lock()
 	defer e.f.mu.Unlock()
 	call, op, acc := "read", rdma.OpRead, rdma.AccessRemoteRead
@@ -355,19 +383,26 @@ func (e *endpoint) rma(write bool, node int, local []byte, m rdma.MR, raddr, rke
 	if !e.PeerRMA(node) {
 		return &rdma.OpError{Call: call, Node: node, Err: errors.New("RMA refused")}
 	}
-	if max := e.f.opts.MaxRMA; max > 0 && len(local) > max {
-		return fmt.Errorf("memprov: %s of %d bytes over %d", call, len(local), max)
+	if max := e.f.opts.MaxRMA; max > 0 && n > max {
+		return fmt.Errorf("memprov: %s of %d bytes over %d", call, n, max)
 	}
-	if err := e.local(local, m, call); err != nil {
-		return err
+	for _, local := range locals {
+		if err := e.local(local, m, call); err != nil {
+			return err
+		}
 	}
 	c := rdma.Completion{Op: op, Ctx: ctx, Node: node}
-	if rb, err := e.remote(t, len(local), raddr, rkey, acc); err != nil {
+	if rb, err := e.remote(t, n, raddr, rkey, acc); err != nil {
 		c.Err = &rdma.OpError{Call: call, Node: node, Err: err}
-	} else if write {
-		copy(rb, local)
 	} else {
-		copy(local, rb)
+		for _, local := range locals {
+			if write {
+				copy(rb, local)
+			} else {
+				copy(local, rb)
+			}
+			rb = rb[len(local):]
+		}
 	}
 	e.complete(c)
 	return nil

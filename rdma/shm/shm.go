@@ -659,6 +659,20 @@ func (e *endpoint) Read(node int, local []byte, _ rdma.MR, raddr, _ uint64, ctx 
 	return e.rma(false, node, local, raddr, ctx)
 }
 
+// Readv implements rdma.VectorRMA: one process_vm_readv into many local buffers (64 a call).
+func (e *endpoint) Readv(node int, locals [][]byte, raddr, _ uint64, ctx uint64) error {
+	p := e.peer(node)
+	if p == nil || !p.cma {
+		return &rdma.OpError{Call: "process_vm_readv", Node: node, Err: errors.New("no CMA toward this node")}
+	}
+	var err error
+	if cerr := cmaReadv(p.pid, locals, raddr); cerr != nil {
+		err = &rdma.OpError{Call: "process_vm_readv", Node: node, Err: cerr}
+	}
+	e.complete(rdma.Completion{Op: rdma.OpRead, Ctx: ctx, Node: node, Err: err})
+	return nil
+}
+
 // Poll implements rdma.Endpoint: completions made here first, then the rings (from a rotating first peer), then
 // the peers that closed or were lost, once their ring is drained.
 //

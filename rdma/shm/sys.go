@@ -199,6 +199,62 @@ func cmaStatus(off bool, probe *uint64) (ok bool, why string) {
 	return true, ""
 }
 
+// cmaReadv reads into the locals, in order, the bytes at raddr in process pid, with up to cmaIov local iovecs a
+// call (the stack holds them). It loops over partial transfers.
+func cmaReadv(pid int, locals [][]byte, raddr uint64) error {
+	var liov [cmaIov]unix.Iovec
+	skip := 0 // bytes of locals[0] already read
+	for len(locals) > 0 {
+		k, n := 0, 0
+		for k < len(locals) && k < cmaIov {
+			b := locals[k]
+			if k == 0 {
+				b = b[skip:]
+			}
+			if len(b) > 0 {
+				liov[k].Base = &b[0]
+			} else {
+				liov[k].Base = nil
+			}
+			liov[k].SetLen(len(b))
+			n += len(b)
+			k++
+		}
+		if n == 0 {
+			return nil
+		}
+		riov := unix.RemoteIovec{Base: uintptr(raddr), Len: n}
+		got, _, e := unix.Syscall6(unix.SYS_PROCESS_VM_READV, uintptr(pid), uintptr(unsafe.Pointer(&liov[0])),
+			uintptr(k), uintptr(unsafe.Pointer(&riov)), 1, 0)
+		if e == unix.EINTR {
+			continue
+		}
+		if e != 0 {
+			return e
+		}
+		if got == 0 {
+			return errors.New("no progress")
+		}
+		raddr += uint64(got)
+		for left := int(got); left > 0; {
+			rest := len(locals[0]) - skip
+			if left < rest {
+				skip += left
+				break
+			}
+			left -= rest
+			locals, skip = locals[1:], 0
+		}
+		for len(locals) > 0 && len(locals[0]) == skip {
+			locals, skip = locals[1:], 0
+		}
+	}
+	return nil
+}
+
+// cmaIov is how many local iovecs cmaReadv hands the kernel a call.
+const cmaIov = 64
+
 // cmaCopy moves len(local) bytes between local and raddr in process pid: a write when write is set, else a read.
 // It loops over partial transfers. The call may take long (it copies, and faults pages in), so it is an ordinary
 // system call that lets the scheduler run other goroutines meanwhile.
