@@ -164,12 +164,15 @@ type Endpoint interface {
 	Close() error
 }
 
-// VectorRMA is implemented by endpoints that Read into several local buffers in one operation (shm: the local
-// iovecs of process_vm_readv; FI: fi_readv). The device uses it, on endpoints that need no local registrations
-// (Caps.LocalMR false), to Read a message straight into the blocks of a view with few operations.
+// VectorRMA is implemented by endpoints that Read into several local buffers in one operation and copy before
+// they return (shm: the local iovecs of process_vm_readv). The device uses it, on endpoints that need no local
+// registrations (Caps.LocalMR false), to Read a message straight into the blocks of a view with few operations;
+// since nothing keeps the locals past the call, it does not pin them (pinning each of thousands of blocks costs
+// more than copying them).
 type VectorRMA interface {
 	// Readv is Read into locals, in order, from node's memory at raddr (their lengths summed, within Caps.MaxRMA;
-	// at most device.IovMax locals): one operation, completed by one OpRead.
+	// at most device.IovMax locals): one operation, completed by one OpRead. The locals are written before Readv
+	// returns, or not at all.
 	Readv(node int, locals [][]byte, raddr, rkey uint64, ctx uint64) error
 }
 
