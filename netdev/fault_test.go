@@ -332,3 +332,27 @@ func TestEagerZeroAlloc(t *testing.T) {
 		t.Fatalf("%v allocations per eager message", a)
 	}
 }
+
+// TestForgedCTSLonger: a CTS may shorten a rendezvous message (a truncated receive), never stretch it: one asking
+// for more bytes than the message has fails the peer as a bad frame and the send with it, sending nothing.
+func TestForgedCTSLonger(t *testing.T) {
+	d, s := oneDevice(t, nil)
+	nc := impostor(t, d)
+	defer nc.Close()
+	const size = 10 << 10
+	h := &device.Header{Kind: device.KindRTS, Type: 1, Context: 3, Source: 0, Dest: 2, SrcRank: 0, Tag: 7, Length: size}
+	done := newCompleter()
+	if err := d.SendRendezvous(h, make([]byte, size), done); err != nil {
+		t.Fatal(err)
+	}
+	cts := *h
+	cts.Kind, cts.Seq, cts.Length = device.KindCTS, 1, size+1
+	nc.Write(rawHeader(cts, 0))
+	s.wait(t, 5*time.Second, "PeerLost", func() bool { return len(s.lost) == 1 })
+	if s.lost[0].node != 1 || !errors.Is(s.lost[0].err, ErrFrame) {
+		t.Fatalf("PeerLost(%d, %v)", s.lost[0].node, s.lost[0].err)
+	}
+	if err := done.wait(t, 5*time.Second, "the send"); err == nil {
+		t.Fatal("the send completed without error")
+	}
+}

@@ -34,12 +34,20 @@ func (c doneCh) Complete(err error) { c <- err }
 
 // twoNodes starts two rma-capable devices over an in-memory fabric.
 func twoNodes(t *testing.T) ([2]*rdma.Device, [2]*recSink) {
+	devs, sinks, _ := twoNodesEPs(t)
+	return devs, sinks
+}
+
+// twoNodesEPs is twoNodes, also returning the devices' endpoints.
+func twoNodesEPs(t *testing.T) ([2]*rdma.Device, [2]*recSink, [2]rdma.Endpoint) {
 	f := memprov.New(memprov.Options{Ordered: true, RMA: true})
 	var devs [2]*rdma.Device
 	var sinks [2]*recSink
+	var eps [2]rdma.Endpoint
 	addrs := make([][]byte, 2)
 	for i := range 2 {
 		ep, _ := f.Open(rdma.EndpointConfig{Node: i, Nodes: 2})
+		eps[i] = ep
 		d, err := rdma.New(ep, rdma.Config{Node: i, Nodes: 2, Ranks: 2, NodeOf: func(r int) int { return r }, EagerLimit: 1024})
 		if err != nil {
 			t.Fatal(err)
@@ -59,7 +67,7 @@ func twoNodes(t *testing.T) ([2]*rdma.Device, [2]*recSink) {
 		}
 		t.Cleanup(func() { d.Close() })
 	}
-	return devs, sinks
+	return devs, sinks, eps
 }
 
 // TestStackMemoryNeverLeaves: a rendezvous payload on a goroutine stack (which moves when the stack grows or shrinks)
