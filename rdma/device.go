@@ -129,7 +129,7 @@ type Device struct {
 	local   []Completion // completions the device makes itself (a failed Read issued outside the poller)
 	hasLoc  atomic.Bool
 
-	readv   VectorRMA // the endpoint's vectored Read, if it has one and needs no local registrations
+	vec     VectorRMA // the endpoint's vectored Read and Write, if it has them and needs no local registrations
 	rx      *rxPool
 	tx      *txPool
 	cache   *regCache
@@ -216,7 +216,7 @@ func New(ep Endpoint, cfg Config) (*Device, error) {
 	d.release = d.releaseInbound
 	d.cache = newRegCache(ep, cfg.RegCache, cfg.RegCacheBytes)
 	if rv, ok := ep.(VectorRMA); ok && !caps.LocalMR {
-		d.readv = rv
+		d.vec = rv
 	}
 	return d, nil
 }

@@ -13,7 +13,8 @@
 //
 //	offset size field
 //	0      1    kind     1 eager, 2 RTS, 3 CTS, 4 DATA, 5 ACK (device.Kind); 0x20 credit, 0x22 FIN, 0x23 WDONE
-//	1      1    flags    bit 0 sync (device.FlagSync); bit 1 rma (RTS, CTS: address and key below are valid)
+//	1      1    flags    bit 0 sync (device.FlagSync); bit 1 rma (RTS, CTS: address and key below are valid);
+//	                     bit 2 pieces (RTS: the sender Writes its payload, which is in pieces)
 //	2      1    type     element type code (opaque)
 //	3      1    version  1
 //	4      4    context  u32
@@ -63,7 +64,10 @@
 // # Payloads in pieces
 //
 // The device implements device.Segmented (segments.go): a receive into a view's blocks Reads large blocks
-// directly and stages tiny ones; a send of a view gathers it into a pooled staging buffer.
+// directly and stages small ones. A send of a view whose blocks are large, toward a peer it can Write with
+// vectored Writes (shm), sends an RTS with the pieces flag: the receiver's CTS gives its whole buffer (a staging
+// buffer if its own is in pieces), the sender Writes the blocks into it and sends WDONE. Other sends of a view
+// are gathered into a pooled staging buffer and go as any payload.
 //
 // # Memory
 //

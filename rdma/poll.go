@@ -369,7 +369,7 @@ func (d *Device) cleared(p *peer, h *hdr) {
 	}
 	var writes []*rmaOp
 	switch {
-	case len(s.payload) == 0:
+	case s.size == 0:
 	case h.Length == 0:
 		// A truncated receive that takes nothing.
 		if h.Flags&flagRMA != 0 {
@@ -379,6 +379,19 @@ func (d *Device) cleared(p *peer, h *hdr) {
 		}
 		s.needFin = false
 		s.untaken = true
+	case s.pieces:
+		// Our payload is in pieces: we Write what the receiver takes into its buffer, from its start.
+		if h.Flags&flagRMA == 0 || h.offset != 0 {
+			p.mu.Unlock()
+			d.failPeer(p, &PeerError{Node: p.id, Kind: ErrPeerLost, Err: badf(p.id, "CTS without a buffer for message %d, which is in pieces", h.Seq)}, true)
+			return
+		}
+		s.wantWrite = true
+		s.id = d.opID.Add(1)
+		d.ops.Store(s.id, s)
+		writes = d.piecesRMA(true, nil, device.Payload{Segs: s.segs.Segs, Off: s.segs.Off, Len: int(h.Length)}, h.raddr,
+			h.rkey, ctxWrite|s.id)
+		s.writing = len(writes)
 	case h.Flags&flagRMA != 0:
 		if !s.needFin || !p.rma.Load() || h.offset >= h.Length {
 			p.mu.Unlock()
@@ -464,7 +477,7 @@ func (d *Device) rmaDone(p *peer, c *Completion) {
 func (d *Device) finishSend(p *peer, s *rdvSend) {
 	p.mu.Lock()
 	done := (!s.needFin || s.finGot) && (!s.wantWrite || s.wroteAll) && (!s.streaming || s.streamed) &&
-		(s.needFin || s.wantWrite || s.streaming || s.untaken || len(s.payload) == 0)
+		(s.needFin || s.wantWrite || s.streaming || s.untaken || s.size == 0)
 	if done {
 		if _, mine := p.rdvSend[s.h.Seq]; !mine {
 			done = false // failPeer took it

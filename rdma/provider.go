@@ -164,16 +164,19 @@ type Endpoint interface {
 	Close() error
 }
 
-// VectorRMA is implemented by endpoints that Read into several local buffers in one operation and copy before
-// they return (shm: the local iovecs of process_vm_readv). The device uses it, on endpoints that need no local
-// registrations (Caps.LocalMR false), to Read a message straight into the blocks of a view with few operations;
-// since nothing keeps the locals past the call, it does not pin them (pinning each of thousands of blocks costs
-// more than copying them).
+// VectorRMA is implemented by endpoints that Read into and Write from several local buffers in one operation and
+// copy before they return (shm: the local iovecs of process_vm_readv and process_vm_writev). The device uses it,
+// on endpoints that need no local registrations (Caps.LocalMR false), to move a message straight between the
+// blocks of a view and a peer's buffer with few operations; since nothing keeps the locals past the call, it
+// does not pin them (pinning each of thousands of blocks costs more than copying them).
 type VectorRMA interface {
 	// Readv is Read into locals, in order, from node's memory at raddr (their lengths summed, within Caps.MaxRMA;
 	// at most device.IovMax locals): one operation, completed by one OpRead. The locals are written before Readv
 	// returns, or not at all.
 	Readv(node int, locals [][]byte, raddr, rkey uint64, ctx uint64) error
+	// Writev is Write from locals, in order, to node's memory at raddr, with Readv's rules, completed by one
+	// OpWrite. The locals are read before Writev returns.
+	Writev(node int, locals [][]byte, raddr, rkey uint64, ctx uint64) error
 }
 
 // ErrAgain is returned by an Endpoint whose queues are full for now (FI_EAGAIN): poll, then try again.

@@ -19,8 +19,10 @@ import (
 //     Reads, directMin without), or any on a provider that wants local buffers registered (Caps.LocalMR), are
 //     Read into a pooled staging buffer that is scattered into them at the end, as packing would. Streamed DATA
 //     (no RMA) is scattered into the pieces from the receive buffers.
-//   - Sent, the pieces are gathered into a pooled staging buffer, which the receiver Reads as any payload (a
-//     peer cannot Read scattered memory through one key and address). Eager payloads are gathered likewise.
+//   - Sent with vectored Writes (and pieces not small), the pieces are Written by the sender into the receiver's
+//     buffer (flagPieces: a peer cannot Read scattered memory through one key and address); a receiver whose
+//     own buffer is in pieces offers a staging buffer and scatters it. Otherwise they are gathered into a pooled
+//     staging buffer, which the receiver Reads as any payload. Eager payloads are gathered likewise.
 //
 // Staging buffers come from pools by power-of-two size and are registered whole, so that the registration cache
 // hits when a buffer comes back for a message of another length.
@@ -41,7 +43,7 @@ const tinySample = 16
 // tinyPieces reports whether p's pieces are too small on average to Read into directly.
 func (d *Device) tinyPieces(p device.Payload) bool {
 	least := directMin
-	if d.readv != nil {
+	if d.vec != nil {
 		least = readvMin
 	}
 	var sample [tinySample][]byte
@@ -62,14 +64,14 @@ func (d *Device) tinyPieces(p device.Payload) bool {
 // piecesRMA makes the Reads of a receive into p's pieces from the peer's raddr: vectored Reads of up to
 // device.IovMax pieces and Caps.MaxRMA bytes, or a Read per piece, whose memory stays pinned until the receive
 // releases pin (a provider may keep a local buffer until the Read completes: a NIC, libfabric through cgo).
-func (d *Device) piecesRMA(pin *runtime.Pinner, p device.Payload, raddr, rkey, ctx uint64) []*rmaOp {
+func (d *Device) piecesRMA(write bool, pin *runtime.Pinner, p device.Payload, raddr, rkey, ctx uint64) []*rmaOp {
 	var scratch [64][]byte
 	var ops []*rmaOp
 	var batch [][]byte // the vectored Read being filled: its pieces, from byte at of the payload
 	at, size := 0, 0
 	flush := func() {
 		if len(batch) > 0 {
-			ops = append(ops, &rmaOp{locals: batch, raddr: raddr + uint64(at), rkey: rkey, ctx: ctx})
+			ops = append(ops, &rmaOp{write: write, locals: batch, raddr: raddr + uint64(at), rkey: rkey, ctx: ctx})
 			batch, at, size = nil, at+size, 0
 		}
 	}
@@ -86,9 +88,9 @@ func (d *Device) piecesRMA(pin *runtime.Pinner, p device.Payload, raddr, rkey, c
 			if len(b) == 0 {
 				continue
 			}
-			if d.readv == nil {
+			if d.vec == nil {
 				pin.Pin(&b[0])
-				ops = append(ops, d.splitRMA(false, b, nil, raddr+uint64(off), rkey, ctx)...)
+				ops = append(ops, d.splitRMA(write, b, nil, raddr+uint64(off), rkey, ctx)...)
 				off += len(b)
 				continue
 			}
@@ -168,8 +170,9 @@ func (d *Device) SendEagerv(h *device.Header, p device.Payload, done device.Comp
 	return err
 }
 
-// SendRendezvousv implements device.Segmented: the pieces are gathered into a staging buffer that the device
-// owns until the send completes, and sent from there.
+// SendRendezvousv implements device.Segmented: toward a peer this endpoint Writes with vectored Writes, large
+// pieces are Written straight into the receiver's buffer (flagPieces); otherwise they are gathered into a staging
+// buffer that the device owns until the send completes, and sent from there.
 func (d *Device) SendRendezvousv(h *device.Header, p device.Payload, done device.Completer) error {
 	if !p.Segmented() {
 		return d.SendRendezvous(h, p.Bytes, done)
@@ -192,6 +195,17 @@ func (d *Device) SendRendezvousv(h *device.Header, p device.Payload, done device
 	}
 	if p.Len == 0 {
 		return d.rendezvous(pr, h, nil, true, nil, done)
+	}
+	if d.vec != nil && pr.rma.Load() && p.Len > pr.eagerMax && !d.tinyPieces(p) {
+		// We Write the pieces into the receiver's buffer ourselves: no staging copy.
+		s := &rdvSend{p: pr, h: *h, size: p.Len, owned: true, pieces: true, segs: p, done: done}
+		s.h.Kind = device.KindRTS
+		s.h.Flags &= device.FlagSync
+		s.h.Length = uint64(p.Len)
+		s.h.Seq = d.seq.Add(1)
+		rh := hdr{Header: s.h}
+		rh.Flags |= flagPieces
+		return d.sendRTS(pr, s, &rh)
 	}
 	st := getStage(p.Len)
 	b := (*st)[:p.Len]

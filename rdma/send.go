@@ -24,12 +24,16 @@ type rdvSend struct {
 	p       *peer
 	h       device.Header // as sent in the RTS
 	payload []byte
+	size    int     // the payload's bytes
 	owned   bool    // payload is the device's copy
 	stage   *[]byte // payload's pooled buffer (a payload in pieces, packed: SendRendezvousv)
-	done    device.Completer
-	reg     *regEntry
-	pin     runtime.Pinner
-	id      uint64 // rma op id of its Writes
+	// pieces: the payload is segs, which the sender Writes into the receiver's buffer itself (flagPieces)
+	pieces bool
+	segs   device.Payload
+	done   device.Completer
+	reg    *regEntry
+	pin    runtime.Pinner
+	id     uint64 // rma op id of its Writes
 
 	needFin   bool // the receiver Reads our payload: wait for its FIN
 	finGot    bool
@@ -71,7 +75,7 @@ type rdvRecv struct {
 type rmaOp struct {
 	write  bool
 	local  []byte
-	locals [][]byte // a vectored Read (VectorRMA) into these, instead of local
+	locals [][]byte // a vectored Read or Write (VectorRMA) into or from these, instead of local
 	mr     MR
 	raddr  uint64
 	rkey   uint64
@@ -188,7 +192,7 @@ func (d *Device) SendRendezvous(h *device.Header, payload []byte, done device.Co
 // also proves it is heap memory; with RMA toward the peer the RTS carries its address and key. A payload that is
 // not heap memory is copied first (the caller is the sending goroutine, so reading it here is safe).
 func (d *Device) rendezvous(p *peer, h *device.Header, payload []byte, owned bool, stage *[]byte, done device.Completer) error {
-	s := &rdvSend{p: p, h: *h, payload: payload, owned: owned || stage != nil, stage: stage, done: done}
+	s := &rdvSend{p: p, h: *h, payload: payload, size: len(payload), owned: owned || stage != nil, stage: stage, done: done}
 	s.h.Kind = device.KindRTS
 	s.h.Flags &= device.FlagSync
 	s.h.Length = uint64(len(payload))
@@ -219,6 +223,11 @@ func (d *Device) rendezvous(p *peer, h *device.Header, payload []byte, owned boo
 			s.needFin = true
 		}
 	}
+	return d.sendRTS(p, s, &rh)
+}
+
+// sendRTS records the rendezvous send s and sends its RTS rh.
+func (d *Device) sendRTS(p *peer, s *rdvSend, rh *hdr) error {
 	p.mu.Lock()
 	if p.err != nil {
 		err := p.err
@@ -228,7 +237,7 @@ func (d *Device) rendezvous(p *peer, h *device.Header, payload []byte, owned boo
 	}
 	p.rdvSend[s.h.Seq] = s
 	d.inflight.Add(1)
-	err := d.sendLocked(p, &rh, nil, false)
+	err := d.sendLocked(p, rh, nil, false)
 	if err != nil {
 		delete(p.rdvSend, s.h.Seq)
 		d.inflight.Add(-1)
@@ -298,10 +307,15 @@ func (d *Device) clearToSend(rts *device.Header, dst device.Payload, done device
 
 	r := &rdvRecv{p: p, h: info.Header, n: n, done: done}
 	rma := info.Flags&flagRMA != 0 && p.rma.Load()
-	buf := dst.Bytes // the contiguous buffer the transfer fills: the receive's own, or a staging buffer
+	buf := dst.Bytes                     // the contiguous buffer the transfer fills: the receive's own, or a staging buffer
+	pieces := info.Flags&flagPieces != 0 // the sender Writes the payload into our buffer
 	if dst.Segmented() && n > 0 {
 		r.segs = dst
 		switch {
+		case pieces:
+			// The sender Writes into one contiguous buffer: ours to scatter.
+			r.stage = getStage(n)
+			buf = (*r.stage)[:n]
 		case !rma:
 			// Streamed DATA is scattered straight into the pieces.
 		case !d.caps.LocalMR && !d.tinyPieces(dst):
@@ -336,11 +350,17 @@ func (d *Device) clearToSend(rts *device.Header, dst device.Payload, done device
 	var reads []*rmaOp
 	switch {
 	case n == 0:
+	case pieces:
+		// The sender Writes all it sends into buf, then says WDONE.
+		r.needWDone = true
+		cts.Flags |= flagRMA
+		cts.raddr = e.mr.Addr(unsafePtr(buf))
+		cts.rkey = e.mr.Key()
 	case rma && r.direct:
 		// Straight into the pieces, all of them Read here: a split would need one contiguous buffer.
 		r.id = d.opID.Add(1)
 		r.wantRead = true
-		reads = d.piecesRMA(&r.pin, dst, info.raddr, info.rkey, ctxRead|r.id)
+		reads = d.piecesRMA(false, &r.pin, dst, info.raddr, info.rkey, ctxRead|r.id)
 		r.reading = len(reads)
 	case rma:
 		readLen := n
@@ -541,7 +561,10 @@ func (d *Device) transmit(p *peer, h *hdr, payload []byte) error {
 
 func (d *Device) issue(p *peer, op *rmaOp) error {
 	if op.locals != nil {
-		return d.readv.Readv(p.id, op.locals, op.raddr, op.rkey, op.ctx)
+		if op.write {
+			return d.vec.Writev(p.id, op.locals, op.raddr, op.rkey, op.ctx)
+		}
+		return d.vec.Readv(p.id, op.locals, op.raddr, op.rkey, op.ctx)
 	}
 	if op.write {
 		return d.ep.Write(p.id, op.local, op.mr, op.raddr, op.rkey, op.ctx)

@@ -22,8 +22,13 @@ const (
 	kindWDone  device.Kind = 0x23 // sender to receiver: my Writes into your buffer are done
 )
 
-// flagRMA marks an RTS or CTS that carries an address and key.
-const flagRMA uint8 = 1 << 1
+// flagRMA marks an RTS or CTS that carries an address and key. flagPieces marks an RTS whose payload is in pieces
+// that the sender Writes itself (it cannot be Read through one address): the receiver answers with a CTS that
+// gives its buffer (flagRMA, offset 0), or with none of it taken.
+const (
+	flagRMA    uint8 = 1 << 1
+	flagPieces uint8 = 1 << 2
+)
 
 // ErrMessage is wrapped by every error about a malformed or unexpected message from a peer.
 var ErrMessage = errors.New("rdma: bad message")
@@ -122,8 +127,11 @@ func decode(m []byte, l *limits) (h hdr, payload []byte, err error) {
 		size = extHdrSize
 	}
 	payload = m[size:]
-	if h.Flags&^(device.FlagSync|flagRMA) != 0 {
+	if h.Flags&^(device.FlagSync|flagRMA|flagPieces) != 0 {
 		return h, nil, badf(l.peer, "unknown flags %#x", h.Flags)
+	}
+	if h.Flags&flagPieces != 0 && (h.Kind != device.KindRTS || h.Flags&flagRMA != 0) {
+		return h, nil, badf(l.peer, "kind %d with flags %#x", h.Kind, h.Flags)
 	}
 	if h.Flags&flagRMA != 0 && h.Kind != device.KindRTS && h.Kind != device.KindCTS {
 		return h, nil, badf(l.peer, "kind %d with the rma flag", h.Kind)

@@ -23,8 +23,12 @@ func seedMessages() [][]byte {
 		{Header: device.Header{Kind: kindFin, Source: 0, Dest: 2, Length: 100, Seq: 7}},
 		{Header: device.Header{Kind: kindWDone, Source: 2, Dest: 0, Length: 100, Seq: 7}},
 		{Header: device.Header{Kind: kindCredit, Source: -1, Dest: -1}, credit: 5},
+		{Header: device.Header{Kind: device.KindRTS, Flags: flagPieces, Source: 2, Dest: 1, Length: 100, Seq: 8}},
 		{Header: device.Header{Kind: device.KindEager, Source: 0, Dest: 2, Length: 3}},    // wrong direction
 		{Header: device.Header{Kind: device.KindEager, Source: 2, Dest: 0, Length: 5000}}, // over the limit
+		{Header: device.Header{Kind: device.KindCTS, Flags: flagPieces, Source: 0, Dest: 2, Length: 50, Seq: 1}},
+		{Header: device.Header{Kind: device.KindRTS, Flags: flagPieces | flagRMA, Source: 2, Dest: 1, Length: 100, Seq: 8},
+			raddr: 0x1000, rkey: 42}, // pieces and an address
 	}
 	var out [][]byte
 	for i := range hs {
@@ -70,7 +74,7 @@ func TestSeedsDecode(t *testing.T) {
 	l := fuzzLimits()
 	for i, b := range seedMessages() {
 		_, _, err := decode(b, l)
-		if (err == nil) != (i < 9) {
+		if (err == nil) != (i < 10) {
 			t.Errorf("seed %d: %v", i, err)
 		}
 	}

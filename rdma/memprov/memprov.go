@@ -38,7 +38,7 @@ type Options struct {
 	SplitCopy  bool
 	EagerLimit int
 	QueueLimit int  // ErrAgain once a target holds this many undelivered messages (default 64)
-	Readv      bool // endpoints implement rdma.VectorRMA
+	Readv      bool // endpoints implement rdma.VectorRMA (Readv and Writev)
 	RecvDepth  int
 }
 
@@ -95,6 +95,18 @@ func (e readvEndpoint) Readv(node int, locals [][]byte, raddr, rkey, ctx uint64)
 		return fmt.Errorf("memprov: readv into %d buffers, over %d", len(locals), device.IovMax)
 	}
 	return e.rmav(false, node, locals, n, nil, raddr, rkey, ctx)
+}
+
+// Writev implements rdma.VectorRMA.
+func (e readvEndpoint) Writev(node int, locals [][]byte, raddr, rkey, ctx uint64) error {
+	n := 0
+	for _, b := range locals {
+		n += len(b)
+	}
+	if len(locals) > device.IovMax {
+		return fmt.Errorf("memprov: writev from %d buffers, over %d", len(locals), device.IovMax)
+	}
+	return e.rmav(true, node, locals, n, nil, raddr, rkey, ctx)
 }
 
 // Kill makes ep vanish as a killed process would: its peers see OpPeerLost, and it does nothing more.

@@ -10,9 +10,9 @@ import (
 	"unsafe"
 )
 
-// TestCMAReadv: a vectored read of this process's own memory fills the locals in order, whatever their number (more
-// than one call's worth of iovecs), sizes (empty ones included) and the offsets at which the kernel's partial
-// transfers could leave it.
+// TestCMAReadv: a vectored read of this process's own memory fills the locals in order, and a vectored write
+// copies them back in order, whatever their number (more than one call's worth of iovecs), sizes (empty ones
+// included) and the offsets at which the kernel's partial transfers could leave it.
 func TestCMAReadv(t *testing.T) {
 	if ok, why := CMA(false); !ok {
 		t.Skip("no CMA here: " + why)
@@ -33,11 +33,24 @@ func TestCMAReadv(t *testing.T) {
 		for i := range src {
 			src[i] = byte(rng.Uint32())
 		}
-		if err := cmaReadv(os.Getpid(), locals, uint64(uintptr(unsafe.Pointer(&src[0])))); err != nil {
+		if err := cmaCopyv(false, os.Getpid(), locals, uint64(uintptr(unsafe.Pointer(&src[0])))); err != nil {
 			t.Fatal(err)
 		}
 		if got := bytes.Join(locals, nil); !bytes.Equal(got, src[:n]) {
 			t.Fatalf("round %d: %d locals of %d bytes: the bytes differ", round, len(locals), n)
+		}
+		// And back: a vectored write of the locals, changed in place, into a fresh buffer.
+		for _, b := range locals {
+			for i := range b {
+				b[i] ^= 0x5a
+			}
+		}
+		dst := make([]byte, n+1)
+		if err := cmaCopyv(true, os.Getpid(), locals, uint64(uintptr(unsafe.Pointer(&dst[0])))); err != nil {
+			t.Fatal(err)
+		}
+		if got := bytes.Join(locals, nil); !bytes.Equal(dst[:n], got) || dst[n] != 0 {
+			t.Fatalf("round %d: write of %d locals of %d bytes: the bytes differ", round, len(locals), n)
 		}
 	}
 }

@@ -659,17 +659,30 @@ func (e *endpoint) Read(node int, local []byte, _ rdma.MR, raddr, _ uint64, ctx 
 	return e.rma(false, node, local, raddr, ctx)
 }
 
-// Readv implements rdma.VectorRMA: one process_vm_readv into many local buffers (64 a call).
+// Readv implements rdma.VectorRMA: process_vm_readv into many local buffers (64 a call).
 func (e *endpoint) Readv(node int, locals [][]byte, raddr, _ uint64, ctx uint64) error {
+	return e.rmav(false, node, locals, raddr, ctx)
+}
+
+// Writev implements rdma.VectorRMA: process_vm_writev from many local buffers (64 a call).
+func (e *endpoint) Writev(node int, locals [][]byte, raddr, _ uint64, ctx uint64) error {
+	return e.rmav(true, node, locals, raddr, ctx)
+}
+
+func (e *endpoint) rmav(write bool, node int, locals [][]byte, raddr, ctx uint64) error {
+	call, op := "process_vm_readv", rdma.OpRead
+	if write {
+		call, op = "process_vm_writev", rdma.OpWrite
+	}
 	p := e.peer(node)
 	if p == nil || !p.cma {
-		return &rdma.OpError{Call: "process_vm_readv", Node: node, Err: errors.New("no CMA toward this node")}
+		return &rdma.OpError{Call: call, Node: node, Err: errors.New("no CMA toward this node")}
 	}
 	var err error
-	if cerr := cmaReadv(p.pid, locals, raddr); cerr != nil {
-		err = &rdma.OpError{Call: "process_vm_readv", Node: node, Err: cerr}
+	if cerr := cmaCopyv(write, p.pid, locals, raddr); cerr != nil {
+		err = &rdma.OpError{Call: call, Node: node, Err: cerr}
 	}
-	e.complete(rdma.Completion{Op: rdma.OpRead, Ctx: ctx, Node: node, Err: err})
+	e.complete(rdma.Completion{Op: op, Ctx: ctx, Node: node, Err: err})
 	return nil
 }
 

@@ -199,9 +199,13 @@ func cmaStatus(off bool, probe *uint64) (ok bool, why string) {
 	return true, ""
 }
 
-// cmaReadv reads into the locals, in order, the bytes at raddr in process pid, with up to cmaIov local iovecs a
-// call (the stack holds them). It loops over partial transfers.
-func cmaReadv(pid int, locals [][]byte, raddr uint64) error {
+// cmaCopyv moves the bytes at raddr in process pid into the locals, in order (or, with write, the locals' bytes
+// there), with up to cmaIov local iovecs a call (the stack holds them). It loops over partial transfers.
+func cmaCopyv(write bool, pid int, locals [][]byte, raddr uint64) error {
+	call := uintptr(unix.SYS_PROCESS_VM_READV)
+	if write {
+		call = unix.SYS_PROCESS_VM_WRITEV
+	}
 	var liov [cmaIov]unix.Iovec
 	skip := 0 // bytes of locals[0] already read
 	for len(locals) > 0 {
@@ -224,7 +228,7 @@ func cmaReadv(pid int, locals [][]byte, raddr uint64) error {
 			return nil
 		}
 		riov := unix.RemoteIovec{Base: uintptr(raddr), Len: n}
-		got, _, e := unix.Syscall6(unix.SYS_PROCESS_VM_READV, uintptr(pid), uintptr(unsafe.Pointer(&liov[0])),
+		got, _, e := unix.Syscall6(call, uintptr(pid), uintptr(unsafe.Pointer(&liov[0])),
 			uintptr(k), uintptr(unsafe.Pointer(&riov)), 1, 0)
 		if e == unix.EINTR {
 			continue
@@ -252,7 +256,7 @@ func cmaReadv(pid int, locals [][]byte, raddr uint64) error {
 	return nil
 }
 
-// cmaIov is how many local iovecs cmaReadv hands the kernel a call.
+// cmaIov is how many local iovecs cmaCopyv hands the kernel a call.
 const cmaIov = 64
 
 // cmaCopy moves len(local) bytes between local and raddr in process pid: a write when write is set, else a read.
