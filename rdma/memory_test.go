@@ -40,7 +40,12 @@ func twoNodes(t *testing.T) ([2]*rdma.Device, [2]*recSink) {
 
 // twoNodesEPs is twoNodes, also returning the devices' endpoints.
 func twoNodesEPs(t *testing.T) ([2]*rdma.Device, [2]*recSink, [2]rdma.Endpoint) {
-	f := memprov.New(memprov.Options{Ordered: true, RMA: true})
+	return twoNodesOpts(t, memprov.Options{Ordered: true, RMA: true})
+}
+
+// twoNodesOpts is twoNodesEPs over a fabric with options o.
+func twoNodesOpts(t *testing.T, o memprov.Options) ([2]*rdma.Device, [2]*recSink, [2]rdma.Endpoint) {
+	f := memprov.New(o)
 	var devs [2]*rdma.Device
 	var sinks [2]*recSink
 	var eps [2]rdma.Endpoint
