@@ -62,9 +62,12 @@ func newOp(c *ranks.Comm) *op {
 	return o
 }
 
-// kick says that something the op waits for may have happened. It must not block.
+// kick says that something the op waits for may have happened. It must not block. It may come late: a child
+// request's completion runs the hook after setting its flag, so a run may have seen the child done, finished the
+// op, and a new call reused it (cache.go, Start) before the hook runs. So kick reads only what no run writes (c,
+// exec, task) and atomics; at worst a late kick costs the op a look.
 func (o *op) kick() {
-	if o.done.Load() || ranks.SignalOp(o.req) {
+	if o.done.Load() || ranks.SignalOp(o.c) {
 		return
 	}
 	if o.exec != nil && o.queued.CompareAndSwap(false, true) {

@@ -97,10 +97,12 @@ func LeaveOps(c *Comm, gen uint64) {
 	}
 }
 
-// SignalOp says that operation request r can move on. It reports whether a completion call of r's rank is under
-// way, which will run it; otherwise the caller runs it or hands it to the node's worker pool.
-func SignalOp(r *Request) bool {
-	rk := r.owner
+// SignalOp says that an operation of c's rank can move on. It reports whether a completion call of the rank is
+// under way, which will run it; otherwise the caller runs it or hands it to the node's worker pool. It takes the
+// communicator, not the operation's request: a signal may come late, from a child that completed in an earlier run
+// of an operation now reused under a new request (package nbc), and must read nothing that a new run writes.
+func SignalOp(c *Comm) bool {
+	rk := c.r
 	if rk == nil {
 		return false
 	}
