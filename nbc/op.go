@@ -41,6 +41,7 @@ type op struct {
 	c       *ranks.Comm
 	onStart []func() // a persistent op's shared-memory schedules move to their slots' next use at each Start
 	finish  func()   // runs once the machine has finished, before the request completes (unpacking Views)
+	lazyNet bool     // a small call: started leaves the network's loop to resume lazily
 	release []func() // what Release lets go of
 
 	// reuse (cache.go)
@@ -130,12 +131,22 @@ func (o *op) step() {
 }
 
 // started follows the starting call's first run: an op still under way over the network needs the device's
-// progress loop running while its rank goes on computing (ranks.World.ResumeNetwork).
+// progress loop running while its rank goes on computing (ranks.World.ResumeNetwork). A small op (lazyNet) leaves
+// the loop to resume lazily, as a rank that stops waiting does (device.Poller: within the device's stand-down check,
+// a millisecond for netdev), since the common case is a Wait at once: waking the loop made it block in epoll holding
+// the device, and the Wait then had to wake it again before it could poll (strace of gompj bench iallreduce -np 2
+// -nodes 2 -sizes 8: about 40 system calls per call, 24 without it, most of the difference futex and eventfd
+// writes; the blocking allreduce's loop makes 18).
+// A large op's transfers take long enough for the loop's wake-up to pay: it is resumed at once, for overlap.
 func (o *op) started() {
-	if !o.done.Load() && o.c.World().Device() != nil {
+	if !o.done.Load() && !o.lazyNet && o.c.World().Device() != nil {
 		o.c.World().ResumeNetwork()
 	}
 }
+
+// lazyNetBytes is the most a call may move (send and receive buffers together) for its op to leave the network's
+// progress loop to resume lazily (op.started).
+const lazyNetBytes = 64 << 10
 
 // Progress implements ranks.Operation: the rank's completion calls run the op. It never reports the op finished:
 // the run that finishes it completes its request itself (step), which the caller then sees. (Reading the outcome
