@@ -45,9 +45,18 @@ type op struct {
 	release []func() // what Release lets go of
 
 	// reuse (cache.go)
-	key  *collectives.Call // the call the op was built for, kept for reuse; nil if it is not kept
-	algo string
-	shm  *shmb // a shared-memory schedule's builder, which reuse moves to another slot
+	key    *collectives.Call // the call the op was built for, kept for reuse; nil if it is not kept
+	algo   string
+	shm    *shmb   // a shared-memory schedule's builder, which reuse moves to another slot
+	phases []phase // a node-aware op's phases, in the order they took their ids and slots
+}
+
+// phase is one phase of a node-aware op (hier.go): a schedule on a sub-communicator, with its shared-memory
+// builder if it runs in shared memory.
+type phase struct {
+	c   *ranks.Comm
+	s   *Schedule
+	shm *shmb
 }
 
 const (
