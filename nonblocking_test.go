@@ -852,7 +852,9 @@ func TestNonblockingThreadMultiple(t *testing.T) {
 
 // TestNonblockingReuseAllocations: a small nonblocking collective started again on the same buffers reuses the
 // operation built the first time (nbc's cache), node-aware ones across node processes included, so that a start
-// and its wait allocate only the request. Each node process counts its own ranks' allocations, between barriers.
+// and its wait allocate only the request, give or take the network's records for messages that arrive before
+// their receives (a bcast root running ahead: up to one more per call here). Rebuilding a small node-aware
+// Iallreduce made about 50. Each node process counts its own ranks' allocations, between barriers.
 func TestNonblockingReuseAllocations(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
@@ -873,6 +875,7 @@ func TestNonblockingReuseAllocations(t *testing.T) {
 			c.Ibarrier,
 		}
 		const runs = 300
+		var msgs []string
 		for k, call := range calls {
 			once := func() error {
 				r, err := call()
@@ -903,9 +906,12 @@ func TestNonblockingReuseAllocations(t *testing.T) {
 			}
 			// per start on this rank: the process's allocations over its ranks' starts (every rank of the process
 			// measured the same window, give or take the barriers)
-			if per := float64(after.Mallocs-before.Mallocs) / float64(runs*local); per > 2 {
-				return fmt.Errorf("call %d on %d ranks: %.2f allocations per start and wait", k, c.Size(), per)
+			if per := float64(after.Mallocs-before.Mallocs) / float64(runs*local); per > 4 {
+				msgs = append(msgs, fmt.Sprintf("call %d on %d ranks: %.2f allocations per start and wait", k, c.Size(), per))
 			}
+		}
+		if len(msgs) > 0 {
+			return fmt.Errorf("%s", strings.Join(msgs, "; "))
 		}
 		return nil
 	}

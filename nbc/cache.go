@@ -88,9 +88,10 @@ func keep(c *ranks.Comm, o *op, a *collectives.Call, algo string) {
 func (o *op) retarget(c *ranks.Comm, cc *commCache) {
 	id := collectives.NextOp(c)
 	if o.shm != nil {
+		old := o.shm.sl
 		sl, u := slotFor(c, cc)
 		o.shm.moveTo(sl, u, o)
-		relist(o.m.s, sl)
+		relist(o.m.s, old, sl)
 		return
 	}
 	retag(o.m.s, id)
@@ -101,9 +102,10 @@ func (o *op) retarget(c *ranks.Comm, cc *commCache) {
 			retag(p.s, pid)
 			continue
 		}
+		old := p.shm.sl
 		sl, u := slotFor(p.c, cacheOf(p.c))
 		p.shm.moveTo(sl, u, o)
-		relist(p.s, sl)
+		relist(p.s, old, sl)
 	}
 }
 
@@ -118,11 +120,16 @@ func retag(s *Schedule, id collectives.OpID) {
 	}
 }
 
-// relist points s's waits at slot sl's wait list.
-func relist(s *Schedule, sl *slot) {
+// relist points s's waits on slot old's wait lists at the same lists of slot sl.
+func relist(s *Schedule, old, sl *slot) {
 	for i := range s.Steps {
-		if st := &s.Steps[i]; st.Kind == StepWait {
+		st := &s.Steps[i]
+		switch {
+		case st.Kind != StepWait:
+		case st.List == &old.list:
 			st.List = &sl.list
+		case st.List == &old.flist:
+			st.List = &sl.flist
 		}
 	}
 }

@@ -65,7 +65,8 @@ type slot struct {
 	_        [56]byte
 	finished atomic.Uint64
 	_        [56]byte
-	list     watchlist
+	list     watchlist // ops waiting for arrivals or a member's publication
+	flist    watchlist // ops waiting for finishes: to acquire the slot, or for the readers of their buffers
 	mem      []member
 }
 
@@ -143,7 +144,7 @@ func (b *shmb) acquire() {
 			p.run()
 		}
 		return b.sl.finished.Load() >= b.un()-uint64(b.n)
-	}, &b.sl.list)
+	}, &b.sl.flist)
 }
 
 func (b *shmb) publish() {
@@ -156,9 +157,12 @@ func (b *shmb) arrive() {
 	}
 }
 
+// finish tells the ops waiting for finishes, on their own list: most uses have none (an inline allreduce's members
+// wait only for arrivals), and kicking the arrival waiters again at every finish made each of them run, or its
+// rank wake, once more for nothing.
 func (b *shmb) finish() {
 	if v := b.sl.finished.Add(1); v >= b.un()-1 {
-		b.sl.list.notify()
+		b.sl.flist.notify()
 	}
 }
 
@@ -167,7 +171,7 @@ func (b *shmb) waitArrived() {
 }
 
 func (b *shmb) waitFinished(less uint64) {
-	b.s.Wait(func() bool { return b.sl.finished.Load() >= b.un()-less }, &b.sl.list)
+	b.s.Wait(func() bool { return b.sl.finished.Load() >= b.un()-less }, &b.sl.flist)
 }
 
 func (b *shmb) waitGen(j int) {
