@@ -59,7 +59,7 @@ func reuse(c *ranks.Comm, a *collectives.Call, algo string) *op {
 		o.m.Reset()
 		o.err = nil
 		o.done.Store(false)
-		o.req = c.OpRequest(o)
+		o.setReq(c.OpRequest(o))
 		ranks.Launch(o.req)
 		o.held()
 		o.started()

@@ -42,6 +42,7 @@ type op struct {
 	onStart []func() // a persistent op's shared-memory schedules move to their slots' next use at each Start
 	finish  func()   // runs once the machine has finished, before the request completes (unpacking Views)
 	lazyNet bool     // a small call: started leaves the network's loop to resume lazily
+	onNode  bool     // every message of the op stays on this node (ranks.OpOnNode)
 	release []func() // what Release lets go of
 
 	// reuse (cache.go)
@@ -70,6 +71,40 @@ func newOp(c *ranks.Comm) *op {
 	o.hook = queues.NewHook(o.kick)
 	o.task = o.work
 	return o
+}
+
+// setReq makes r the op's request.
+func (o *op) setReq(r *ranks.Request) {
+	if o.onNode {
+		ranks.OpOnNode(r)
+	}
+	o.req = r
+}
+
+// messagesOnNode reports whether every message step of the op, its phases' included, goes to or comes from a
+// rank of this node.
+func (o *op) messagesOnNode() bool {
+	if !stepsOnNode(o.c, o.m.s) {
+		return false
+	}
+	for _, p := range o.phases {
+		if !stepsOnNode(p.c, p.s) {
+			return false
+		}
+	}
+	return true
+}
+
+func stepsOnNode(c *ranks.Comm, s *Schedule) bool {
+	for i := range s.Steps {
+		switch st := &s.Steps[i]; st.Kind {
+		case StepSend, StepRecv, StepSendObj, StepRecvObj, StepSendMem, StepRecvMem:
+			if !c.PeerOnNode(st.Peer) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // kick says that something the op waits for may have happened. It must not block. It may come late: a child
