@@ -158,6 +158,17 @@ func (c *Comm) SendInit(buf any, dest, tag int) (*Request, error) {
 	return c.c.SendInit(buf, dest, tag)
 }
 
+// BsendInit creates a persistent buffered send: each Start copies buf into the attached buffer and completes at
+// once, as Ibsend (ErrBuffer at Start when it does not fit or no buffer is attached).
+func (c *Comm) BsendInit(buf any, dest, tag int) (*Request, error) {
+	return c.c.BsendInit(buf, dest, tag)
+}
+
+// RsendInit creates a persistent ready send (sent as SendInit sends, which MPI allows).
+func (c *Comm) RsendInit(buf any, dest, tag int) (*Request, error) {
+	return c.c.RsendInit(buf, dest, tag)
+}
+
 // SsendInit creates a persistent synchronous send.
 func (c *Comm) SsendInit(buf any, dest, tag int) (*Request, error) {
 	return c.c.SsendInit(buf, dest, tag)

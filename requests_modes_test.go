@@ -224,13 +224,53 @@ func phaseBuffered(c *gompj.Comm) error {
 			return fmt.Errorf("buffered nil %d: %v", k, err)
 		}
 	}
+	// A persistent buffered send: each Start copies the slice as it is then and completes at once; one that does
+	// not fit fails at its Start with ErrBuffer and sends nothing.
+	if _, err := c.BufferDetach(); err != nil {
+		return err
+	}
+	if err := c.BufferAttach(make([]byte, 2*(64+gompj.BsendOverhead))); err != nil {
+		return err
+	}
+	vals := make([]int64, 4)
+	bs, err := c.BsendInit(vals, right, 17)
+	if err != nil {
+		return err
+	}
+	for k := 0; k < 5; k++ {
+		vals[0] = int64(100 + k)
+		if err := bs.Start(); err != nil {
+			return fmt.Errorf("BsendInit run %d: %w", k, err)
+		}
+		if _, done, err := bs.Test(); !done || err != nil {
+			return fmt.Errorf("BsendInit run %d is not complete at once: %v", k, err)
+		}
+		vals[0] = -1 // the buffered copy is what goes
+		in := make([]int64, 4)
+		if _, err := c.Recv(in, left, 17); err != nil || in[0] != int64(100+k) {
+			return fmt.Errorf("BsendInit run %d received %v: %v", k, in, err)
+		}
+	}
+	big, err := c.BsendInit(make([]int64, 64), right, 18) // 512 bytes: more than the buffer holds
+	if err != nil {
+		return err
+	}
+	if err := big.Start(); !errors.Is(err, gompj.ErrBuffer) {
+		return fmt.Errorf("BsendInit run that does not fit: %v", err)
+	}
+	if err := errors.Join(bs.Free(), big.Free()); err != nil {
+		return err
+	}
+	if _, ok, err := c.Iprobe(left, 18); ok || err != nil { // nothing went
+		return fmt.Errorf("a BsendInit run that failed sent a message (%v, %v)", ok, err)
+	}
 	_, err = c.BufferDetach()
 	return err
 }
 
 func phaseReadyReplace(c *gompj.Comm) error {
 	left, right := ring(c)
-	for _, n := range apiSizes {
+	for i, n := range apiSizes {
 		in := make([]float64, n)
 		r, err := c.Irecv(in, left, 20)
 		if err != nil {
@@ -241,9 +281,19 @@ func phaseReadyReplace(c *gompj.Comm) error {
 		}
 		out := make([]float64, n)
 		fillRun(out, c.Rank(), n)
-		if n%2 == 0 {
+		switch i % 3 {
+		case 0:
 			err = c.Rsend(out, right, 20)
-		} else {
+		case 1:
+			var s *gompj.Request
+			if s, err = c.RsendInit(out, right, 20); err == nil {
+				if err = s.Start(); err == nil {
+					if _, err = s.Wait(); err == nil {
+						err = s.Free()
+					}
+				}
+			}
+		default:
 			var s *gompj.Request
 			if s, err = c.Irsend(out, right, 20); err == nil {
 				_, err = s.Wait()

@@ -105,6 +105,7 @@ type sendMode uint8
 const (
 	standard sendMode = iota
 	synchronous
+	buffered // a persistent Bsend's runs (BsendInit): each copies into the attached buffer
 )
 
 // Send sends buf to dest. It returns once buf may be reused: at once for small messages (eager), after the

@@ -35,6 +35,13 @@ func (p *p2pRecipe) start(r *Request) error {
 		}
 		var sreq *Request
 		var err error
+		if p.mode == buffered {
+			if err := p.c.bsend(&p.buf, p.peer, p.tag); err != nil {
+				return err
+			}
+			r.done.Complete()
+			return nil
+		}
 		if p.sendMem {
 			sreq, err = p.c.startSendMem(p.mem, nil, p.peer, p.tag, p.mode, false, r)
 		} else {
@@ -80,6 +87,19 @@ func (c *Comm) SendInit(buf any, dest, tag int) (*Request, error) {
 // SsendInit creates a persistent synchronous send: each run completes once the matching receive has started.
 func (c *Comm) SsendInit(buf any, dest, tag int) (*Request, error) {
 	return c.sendInit(buf, dest, tag, synchronous)
+}
+
+// BsendInit creates a persistent buffered send: each run copies buf into the attached buffer (BufferAttach) and
+// completes at once, as Ibsend; a run whose message does not fit, or with no buffer attached, fails at its Start with
+// ErrBuffer.
+func (c *Comm) BsendInit(buf any, dest, tag int) (*Request, error) {
+	return c.sendInit(buf, dest, tag, buffered)
+}
+
+// RsendInit creates a persistent ready send. The receive must already be posted at each Start, as for Rsend; gompj
+// sends it as SendInit does, which MPI allows.
+func (c *Comm) RsendInit(buf any, dest, tag int) (*Request, error) {
+	return c.sendInit(buf, dest, tag, standard)
 }
 
 func (c *Comm) sendInit(buf any, dest, tag int, mode sendMode) (*Request, error) {
