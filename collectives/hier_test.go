@@ -337,3 +337,47 @@ func TestLastResortAlwaysApplies(t *testing.T) {
 		}
 	}
 }
+
+// TestChooseNonblockingFollowsForce: the nonblocking choice is cached per size, yet a Force of the nonblocking
+// name, or of the blocking one (which a nonblocking call follows when its own name says nothing), takes effect at
+// the next call, and lifting it brings the table's choice back.
+func TestChooseNonblockingFollowsForce(t *testing.T) {
+	err := node.Run(node.Config{Ranks: 2}, func(c *ranks.Comm) error {
+		a := &Call{Coll: "allreduce", Send: make([]byte, 8), Recv: make([]byte, 8), Sz: 8, Commutative: true,
+			Kernel: func(inout, in []byte) {}}
+		want := func(what, algo string) error {
+			for i := 0; i < 2; i++ { // twice: the second comes from the cache
+				got, err := ChooseNonblocking(c, a)
+				if err != nil {
+					return err
+				}
+				if got != algo {
+					return fmt.Errorf("%s: call %d chose %q, want %q", what, i, got, algo)
+				}
+			}
+			return nil
+		}
+		table, err := ChooseNonblocking(c, a)
+		if err != nil {
+			return err
+		}
+		steps := []struct{ coll, algo, want string }{
+			{"allreduce", "ring", "ring"},
+			{"iallreduce", "recursive_doubling", "recursive_doubling"},
+			{"iallreduce", "", "ring"},
+			{"allreduce", "", table},
+		}
+		for _, s := range steps {
+			if err := Force(c, s.coll, s.algo); err != nil {
+				return err
+			}
+			if err := want(fmt.Sprintf("Force(%s, %q)", s.coll, s.algo), s.want); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

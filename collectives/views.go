@@ -121,13 +121,12 @@ type ViewArgs struct {
 // and the ViewArgs that keeps them (nil when neither is a View). A nil or zero *View is passed on, for the call to
 // refuse.
 func PackViews(send, recv any) (*ViewArgs, any, any) {
-	var va ViewArgs
-	send, va.send, va.sendBuf = packedCopy(send)
-	recv, va.recv, va.recvB = packedCopy(recv)
-	if va.send.Type == ranks.TypeNone && va.recv.Type == ranks.TypeNone {
-		return nil, send, recv
+	send, sm, sb := packedCopy(send)
+	recv, rm, rb := packedCopy(recv)
+	if sm.Type == ranks.TypeNone && rm.Type == ranks.TypeNone {
+		return nil, send, recv // no ViewArgs made: a call without Views allocates nothing here
 	}
-	return &va, send, recv
+	return &ViewArgs{send: sm, sendBuf: sb, recv: rm, recvB: rb}, send, recv
 }
 
 func packedCopy(arg any) (any, ranks.Mem, []byte) {

@@ -156,7 +156,7 @@ func start(c *ranks.Comm, a *collectives.Call, err error, va *collectives.ViewAr
 		va.Pack()
 		o.finish = va.Unpack
 	}
-	o.req = c.OpRequest(o)
+	o.setReq(c.OpRequest(o))
 	ranks.Launch(o.req)
 	if va == nil {
 		keep(c, o, a, algo)
@@ -200,5 +200,7 @@ func build(c *ranks.Comm, a *collectives.Call, algo string, persistent bool) (*o
 	o.m = Machine{s: s}
 	o.m.Reset()
 	o.tr = newTransport(o, c, len(s.Steps))
+	o.lazyNet = !a.Object && len(a.Send)+len(a.Recv) <= lazyNetBytes
+	o.onNode = o.messagesOnNode()
 	return o, nil
 }

@@ -14,8 +14,9 @@ import (
 // algorithm from the table), it runs it again under the new call's operation id instead of building another: its
 // message tags are recomputed from the id (Step.Base), a shared-memory schedule moves to the slot and use a new
 // build would have taken. The request is always new: a finished operation's old request keeps what it reported.
-// Node-aware operations, whose phases take ids on other communicators, are not reused; nor are large calls, whose
-// buffers a cache should not keep alive, and whose cost is their data.
+// A node-aware operation takes, again, the ids and slots of its phases on the node's and the leaders'
+// communicators, in the order its build took them. Large calls are not kept: a cache should not keep their buffers
+// alive, and their cost is their data.
 
 const (
 	cacheLen   = 8        // operations kept per rank and communicator
@@ -36,7 +37,7 @@ func cacheOf(c *ranks.Comm) *commCache {
 
 // cacheable reports whether operations of call a may be kept.
 func cacheable(a *collectives.Call, algo string) bool {
-	return !a.Object && algo != "hier" && len(a.Send)+len(a.Recv) <= cacheBytes
+	return !a.Object && len(a.Send)+len(a.Recv) <= cacheBytes
 }
 
 // reuse runs again a kept operation of the same call a, with algorithm algo, and returns it; nil if there is none
@@ -58,7 +59,7 @@ func reuse(c *ranks.Comm, a *collectives.Call, algo string) *op {
 		o.m.Reset()
 		o.err = nil
 		o.done.Store(false)
-		o.req = c.OpRequest(o)
+		o.setReq(c.OpRequest(o))
 		ranks.Launch(o.req)
 		o.held()
 		o.started()
@@ -82,24 +83,53 @@ func keep(c *ranks.Comm, o *op, a *collectives.Call, algo string) {
 }
 
 // retarget gives a kept operation the next operation id of c: new tags for its messages, or the next slot and
-// use of c's ring for a shared-memory schedule.
+// use of c's ring for a shared-memory schedule; then the same, in build order, for a node-aware operation's phases
+// on their communicators (hier.go), so that every member takes the same ids and slots whether it builds or reuses.
 func (o *op) retarget(c *ranks.Comm, cc *commCache) {
 	id := collectives.NextOp(c)
 	if o.shm != nil {
+		old := o.shm.sl
 		sl, u := slotFor(c, cc)
 		o.shm.moveTo(sl, u, o)
-		for i := range o.m.s.Steps {
-			if st := &o.m.s.Steps[i]; st.Kind == StepWait {
-				st.List = &sl.list
-			}
-		}
+		relist(o.m.s, old, sl)
 		return
 	}
-	for i := range o.m.s.Steps {
-		st := &o.m.s.Steps[i]
+	retag(o.m.s, id)
+	for i := range o.phases {
+		p := &o.phases[i]
+		pid := collectives.NextOp(p.c)
+		if p.shm == nil {
+			retag(p.s, pid)
+			continue
+		}
+		old := p.shm.sl
+		sl, u := slotFor(p.c, cacheOf(p.c))
+		p.shm.moveTo(sl, u, o)
+		relist(p.s, old, sl)
+	}
+}
+
+// retag gives s's messages the tags of operation id.
+func retag(s *Schedule, id collectives.OpID) {
+	for i := range s.Steps {
+		st := &s.Steps[i]
 		switch st.Kind {
 		case StepSend, StepRecv, StepSendObj, StepRecvObj:
 			st.Tag = collectives.Tag(id, st.Base)
+		}
+	}
+}
+
+// relist points s's waits on slot old's wait lists at the same lists of slot sl.
+func relist(s *Schedule, old, sl *slot) {
+	for i := range s.Steps {
+		st := &s.Steps[i]
+		switch {
+		case st.Kind != StepWait:
+		case st.List == &old.list:
+			st.List = &sl.list
+		case st.List == &old.flist:
+			st.List = &sl.flist
 		}
 	}
 }

@@ -65,6 +65,10 @@ func (hb *hierb) phase(sc *ranks.Comm, a collectives.Call) error {
 			return err
 		}
 	}
+	// What reuse needs to give the phase its next id or slot (cache.go); buildShm left the phase's builder in o.shm,
+	// which is the op's own shared-memory schedule only for a shared-memory op.
+	hb.o.phases = append(hb.o.phases, phase{c: sc, s: s, shm: hb.o.shm})
+	hb.o.shm = nil
 	hb.s.Round()
 	hb.s.Run(sb)
 	return nil

@@ -70,7 +70,7 @@ func startNeighbor(c *ranks.Comm, a *collectives.NbrCall, err error) (*ranks.Req
 	gen := ranks.EnterOps(c) // as a starting call (api.go)
 	defer ranks.LeaveOps(c, gen)
 	o := buildNeighbor(c, a, collectives.NextOp(c)) // not kept for reuse (cache.go): its steps carry whole tags
-	o.req = c.OpRequest(o)
+	o.setReq(c.OpRequest(o))
 	ranks.Launch(o.req)
 	o.run()
 	o.started()
@@ -85,7 +85,7 @@ func initNeighbor(c *ranks.Comm, a *collectives.NbrCall, err error) (*ranks.Requ
 	if err := o.tr.makePersistent(o.m.s); err != nil {
 		return nil, err
 	}
-	o.req = c.PersistentOpRequest(o)
+	o.setReq(c.PersistentOpRequest(o))
 	return o.req, nil
 }
 
@@ -103,5 +103,6 @@ func buildNeighbor(c *ranks.Comm, a *collectives.NbrCall, id collectives.OpID) *
 	o.m = Machine{s: s}
 	o.m.Reset()
 	o.tr = newTransport(o, c, len(s.Steps))
+	o.onNode = o.messagesOnNode()
 	return o
 }

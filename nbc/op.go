@@ -41,12 +41,23 @@ type op struct {
 	c       *ranks.Comm
 	onStart []func() // a persistent op's shared-memory schedules move to their slots' next use at each Start
 	finish  func()   // runs once the machine has finished, before the request completes (unpacking Views)
+	lazyNet bool     // a small call: started leaves the network's loop to resume lazily
+	onNode  bool     // every message of the op stays on this node (ranks.OpOnNode)
 	release []func() // what Release lets go of
 
 	// reuse (cache.go)
-	key  *collectives.Call // the call the op was built for, kept for reuse; nil if it is not kept
-	algo string
-	shm  *shmb // a shared-memory schedule's builder, which reuse moves to another slot
+	key    *collectives.Call // the call the op was built for, kept for reuse; nil if it is not kept
+	algo   string
+	shm    *shmb   // a shared-memory schedule's builder, which reuse moves to another slot
+	phases []phase // a node-aware op's phases, in the order they took their ids and slots
+}
+
+// phase is one phase of a node-aware op (hier.go): a schedule on a sub-communicator, with its shared-memory
+// builder if it runs in shared memory.
+type phase struct {
+	c   *ranks.Comm
+	s   *Schedule
+	shm *shmb
 }
 
 const (
@@ -62,9 +73,46 @@ func newOp(c *ranks.Comm) *op {
 	return o
 }
 
-// kick says that something the op waits for may have happened. It must not block.
+// setReq makes r the op's request.
+func (o *op) setReq(r *ranks.Request) {
+	if o.onNode {
+		ranks.OpOnNode(r)
+	}
+	o.req = r
+}
+
+// messagesOnNode reports whether every message step of the op, its phases' included, goes to or comes from a
+// rank of this node.
+func (o *op) messagesOnNode() bool {
+	if !stepsOnNode(o.c, o.m.s) {
+		return false
+	}
+	for _, p := range o.phases {
+		if !stepsOnNode(p.c, p.s) {
+			return false
+		}
+	}
+	return true
+}
+
+func stepsOnNode(c *ranks.Comm, s *Schedule) bool {
+	for i := range s.Steps {
+		switch st := &s.Steps[i]; st.Kind {
+		case StepSend, StepRecv, StepSendObj, StepRecvObj, StepSendMem, StepRecvMem:
+			if !c.PeerOnNode(st.Peer) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// kick says that something the op waits for may have happened. It must not block. It may come late: a child
+// request's completion runs the hook after setting its flag, so a run may have seen the child done, finished the
+// op, and a new call reused it (cache.go, Start) before the hook runs. So kick reads only what no run writes (c,
+// exec, task) and atomics; at worst a late kick costs the op a look.
 func (o *op) kick() {
-	if o.done.Load() || ranks.SignalOp(o.req) {
+	if o.done.Load() || ranks.SignalOp(o.c) {
 		return
 	}
 	if o.exec != nil && o.queued.CompareAndSwap(false, true) {
@@ -127,12 +175,22 @@ func (o *op) step() {
 }
 
 // started follows the starting call's first run: an op still under way over the network needs the device's
-// progress loop running while its rank goes on computing (ranks.World.ResumeNetwork).
+// progress loop running while its rank goes on computing (ranks.World.ResumeNetwork). A small op (lazyNet) leaves
+// the loop to resume lazily, as a rank that stops waiting does (device.Poller: within the device's stand-down check,
+// a millisecond for netdev), since the common case is a Wait at once: waking the loop made it block in epoll holding
+// the device, and the Wait then had to wake it again before it could poll (strace of gompj bench iallreduce -np 2
+// -nodes 2 -sizes 8: about 40 system calls per call, 24 without it, most of the difference futex and eventfd
+// writes; the blocking allreduce's loop makes 18).
+// A large op's transfers take long enough for the loop's wake-up to pay: it is resumed at once, for overlap.
 func (o *op) started() {
-	if !o.done.Load() && o.c.World().Device() != nil {
+	if !o.done.Load() && !o.lazyNet && o.c.World().Device() != nil {
 		o.c.World().ResumeNetwork()
 	}
 }
+
+// lazyNetBytes is the most a call may move (send and receive buffers together) for its op to leave the network's
+// progress loop to resume lazily (op.started).
+const lazyNetBytes = 64 << 10
 
 // Progress implements ranks.Operation: the rank's completion calls run the op. It never reports the op finished:
 // the run that finishes it completes its request itself (step), which the caller then sees. (Reading the outcome

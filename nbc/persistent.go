@@ -146,6 +146,6 @@ func initOp(c *ranks.Comm, a *collectives.Call, err error, va *collectives.ViewA
 		o.onStart = append(o.onStart, va.Pack)
 		o.finish = va.Unpack
 	}
-	o.req = c.PersistentOpRequest(o)
+	o.setReq(c.PersistentOpRequest(o))
 	return o.req, nil
 }

@@ -2,6 +2,7 @@ package nbc
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/gompj/gompj/collectives"
@@ -65,20 +66,28 @@ type slot struct {
 	_        [56]byte
 	finished atomic.Uint64
 	_        [56]byte
-	list     watchlist
+	list     watchlist // ops waiting for arrivals or a member's publication
+	flist    watchlist // ops waiting for finishes: to acquire the slot, or for the readers of their buffers
 	mem      []member
+
+	// alltoall: claims[i*n+j] is the last use in which a member took the copy of block i->j (made on first use)
+	claimsOnce sync.Once
+	claims     []atomic.Uint64
 }
 
 // member is one member's entry in a slot: what it publishes for the current use.
 type member struct {
-	gen            atomic.Uint64 // the use it has published for
-	src, dst       []byte
-	counts, displs []int
-	blk            int
-	inlen          int
-	inline         [inlineMax]byte
-	last           *op // the member's operation of the previous use (see acquire)
-	_              [64]byte
+	gen              atomic.Uint64 // the use it has published for
+	src, dst         []byte
+	counts, displs   []int
+	rcounts, rdispls []int         // alltoall: the receive buffer's layout
+	recvDone         atomic.Uint64 // alltoall: blocks copied into dst in this use (n in all)
+	sendDone         atomic.Uint64 // alltoall: blocks copied out of src in this use
+	blk              int
+	inlen            int
+	inline           [inlineMax]byte
+	last             *op // the member's operation of the previous use (see acquire)
+	_                [64]byte
 }
 
 func newSlot(n int) *slot { return &slot{mem: make([]member, n)} }
@@ -128,6 +137,8 @@ type shmb struct {
 	dsts [][]byte // reductions: where combined blocks go
 	out  []byte   // reduce_scatter in place: the block, until the others are done reading
 	own  []byte   // alltoall and exscan in place: a copy of the input
+	done []bool   // alltoall: the peers whose blocks this member has moved (or found moved) in this use
+	err  error    // alltoall: the first error in the blocks this member moved
 }
 
 func (b *shmb) un() uint64 { return b.u * uint64(b.n) }
@@ -143,7 +154,7 @@ func (b *shmb) acquire() {
 			p.run()
 		}
 		return b.sl.finished.Load() >= b.un()-uint64(b.n)
-	}, &b.sl.list)
+	}, &b.sl.flist)
 }
 
 func (b *shmb) publish() {
@@ -156,9 +167,12 @@ func (b *shmb) arrive() {
 	}
 }
 
+// finish tells the ops waiting for finishes, on their own list: most uses have none (an inline allreduce's members
+// wait only for arrivals), and kicking the arrival waiters again at every finish made each of them run, or its
+// rank wake, once more for nothing.
 func (b *shmb) finish() {
 	if v := b.sl.finished.Add(1); v >= b.un()-1 {
-		b.sl.list.notify()
+		b.sl.flist.notify()
 	}
 }
 
@@ -167,7 +181,7 @@ func (b *shmb) waitArrived() {
 }
 
 func (b *shmb) waitFinished(less uint64) {
-	b.s.Wait(func() bool { return b.sl.finished.Load() >= b.un()-less }, &b.sl.list)
+	b.s.Wait(func() bool { return b.sl.finished.Load() >= b.un()-less }, &b.sl.flist)
 }
 
 func (b *shmb) waitGen(j int) {
@@ -506,16 +520,120 @@ func (b *shmb) allgather() {
 	b.waitFinished(0)
 }
 
-// alltoall builds alltoall and alltoallv: every member pulls its blocks from the others' published sends.
+// claimMax is the most members for which alltoall takes its blocks by claims (n² words per slot); above it, each
+// member pulls its own blocks once every member has published.
+const claimMax = 64
+
+// alltoall builds alltoall and alltoallv as the blocking one works (collectives/shm.go): every member publishes its
+// send and receive buffers; then, for each peer that has published, it copies the block the peer sends it and the
+// block it sends the peer, unless another member has claimed that copy first (a claim per block and slot, stamped
+// with the use); and it is done once every block into its receive buffer and out of its send buffer has been
+// copied, by whomever. So the members that come first do the copies of those that are not running (more ranks than
+// cores), and none waits for all to arrive before copying.
 func (b *shmb) alltoall() {
-	a, r, n := b.a, b.r, b.n
-	sz := a.Sz
+	a, n := b.a, b.n
 	src := a.Send
 	if a.InPlace {
 		b.own = make([]byte, len(a.Recv)) // the blocks to send, copied when the operation starts
 		src = b.own
 		b.s.Copy(b.own, a.Recv)
 	}
+	if n > claimMax {
+		b.alltoallPull(src)
+		return
+	}
+	b.done = make([]bool, n)
+	b.acquire()
+	b.s.Do(func() error {
+		b.sl.claimsOnce.Do(func() { b.sl.claims = make([]atomic.Uint64, n*n) })
+		b.me.src, b.me.counts, b.me.displs, b.me.blk = src, a.Counts, a.Displs, a.Blk
+		b.me.dst, b.me.rcounts, b.me.rdispls = a.Recv, a.RCounts, a.RDispls
+		clear(b.done)
+		b.err = nil
+		// Nobody counts into them now: the slot's previous use is over (acquire), and a member finishes only
+		// once its counters are complete, so every copy of that use was counted before; the next copies come
+		// after the publication.
+		b.me.recvDone.Store(0)
+		b.me.sendDone.Store(0)
+		b.publish()
+		b.arrive() // unused here, but every member arrives once per use (see above)
+		b.sl.list.notify()
+		b.move(b.r, b.r)
+		b.done[b.r] = true
+		return nil
+	})
+	b.s.Wait(b.moveAll, &b.sl.list)
+	b.s.Wait(func() bool {
+		return b.me.recvDone.Load() >= uint64(b.n) && b.me.sendDone.Load() >= uint64(b.n)
+	}, &b.sl.flist)
+	b.s.Do(func() error { b.finish(); return b.err })
+}
+
+// moveAll moves the blocks between this member and every peer that has published, and reports whether it has done
+// so with all of them (the alltoall's wait condition: it does the work it waits for).
+func (b *shmb) moveAll() bool {
+	all := true
+	for k := 1; k < b.n; k++ {
+		j := (b.r + k) % b.n // the next rank first: spreads the copies over the buffers
+		if b.done[j] {
+			continue
+		}
+		if b.sl.mem[j].gen.Load() < b.u {
+			all = false
+			continue
+		}
+		b.move(j, b.r)
+		b.move(b.r, j)
+		b.done[j] = true
+	}
+	return all
+}
+
+// move copies block i->j if this member claims it first (both have published this use), and counts it at both
+// ends, in error too, so that nobody waits for it.
+func (b *shmb) move(i, j int) {
+	c := &b.sl.claims[i*b.n+j]
+	for {
+		cur := c.Load()
+		if cur >= b.u {
+			return // taken by another member
+		}
+		if c.CompareAndSwap(cur, b.u) {
+			break
+		}
+	}
+	from, to := &b.sl.mem[i], &b.sl.mem[j]
+	sz := b.a.Sz
+	var err error
+	switch {
+	case from.counts == nil && len(from.src) < b.n*from.blk:
+		err = collectivesArg("alltoall: rank %d sends %d bytes, not %d blocks of %d", i, len(from.src), b.n, from.blk)
+	case to.rcounts == nil && len(to.dst) < b.n*to.blk:
+		err = truncf("alltoall: rank %d receives into %d bytes, not %d blocks of %d", j, len(to.dst), b.n, to.blk)
+	default:
+		s := blockOf(from.src, from.counts, from.displs, sz, j, from.blk)
+		d := blockOf(to.dst, to.rcounts, to.rdispls, sz, i, to.blk)
+		if len(s) > len(d) {
+			err = truncf("%s: %d bytes from rank %d into a block of %d at rank %d", b.a.Coll, len(s), i, len(d), j)
+		} else {
+			copy(d, s)
+		}
+	}
+	if err != nil && b.err == nil {
+		b.err = err
+	}
+	if to.recvDone.Add(1) == uint64(b.n) {
+		b.sl.flist.notify()
+	}
+	if from.sendDone.Add(1) == uint64(b.n) {
+		b.sl.flist.notify()
+	}
+}
+
+// alltoallPull: every member pulls its blocks from the others' published sends, once all have published.
+func (b *shmb) alltoallPull(src []byte) {
+	a, r, n := b.a, b.r, b.n
+	sz := a.Sz
 	b.acquire()
 	b.s.Do(func() error {
 		b.me.src, b.me.counts, b.me.displs, b.me.blk = src, a.Counts, a.Displs, a.Blk

@@ -3,6 +3,7 @@ package nbc
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gompj/gompj/ranks"
 )
@@ -122,6 +123,7 @@ func (t *transport) Test(i int, st *Step) (bool, error) {
 // watchlist is the set of ops waiting on some shared-memory state: whoever changes it calls notify, which kicks
 // them all. An op joins the list when it posts a wait on it and leaves when it finishes.
 type watchlist struct {
+	n   atomic.Int32 // len(ops), read without the lock
 	mu  sync.Mutex
 	ops []*op
 }
@@ -129,6 +131,7 @@ type watchlist struct {
 func (l *watchlist) add(o *op) {
 	l.mu.Lock()
 	l.ops = append(l.ops, o)
+	l.n.Store(int32(len(l.ops)))
 	l.mu.Unlock()
 }
 
@@ -142,13 +145,21 @@ func (l *watchlist) remove(o *op) {
 			break
 		}
 	}
+	l.n.Store(int32(len(l.ops)))
 	l.mu.Unlock()
 }
 
 // notify kicks every op on the list. It kicks a copy, after the lock: the members of a slot notify and join its
 // list all the time, and a kick (which signals a rank or hands the op to the pool) is too long to hold them off for.
 // An op that leaves the list meanwhile gets a kick it does not need, which costs it a look.
+//
+// An empty list is seen without the lock. No kick is lost: an op joins the list (n, sequentially consistent) before
+// it tests its condition (Transport.Post, then the machine's Test), and the notifier changes the state before it
+// reads n, so either the op's test sees the change or the notifier sees the op.
 func (l *watchlist) notify() {
+	if l.n.Load() == 0 {
+		return
+	}
 	var buf [32]*op
 	l.mu.Lock()
 	ops := append(buf[:0], l.ops...)

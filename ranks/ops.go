@@ -97,10 +97,12 @@ func LeaveOps(c *Comm, gen uint64) {
 	}
 }
 
-// SignalOp says that operation request r can move on. It reports whether a completion call of r's rank is under
-// way, which will run it; otherwise the caller runs it or hands it to the node's worker pool.
-func SignalOp(r *Request) bool {
-	rk := r.owner
+// SignalOp says that an operation of c's rank can move on. It reports whether a completion call of the rank is
+// under way, which will run it; otherwise the caller runs it or hands it to the node's worker pool. It takes the
+// communicator, not the operation's request: a signal may come late, from a child that completed in an earlier run
+// of an operation now reused under a new request (package nbc), and must read nothing that a new run writes.
+func SignalOp(c *Comm) bool {
+	rk := c.r
 	if rk == nil {
 		return false
 	}
@@ -115,6 +117,19 @@ func (c *Comm) OpRequest(op Operation) *Request {
 	r.owner = c.r
 	return r
 }
+
+// PeerOnNode reports whether rank p of c (or ProcNull) is reached without the network device: it lives in this
+// node process, or there is no device.
+func (c *Comm) PeerOnNode(p int) bool {
+	return c.w.dev == nil || p < 0 || c.w.local(c.peerWorld(p)) != nil
+}
+
+// OpOnNode says that operation request r moves nothing through the network device: every message of its operation
+// goes between ranks of this node (a shared-memory collective; a node-aware one's member that does not lead its
+// node). Its waiters then wait as for a local message, without driving the device: a member waiting for its
+// node's phase polled the network all the while, taking a processor and the device's lock from its leader, which
+// needed both. Call it before the request is launched or started.
+func OpOnNode(r *Request) { r.remote = false }
 
 // Launch makes the completion calls of r's rank move operation request r on, from now until it completes.
 func Launch(r *Request) {

@@ -1,0 +1,88 @@
+package gompj_test
+
+import (
+	"testing"
+
+	"github.com/gompj/gompj"
+)
+
+// Benchmarks of a nonblocking collective's pure communication time (start, then wait at once: the overlap
+// benchmarks' "Pure Comm." column) beside its blocking form, two ranks on one node, for profiles of the start and
+// wait path (go test -bench Iallreduce -cpuprofile ...; valgrind --tool=callgrind on the test binary).
+
+func BenchmarkIallreduce8B(b *testing.B) {
+	collBench(b, 2, func(c *gompj.Comm, s, r []float64) error {
+		q, err := c.Iallreduce(s, r, gompj.Sum)
+		if err != nil {
+			return err
+		}
+		_, err = q.Wait()
+		return err
+	})
+}
+
+func BenchmarkAllreduce8B(b *testing.B) {
+	collBench(b, 2, func(c *gompj.Comm, s, r []float64) error { return c.Allreduce(s, r, gompj.Sum) })
+}
+
+func BenchmarkIallreduce1MiBNp8(b *testing.B) {
+	collBenchN(b, 8, 1<<17, func(c *gompj.Comm, s, r []float64) error {
+		q, err := c.Iallreduce(s, r, gompj.Sum)
+		if err != nil {
+			return err
+		}
+		_, err = q.Wait()
+		return err
+	})
+}
+
+func BenchmarkAllreduce1MiBNp8(b *testing.B) {
+	collBenchN(b, 8, 1<<17, func(c *gompj.Comm, s, r []float64) error { return c.Allreduce(s, r, gompj.Sum) })
+}
+
+func BenchmarkIbarrier(b *testing.B) {
+	collBench(b, 2, func(c *gompj.Comm, _, _ []float64) error {
+		q, err := c.Ibarrier()
+		if err != nil {
+			return err
+		}
+		_, err = q.Wait()
+		return err
+	})
+}
+
+func BenchmarkBarrier(b *testing.B) {
+	collBench(b, 2, func(c *gompj.Comm, _, _ []float64) error { return c.Barrier() })
+}
+
+// collBench runs one collective call per iteration on np ranks of one node, with one float64 in and out.
+func collBench(b *testing.B, np int, call func(c *gompj.Comm, s, r []float64) error) {
+	collBenchN(b, np, 1, call)
+}
+
+// collBenchN is collBench with n float64s in and out.
+func collBenchN(b *testing.B, np, n int, call func(c *gompj.Comm, s, r []float64) error) {
+	err := gompj.RunWith(gompj.Config{Ranks: np}, func(c *gompj.Comm) error {
+		s, r := make([]float64, n), make([]float64, n)
+		for i := 0; i < 100; i++ { // warm: caches, slots, pools
+			if err := call(c, s, r); err != nil {
+				return err
+			}
+		}
+		if err := c.Barrier(); err != nil {
+			return err
+		}
+		if c.Rank() == 0 {
+			b.ResetTimer()
+		}
+		for i := 0; i < b.N; i++ {
+			if err := call(c, s, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+}
