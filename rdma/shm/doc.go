@@ -12,7 +12,8 @@
 // consumer reads the cell at its head and nothing else, copies the entry into a posted receive, clears the cells
 // and advances the head. A waiting rank polls the rings itself, so a small message costs no system call: the
 // producer looks at the consumer's sleeping flag and rings the doorbell (a futex) only while the consumer's
-// progress goroutine sleeps.
+// progress goroutine sleeps; the producer that rings lowers the flag, so one sleep costs one system call however
+// many messages arrive before the sleeper runs again.
 //
 // Every entry is validated before use, as netdev validates frames: a sequence number that is not the next one, a
 // length over the limit or cells that do not match it, a head the producer cannot have reached. A corrupt entry
