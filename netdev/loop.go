@@ -169,6 +169,18 @@ func (d *Device) Leave(parking bool) {
 	}
 }
 
+// Busy implements device.Busy: the device is taken (the loop or a driving rank holds pollMu) and not by a loop
+// blocked in epoll_wait, which Enter wakes and which then stands down. The loop holds it through a turn's events,
+// one of which may write a whole rendezvous payload (startStream: a writev of a MiB takes hundreds of
+// microseconds); a rank spinning on Poll meanwhile only keeps the loop from a processor.
+func (d *Device) Busy() bool {
+	if d.pollMu.TryLock() {
+		d.pollMu.Unlock()
+		return false
+	}
+	return !d.loopBlocked.Load()
+}
+
 // Poll implements device.Poller: one non-blocking round of the progress loop's work on the caller's goroutine.
 func (d *Device) Poll() bool {
 	if !d.pollMu.TryLock() {
