@@ -183,11 +183,12 @@ type busyDriver interface {
 }
 
 // busyPark is how long a driven spin goes on while its driver is busy on another goroutine, before the waiter
-// parks. The device's loop is busy for a few microseconds when a rank starts driving (it leaves epoll_wait and
+// parks. The device's loop is busy for a few microseconds when a rank starts driving (woken from epoll_wait, it
 // stands down); much longer means it is writing or reading a large payload, or waits for a processor, which the
-// spinner then takes from it (on a box whose cores all run spinning ranks of node processes, the loop holding the
-// device stalled a millisecond, the whole spin window: gompj bench ialltoall -np 2 -nodes 2 -sizes 1M -compute
-// idle, an event log of the nodes' devices, ranks and nbc operations).
+// spinner then keeps from it. gompj bench ialltoall -np 2 -nodes 2 -sizes 1M -compute idle on 2 cores, with an
+// event log of the nodes' devices, ranks and nbc operations: each node's rank spun its whole 1 ms net spin window
+// on Polls that could not take the device, while its loop, woken in epoll_wait (or inside a 1 MiB writev), got no
+// core, nor did the kernel's network processing; nothing moved in the node until the spinner parked.
 const busyPark = 20 * time.Microsecond
 
 // spinDriven is spin with a driver: a system call to poll the device between short bursts of checks. While the
