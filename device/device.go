@@ -157,11 +157,12 @@ type Poller interface {
 	Leave(parking bool)
 }
 
-// Busy is implemented by a Poller that can tell a waiting rank that its progress is under way on another
-// goroutine: the device's own loop, or another driving rank, is handling events (not blocked waiting for them), so
-// a Poll would find the device taken and do nothing. A waiter that sees it busy for a while stops spinning and
-// parks: its spin would take the processor that the goroutine at work on the device needs (the machine's cores
-// are often all taken by spinning ranks), and that goroutine completes the waiter's request and wakes it anyway.
+// Busy is implemented by a Poller that can tell a waiting rank that another goroutine holds the device: its own
+// loop (handling events, or blocked waiting for them until Enter's wake-up lets it run and stand down) or another
+// driving rank, so that a Poll would find the device taken and do nothing. A waiter that sees it busy for a while
+// stops spinning and parks: its spin would take the processor that the goroutine holding the device needs (the
+// machine's cores are often all taken by spinning ranks), and the device completes the waiter's request and wakes
+// it anyway.
 type Busy interface {
 	Busy() bool
 }
