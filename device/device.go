@@ -157,16 +157,6 @@ type Poller interface {
 	Leave(parking bool)
 }
 
-// Busy is implemented by a Poller that can tell a waiting rank that another goroutine holds the device: its own
-// loop (handling events, or blocked waiting for them until Enter's wake-up lets it run and stand down) or another
-// driving rank, so that a Poll would find the device taken and do nothing. A waiter that sees it busy for a while
-// stops spinning and parks: its spin would take the processor that the goroutine holding the device needs (the
-// machine's cores are often all taken by spinning ranks), and the device completes the waiter's request and wakes
-// it anyway.
-type Busy interface {
-	Busy() bool
-}
-
 // Registrar is the hook for registering memory ahead of its transfers, implemented by devices for which
 // registration costs (rdma over a NIC pins pages and hands the NIC a key). Persistent requests and long-lived
 // buffers register once; transfers of registered memory then skip the device's registration cache. The memory

@@ -162,15 +162,6 @@ func (r *Router) Poll() bool {
 	return got
 }
 
-// Busy implements device.Busy for the first poller, the one Poll drives every time.
-func (r *Router) Busy() bool {
-	if len(r.pollers) == 0 {
-		return false
-	}
-	b, ok := r.pollers[0].(Busy)
-	return ok && b.Busy()
-}
-
 // Leave implements Poller.
 func (r *Router) Leave(parking bool) {
 	for _, p := range r.pollers {

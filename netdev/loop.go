@@ -169,18 +169,6 @@ func (d *Device) Leave(parking bool) {
 	}
 }
 
-// Busy implements device.Busy: the device is taken, by the loop or by a driving rank (pollMu). The loop holds it
-// through a turn's events, one of which may write a whole rendezvous payload (startStream: a writev of a MiB takes
-// hundreds of microseconds), and while it blocks in epoll_wait: Enter wakes it then, but it lets go only once it
-// runs, and on a box whose cores all run spinning ranks it waited for a processor until the spinners stopped.
-func (d *Device) Busy() bool {
-	if d.pollMu.TryLock() {
-		d.pollMu.Unlock()
-		return false
-	}
-	return true
-}
-
 // Poll implements device.Poller: one non-blocking round of the progress loop's work on the caller's goroutine.
 func (d *Device) Poll() bool {
 	if !d.pollMu.TryLock() {

@@ -177,31 +177,14 @@ func (p *Policy) spin(cond func() bool) bool {
 	return false
 }
 
-// busyDriver is the optional method of a Driver that says another goroutine is at work on it (device.Busy).
-type busyDriver interface {
-	Busy() bool
-}
-
-// busyPark is how long a driven spin goes on while its driver is busy on another goroutine, before the waiter
-// parks. The device's loop is busy for a few microseconds when a rank starts driving (woken from epoll_wait, it
-// stands down); much longer means it is writing or reading a large payload, or waits for a processor, which the
-// spinner then keeps from it. gompj bench ialltoall -np 2 -nodes 2 -sizes 1M -compute idle on 2 cores, with an
-// event log of the nodes' devices, ranks and nbc operations: each node's rank spun its whole 1 ms net spin window
-// on Polls that could not take the device, while its loop, woken in epoll_wait (or inside a 1 MiB writev), got no
-// core, nor did the kernel's network processing; nothing moved in the node until the spinner parked.
-const busyPark = 20 * time.Microsecond
-
-// spinDriven is spin with a driver: a system call to poll the device between short bursts of checks. While the
-// driver is busy on another goroutine for longer than busyPark, it stops spinning (and yielding: that frees no
-// processor of the machine) and parks, with Leave(true) telling the device to keep its own progress going.
+// spinDriven is spin with a driver: a system call to poll the device between short bursts of checks.
 func (p *Policy) spinDriven(cond func() bool) bool {
 	d := p.Driver
 	d.Enter()
-	bd, _ := d.(busyDriver)
 	if p.Spin > 0 {
 		// The clock is read every 16th round only, and first after 16 rounds: on a VM a clock read can cost more
 		// than a round of polling, and most waits end before the first one.
-		var deadline, busySince time.Time
+		var deadline time.Time
 		for round := 1; ; round++ {
 			d.Poll()
 			for i := 0; i < 32; i++ {
@@ -216,14 +199,6 @@ func (p *Policy) spinDriven(cond func() bool) bool {
 					deadline = now.Add(p.Spin)
 				} else if now.After(deadline) {
 					break
-				}
-				if bd == nil || !bd.Busy() {
-					busySince = time.Time{}
-				} else if busySince.IsZero() {
-					busySince = now
-				} else if now.Sub(busySince) >= busyPark {
-					d.Leave(true)
-					return cond()
 				}
 			}
 		}

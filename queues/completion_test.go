@@ -3,7 +3,6 @@ package queues
 import (
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -153,61 +152,6 @@ func TestCompletionHookRace(t *testing.T) {
 		}
 		if ran[i] != want {
 			t.Fatalf("completion %d: armed %v, hook ran %d times", i, armed[i], ran[i])
-		}
-	}
-}
-
-// busyDrv is a Driver whose device another goroutine holds: every Poll fails, Busy says so.
-type busyDrv struct {
-	busy   bool
-	polls  atomic.Int64
-	parked chan struct{} // closed at Leave(true)
-}
-
-func (d *busyDrv) Enter()     {}
-func (d *busyDrv) Poll() bool { d.polls.Add(1); return false }
-func (d *busyDrv) Busy() bool { return d.busy }
-func (d *busyDrv) Leave(parking bool) {
-	if parking {
-		close(d.parked)
-	}
-}
-
-// A waiter whose driver stays busy on another goroutine stops spinning and parks, long before its spin window
-// ends (an hour here): its spin would keep the goroutine at work on the device from a processor. With a driver
-// that is free, the same waiter keeps polling.
-func TestDrivenWaitParksWhileDriverBusy(t *testing.T) {
-	for _, busy := range []bool{true, false} {
-		d := &busyDrv{busy: busy, parked: make(chan struct{})}
-		p := Policy{Spin: time.Hour, Yields: 50, Driver: d}
-		var c Completion
-		done := make(chan bool)
-		go func() { done <- c.Wait(&p, nil) }()
-		if busy {
-			select {
-			case <-d.parked:
-			case <-time.After(10 * time.Second):
-				t.Fatal("a waiter on a busy driver went on spinning")
-			}
-			waitParked(t, &c)
-		} else {
-			for d.polls.Load() < 100000 { // far past busyPark's worth of polling
-				runtime.Gosched()
-			}
-			select {
-			case <-d.parked:
-				t.Fatal("a waiter on a free driver parked within its spin window")
-			default:
-			}
-		}
-		c.Complete()
-		select {
-		case ok := <-done:
-			if !ok {
-				t.Fatal("Wait reported abort")
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("the waiter was never woken")
 		}
 	}
 }
