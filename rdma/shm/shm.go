@@ -631,17 +631,25 @@ func (e *endpoint) complete(c rdma.Completion) {
 	wake(e.ctl)
 }
 
-// rma copies with CMA, here and now, and reports the outcome as a completion.
-func (e *endpoint) rma(write bool, node int, local []byte, raddr, ctx uint64) error {
-	call, op := "process_vm_readv", rdma.OpRead
+// cmaPeer returns the peer a CMA copy toward node goes to, with the system call's name and the operation for its
+// completion, or an error if CMA does not reach that node.
+func (e *endpoint) cmaPeer(write bool, node int) (p *peer, call string, op rdma.Op, err error) {
+	call, op = "process_vm_readv", rdma.OpRead
 	if write {
 		call, op = "process_vm_writev", rdma.OpWrite
 	}
-	p := e.peer(node)
-	if p == nil || !p.cma {
-		return &rdma.OpError{Call: call, Node: node, Err: errors.New("no CMA toward this node")}
+	if p = e.peer(node); p == nil || !p.cma {
+		return nil, call, op, &rdma.OpError{Call: call, Node: node, Err: errors.New("no CMA toward this node")}
 	}
-	var err error
+	return p, call, op, nil
+}
+
+// rma copies with CMA, here and now, and reports the outcome as a completion.
+func (e *endpoint) rma(write bool, node int, local []byte, raddr, ctx uint64) error {
+	p, call, op, err := e.cmaPeer(write, node)
+	if err != nil {
+		return err
+	}
 	if len(local) > 0 {
 		if err = cmaCopy(write, p.pid, local, raddr); err != nil {
 			err = &rdma.OpError{Call: call, Node: node, Err: err}
@@ -670,15 +678,10 @@ func (e *endpoint) Writev(node int, locals [][]byte, raddr, _ uint64, ctx uint64
 }
 
 func (e *endpoint) rmav(write bool, node int, locals [][]byte, raddr, ctx uint64) error {
-	call, op := "process_vm_readv", rdma.OpRead
-	if write {
-		call, op = "process_vm_writev", rdma.OpWrite
+	p, call, op, err := e.cmaPeer(write, node)
+	if err != nil {
+		return err
 	}
-	p := e.peer(node)
-	if p == nil || !p.cma {
-		return &rdma.OpError{Call: call, Node: node, Err: errors.New("no CMA toward this node")}
-	}
-	var err error
 	if cerr := cmaCopyv(write, p.pid, locals, raddr); cerr != nil {
 		err = &rdma.OpError{Call: call, Node: node, Err: cerr}
 	}
