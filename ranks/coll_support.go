@@ -11,13 +11,7 @@ func (c *Comm) Check() error { return c.check() }
 // boxed in an interface. With IrecvMem it lets the collectives send typed blocks, so that a receiver of another
 // element type gets ErrType, without allocating per message.
 func (c *Comm) IsendMem(m Mem, dest, tag int) (*Request, error) {
-	if err := c.check(); err != nil {
-		return nil, err
-	}
-	if err := c.checkDest(dest, tag); err != nil {
-		return nil, err
-	}
-	if err := checkMem(m, false); err != nil {
+	if err := c.checkSendMem(m, dest, tag); err != nil {
 		return nil, err
 	}
 	if dest == ProcNull {
@@ -35,16 +29,32 @@ func (c *Comm) IsendMem(m Mem, dest, tag int) (*Request, error) {
 
 // IrecvMem is Irecv into a buffer already seen as memory (see IsendMem).
 func (c *Comm) IrecvMem(m Mem, source, tag int) (*Request, error) {
-	if err := c.check(); err != nil {
-		return nil, err
-	}
-	if err := c.checkSource(source, tag); err != nil {
-		return nil, err
-	}
-	if err := checkMem(m, true); err != nil {
+	if err := c.checkRecvMem(m, source, tag); err != nil {
 		return nil, err
 	}
 	return c.irecv(m, nil, source, tag), nil
+}
+
+// checkSendMem checks a send of memory m to dest (IsendMem, SendInitMem): the communicator, dest and tag, and m.
+func (c *Comm) checkSendMem(m Mem, dest, tag int) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	if err := c.checkDest(dest, tag); err != nil {
+		return err
+	}
+	return checkMem(m, false)
+}
+
+// checkRecvMem checks a receive into memory m from source (IrecvMem, RecvInitMem).
+func (c *Comm) checkRecvMem(m Mem, source, tag int) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	if err := c.checkSource(source, tag); err != nil {
+		return err
+	}
+	return checkMem(m, true)
 }
 
 // checkMem refuses what MemOf let through but no call may use: a nil *View (Type none), and, to receive into,

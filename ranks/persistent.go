@@ -120,13 +120,7 @@ func (c *Comm) sendInit(buf any, dest, tag int, mode sendMode) (*Request, error)
 // SendInitMem is SendInit of memory (see IsendMem): package nbc's persistent collectives send typed blocks and
 // windows of Views this way.
 func (c *Comm) SendInitMem(m Mem, dest, tag int) (*Request, error) {
-	if err := c.check(); err != nil {
-		return nil, err
-	}
-	if err := c.checkDest(dest, tag); err != nil {
-		return nil, err
-	}
-	if err := checkMem(m, false); err != nil {
+	if err := c.checkSendMem(m, dest, tag); err != nil {
 		return nil, err
 	}
 	return c.r.newPersistent(kindSend, &p2pRecipe{c: c, mem: m, sendMem: true, peer: dest, tag: tag}), nil
@@ -134,13 +128,7 @@ func (c *Comm) SendInitMem(m Mem, dest, tag int) (*Request, error) {
 
 // RecvInitMem is RecvInit into memory (see IrecvMem).
 func (c *Comm) RecvInitMem(m Mem, source, tag int) (*Request, error) {
-	if err := c.check(); err != nil {
-		return nil, err
-	}
-	if err := c.checkSource(source, tag); err != nil {
-		return nil, err
-	}
-	if err := checkMem(m, true); err != nil {
+	if err := c.checkRecvMem(m, source, tag); err != nil {
 		return nil, err
 	}
 	return c.r.newPersistent(kindRecv, &p2pRecipe{c: c, mem: m, peer: source, tag: tag}), nil
