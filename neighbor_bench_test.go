@@ -2,7 +2,6 @@ package gompj_test
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"testing"
 
@@ -24,7 +23,8 @@ import (
 //	go test -c -o /tmp/gompj.test . &&
 //	valgrind --tool=callgrind /tmp/gompj.test -test.run '^$' -test.bench 'Halo2D/np4/512B/neighbor$' -test.benchtime 2000x
 //
-// GOMPJ_HALO_ALGO forces the neighbourhood collectives' algorithm on the grid (hybrid, p2p).
+// The collective table's variables choose the neighbourhood collectives' algorithm, e.g.
+// GOMPJ_COLL_NEIGHBOR_ALLTOALL=hybrid GOMPJ_COLL_NEIGHBOR_ALLGATHER=hybrid for the shared-memory one.
 func BenchmarkHalo2D(b *testing.B) {
 	for _, np := range []int{1, 4} {
 		for _, size := range []int{8, 512, 8 << 10, 128 << 10} {
@@ -55,13 +55,6 @@ func halo2D(b *testing.B, np, size int, mode string) {
 			return err
 		}
 		defer g.Free()
-		if algo := os.Getenv("GOMPJ_HALO_ALGO"); algo != "" {
-			for _, coll := range []string{"neighbor_alltoall", "neighbor_allgather"} {
-				if err := g.ForceAlgorithm(coll, algo); err != nil {
-					return err
-				}
-			}
-		}
 		m := max(size/8, 1)
 		send, recv := make([]float64, 4*m), make([]float64, 4*m)
 		var sendAny, recvAny, oneAny any = send, recv, send[:m] // boxed once, as a loop reusing its buffers would
