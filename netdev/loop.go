@@ -42,11 +42,13 @@ func (d *Device) loop() {
 		if d.drivers.Load() > 0 && !d.hasTasks() && d.standDownOK() {
 			// A rank is driving the device (Poll): stand down until the last driver parks, or look again soon.
 			resume.Reset(standDownCheck)
+			d.standing.Store(true)
 			select {
 			case <-d.kick:
 			case <-resume.C:
 			case <-d.quit:
 			}
+			d.standing.Store(false)
 			resume.Stop()
 			continue
 		}
@@ -66,8 +68,9 @@ func (d *Device) loop() {
 		}
 		var n int
 		var err error
+		evs := d.evs
 		if timeout == 0 {
-			n, err = pollNow(d.ep, d.evs)
+			n, err = pollNow(d.ep, evs)
 		} else {
 			// Enter wakes a blocked loop through the eventfd when it sees loopBlocked; checking drivers after
 			// setting it closes the race (both are sequentially consistent atomics).
@@ -77,10 +80,21 @@ func (d *Device) loop() {
 				d.pollMu.Unlock()
 				continue
 			}
-			n, err = unix.EpollWait(d.ep, d.evs, timeout)
+			// The loop lets go of pollMu while it sleeps, into events of its own: a rank that starts to drive can
+			// poll at once rather than wait for this thread to be woken and scheduled, which on a box whose cores
+			// the ranks hold takes up to a time slice. What the loop then takes from epoll it handles under the
+			// lock, after any Poll under way (the reads are non-blocking, so a conn a rank drained reads nothing).
+			d.pollMu.Unlock()
+			evs = d.loopEvs
+			n, err = unix.EpollWait(d.ep, evs, timeout)
 			d.loopBlocked.Store(false)
+			d.pollMu.Lock()
+			if d.loopExited {
+				d.pollMu.Unlock()
+				return
+			}
 		}
-		exit := d.handle(n, err)
+		exit := d.handle(evs, n, err)
 		d.pollMu.Unlock()
 		if exit {
 			return
@@ -106,7 +120,7 @@ func (d *Device) standDownOK() bool {
 }
 
 // handle processes one poll's events (pollMu held). It reports true when the loop must exit.
-func (d *Device) handle(n int, err error) bool {
+func (d *Device) handle(evs []unix.EpollEvent, n int, err error) bool {
 	if err != nil {
 		if err == unix.EINTR {
 			return false
@@ -127,7 +141,7 @@ func (d *Device) handle(n int, err error) bool {
 		}
 	}
 	for i := range n {
-		ev := &d.evs[i]
+		ev := &evs[i]
 		if ev.Fd == 0 {
 			var b [8]byte
 			unix.Read(d.evfd, b[:])
@@ -189,7 +203,7 @@ func (d *Device) Poll() bool {
 			}
 		}
 		if len(d.pendingRead) > 0 {
-			d.handle(0, nil)
+			d.handle(nil, 0, nil)
 		}
 		if got {
 			d.lastActive = time.Now()
@@ -202,7 +216,7 @@ func (d *Device) Poll() bool {
 		d.pollMu.Unlock()
 		return false
 	}
-	if d.handle(n, err) {
+	if d.handle(d.evs, n, err) {
 		// Only a failing epoll_wait ends the loop from here; the loop sees loopExited and stops.
 		d.pollMu.Unlock()
 		d.wake()

@@ -147,11 +147,13 @@ type Device struct {
 	// Driving (device.Poller): ranks that wait on the network poll the device themselves while the loop stands down.
 	drivers     atomic.Int32  // ranks between Enter and Leave
 	loopBlocked atomic.Bool   // the loop is in a blocking epoll_wait
+	standing    atomic.Bool   // the loop has stood down for driving ranks (tests wait for it)
 	kick        chan struct{} // resumes a loop that stood down (capacity 1)
 
 	// Owned by the progress loop: guarded by pollMu, held by the loop or by a rank in Poll.
 	pollMu      sync.Mutex
-	evs         []unix.EpollEvent
+	evs         []unix.EpollEvent // Poll's and the loop's non-blocking rounds
+	loopEvs     []unix.EpollEvent // the loop's blocking epoll_wait, which runs without pollMu (loop only)
 	lastActive  time.Time
 	conns       map[int32]*conn
 	readable    []*conn // the registered connections, for Poll's direct reads
@@ -379,6 +381,7 @@ func newDevice(cfg Config) (*Device, error) {
 		loopDone: make(chan struct{}),
 		kick:     make(chan struct{}, 1),
 		evs:      make([]unix.EpollEvent, 128),
+		loopEvs:  make([]unix.EpollEvent, 128),
 		conns:    map[int32]*conn{},
 		nextID:   1,
 		ep:       -1,
