@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -85,6 +86,10 @@ func (d *Device) loop() {
 			// the ranks hold takes up to a time slice. What the loop then takes from epoll it handles under the
 			// lock, after any Poll under way (the reads are non-blocking, so a conn a rank drained reads nothing).
 			d.pollMu.Unlock()
+			// Goroutines this round made runnable (a collective's next step on the worker pool, a woken rank) wait in
+			// this P's run queue; a blocking system call keeps the P, and while the ranks hold the other Ps they would
+			// wait for sysmon to take it back (20 us to 10 ms). Let them run first.
+			runtime.Gosched()
 			evs = d.loopEvs
 			n, err = unix.EpollWait(d.ep, evs, timeout)
 			d.loopBlocked.Store(false)
