@@ -69,10 +69,7 @@ func (d *Device) loop() {
 		}
 		var n int
 		var err error
-		evs := d.evs
-		if timeout == 0 {
-			n, err = pollNow(d.ep, evs)
-		} else {
+		if timeout != 0 {
 			// Enter wakes a blocked loop through the eventfd when it sees loopBlocked; checking drivers after
 			// setting it closes the race (both are sequentially consistent atomics).
 			d.loopBlocked.Store(true)
@@ -81,30 +78,58 @@ func (d *Device) loop() {
 				d.pollMu.Unlock()
 				continue
 			}
-			// The loop lets go of pollMu while it sleeps, into events of its own: a rank that starts to drive can
-			// poll at once rather than wait for this thread to be woken and scheduled, which on a box whose cores
-			// the ranks hold takes up to a time slice. What the loop then takes from epoll it handles under the
-			// lock, after any Poll under way (the reads are non-blocking, so a conn a rank drained reads nothing).
+			// The loop sleeps in an epoll set of its own, which holds the eventfd and the device's set (ready when
+			// a connection is), and without pollMu:
+			//   - a rank that starts to drive polls at once rather than wait for this thread to be woken and
+			//     scheduled, which on a box whose cores the ranks hold takes up to a time slice;
+			//   - a driving rank's polls of the device's set cannot take the eventfd's wake-up meant for the loop.
+			//     They could when the eventfd was in that set, and the loop then slept on through the drive, woken
+			//     (and taking a core from a spinning rank) by every arriving frame only to find that the rank had
+			//     taken it: about 20 sleeps per epoll_wait in a TCP ping-pong (perf sched_switch).
+			// What it then finds it handles under the lock, after any Poll under way (reads are non-blocking: a
+			// connection a rank drained reads nothing).
 			d.pollMu.Unlock()
 			// Goroutines this round made runnable (a collective's next step on the worker pool, a woken rank) wait in
 			// this P's run queue; a blocking system call keeps the P, and while the ranks hold the other Ps they would
 			// wait for sysmon to take it back (20 us to 10 ms). Let them run first.
 			runtime.Gosched()
-			evs = d.loopEvs
-			n, err = unix.EpollWait(d.ep, evs, timeout)
+			n, err = unix.EpollWait(d.outer, d.loopEvs, timeout)
 			d.loopBlocked.Store(false)
 			d.pollMu.Lock()
 			if d.loopExited {
 				d.pollMu.Unlock()
 				return
 			}
+			if err != nil {
+				if exit := d.handle(nil, 0, err); exit {
+					d.pollMu.Unlock()
+					return
+				}
+				d.pollMu.Unlock()
+				continue
+			}
+			for _, ev := range d.loopEvs[:n] {
+				if ev.Fd == int32(d.evfd) {
+					d.runWoken()
+				}
+			}
+		} else if d.hasTasks() {
+			d.runWoken()
 		}
-		exit := d.handle(evs, n, err)
+		n, err = pollNow(d.ep, d.evs)
+		exit := d.handle(d.evs, n, err)
 		d.pollMu.Unlock()
 		if exit {
 			return
 		}
 	}
+}
+
+// runWoken consumes the eventfd's wake-ups and runs the posted tasks (loop only).
+func (d *Device) runWoken() {
+	var b [8]byte
+	unix.Read(d.evfd, b[:])
+	d.runTasks()
 }
 
 // hasTasks reports whether tasks were posted: the loop runs them itself, since a driver may have stopped polling.
@@ -147,12 +172,6 @@ func (d *Device) handle(evs []unix.EpollEvent, n int, err error) bool {
 	}
 	for i := range n {
 		ev := &evs[i]
-		if ev.Fd == 0 {
-			var b [8]byte
-			unix.Read(d.evfd, b[:])
-			d.runTasks()
-			continue
-		}
 		c := d.conns[ev.Fd]
 		if c == nil {
 			continue // closed earlier in this batch
@@ -200,7 +219,8 @@ func (d *Device) Poll() bool {
 	d.polls++
 	if k := len(d.readable); k > 0 && k <= directMax && d.polls%directEvery != 0 {
 		// Few connections: read them straight away, without asking epoll first (one system call per arrival
-		// instead of two). Every directEvery-th round asks epoll, for writes, tasks and errors.
+		// instead of two). Every directEvery-th round asks epoll, for writes and errors (posted tasks are the
+		// loop's: a post kicks a loop that stood down).
 		got := false
 		for _, c := range d.readable {
 			if d.readConn(c) {

@@ -159,3 +159,23 @@ func TestPollWhileLoopSleeps(t *testing.T) {
 		}
 	}
 }
+
+// TestEnterWakesLoopWhileDriverPolls: a rank that starts to drive wakes the sleeping loop, which then stands down,
+// even though the rank polls the device's epoll set at once. When that set held the loop's eventfd, the rank's polls
+// took the wake-up, and the loop slept on through the whole drive, woken by every frame that arrived.
+func TestEnterWakesLoopWhileDriverPolls(t *testing.T) {
+	c := startCluster(t, 2, 1, nil)
+	d1 := c.devs[1]
+	for round := range 20 {
+		waitUntil(t, 5*time.Second, "the loop to sleep in epoll_wait", d1.loopBlocked.Load)
+		d1.Enter()
+		deadline := time.Now().Add(5 * time.Second)
+		for !d1.standing.Load() {
+			d1.Poll()
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: the loop did not stand down while a rank drove the device", round)
+			}
+		}
+		d1.Leave(true)
+	}
+}
