@@ -424,7 +424,7 @@ func (d *Device) start() error {
 	}
 	evEv := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(d.evfd)}
 	epEv := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(d.ep)}
-	if err := unix.EpollCtl(d.outer, unix.EPOLL_CTL_ADD, d.evfd, &evEv); err == nil {
+	if err = unix.EpollCtl(d.outer, unix.EPOLL_CTL_ADD, d.evfd, &evEv); err == nil {
 		err = unix.EpollCtl(d.outer, unix.EPOLL_CTL_ADD, d.ep, &epEv)
 	}
 	if err != nil {
