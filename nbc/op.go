@@ -31,6 +31,7 @@ type op struct {
 	state  atomic.Int32 // opIdle, opRunning, opDirty
 	queued atomic.Bool  // handed to the pool and not yet run
 	done   atomic.Bool  // the machine has finished; err is set
+	spun   atomic.Int32 // waiters spinning on the op (Spin): its kicks are theirs, not the rank's or the pool's
 	err    error
 
 	hook    *queues.Waker  // armed on child requests: runs kick
@@ -112,7 +113,7 @@ func stepsOnNode(c *ranks.Comm, s *Schedule) bool {
 // op, and a new call reused it (cache.go, Start) before the hook runs. So kick reads only what no run writes (c,
 // exec, task) and atomics; at worst a late kick costs the op a look.
 func (o *op) kick() {
-	if o.done.Load() || ranks.SignalOp(o.c) {
+	if o.done.Load() || o.spun.Load() != 0 || ranks.SignalOp(o.c) {
 		return
 	}
 	if o.exec != nil && o.queued.CompareAndSwap(false, true) {
@@ -172,6 +173,49 @@ func (o *op) step() {
 	}
 	o.done.Store(true)
 	ranks.CompleteOp(o.req, err)
+}
+
+// Spin implements ranks.Spinner: the owner's Wait on an op that is its rank's only active one, in one node, runs it
+// itself and spins on the condition it waits for (a slot's counter, a peer's publication, a child request's flag),
+// as a blocking collective spins on its peers' slots: a peer that moves the condition reaches the spinner through
+// the cache line it writes, with no kick, signal or worker in between. While it spins, the op's kicks are dropped
+// (kick sees spun): the spinner sees for itself whatever they would tell. On its way out it runs the op once more,
+// after the kicks go to the rank or the pool again, so that none dropped is lost.
+func (o *op) Spin(p *queues.Policy, stop ranks.SpinStop) bool {
+	o.spun.Add(1)
+	for !o.done.Load() && p.SpinFor(func() bool { return o.ready() || stop.Stopped() }) && !stop.Stopped() {
+		o.run()
+	}
+	o.spun.Add(-1)
+	if !o.done.Load() {
+		o.run()
+	}
+	return o.done.Load()
+}
+
+// ready reports whether a run would move the op on: it has finished, or what it waits for has happened, or a run
+// under way (a worker's) must be waited for. It holds the op while it looks, as a run does: the schedule's state
+// is the runs' alone, and a finished op may be reused by a new call meanwhile (another goroutine of the rank:
+// cache.go).
+func (o *op) ready() bool {
+	if !o.state.CompareAndSwap(opIdle, opRunning) {
+		return false // a run is under way: it goes round again if need be
+	}
+	if o.done.Load() || o.tr.ready(&o.m) {
+		o.idle()
+		return true
+	}
+	return !o.idle()
+}
+
+// idle lets the op go after a look (ready) that did not run it, and reports whether nothing came meanwhile: if a
+// run was asked for (dirty) it must still happen, and the op stays held by nobody, for the caller to run.
+func (o *op) idle() bool {
+	if o.state.CompareAndSwap(opRunning, opIdle) {
+		return true
+	}
+	o.state.Store(opIdle)
+	return false
 }
 
 // started follows the starting call's first run: an op still under way over the network needs the device's

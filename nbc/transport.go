@@ -120,6 +120,26 @@ func (t *transport) Test(i int, st *Step) (bool, error) {
 	return true, err
 }
 
+// ready reports whether the step m waits for first (Machine.Pending) has completed, or m has a round to start: then
+// a run moves it on. It looks as Test does, without collecting anything: a waiter spinning on an op (op.Spin) runs it
+// only when it can move.
+func (t *transport) ready(m *Machine) bool {
+	i, st := m.Pending()
+	if st == nil {
+		return !m.done
+	}
+	switch st.Kind {
+	case StepWait:
+		return st.Cond()
+	case StepSub:
+		if s, ok := st.Sub.(*sub); ok {
+			return s.tr.ready(&s.m)
+		}
+		return true // an unknown kind of sub-operation: let a run poll it
+	}
+	return ranks.CompletionOf(t.reqs[i]).Done()
+}
+
 // watchlist is the set of ops waiting on some shared-memory state: whoever changes it calls notify, which kicks
 // them all. An op joins the list when it posts a wait on it and leaves when it finishes.
 type watchlist struct {

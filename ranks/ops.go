@@ -149,6 +149,54 @@ func (w *World) ResumeNetwork() {
 	}
 }
 
+// Spinner is an Operation that a waiting completion call of its rank may run to its end itself, spinning on what it
+// waits for, instead of parking on the rank's event until a signal (ops.go's lone-operation path, spinLone).
+type Spinner interface {
+	// Spin runs the operation and spins, per p's window (no parking), on the condition it waits for, running it
+	// again whenever that holds, until it has finished (true) or stop reports true or the window is over (false).
+	// Meanwhile the operation's own signals are the caller's to act on: it neither signals the rank nor goes to the
+	// worker pool. On its way out it runs the operation once more, so that no signal it dropped is lost.
+	Spin(p *queues.Policy, stop SpinStop) bool
+}
+
+// SpinStop says when a Spinner must stop spinning: another of the rank's operations was signalled (the caller then
+// runs them all), or the job aborted. A value, so that handing it through the interface allocates nothing.
+type SpinStop struct {
+	ev      *queues.Event
+	gen     uint64
+	aborted *atomic.Bool
+}
+
+// Stopped reports whether the spin must stop.
+func (s SpinStop) Stopped() bool { return s.ev.Gen() != s.gen || s.aborted.Load() }
+
+// spinLone is Wait's path for an operation request that is its rank's only active one and moves nothing through the
+// network device (the small collectives of one box): the waiter runs the operation itself and spins on what it waits
+// for (Spinner), with none of the rank's event, sweeps and signals in between, the way a blocking collective spins
+// on its peers' slots. It reports whether r is done; if not (the spin window ended, another of the rank's operations
+// was signalled, the job aborted), the caller waits as for any request. MPI's progress rule holds: the rank has no
+// other operation to move on, and one started meanwhile by another goroutine of the rank signals the rank's event,
+// which ends the spin.
+func (r *Request) spinLone() bool {
+	rk := r.owner
+	if rk == nil || r.remote || rk.ops.n.Load() != 1 || r.w.orphans.n.Load() != 0 {
+		return false
+	}
+	sp, ok := r.ext.op.(Spinner)
+	if !ok {
+		return false
+	}
+	ev := &rk.ops.ev
+	ev.Enter() // the rank's other operations' signals are this call's to act on (SignalOp), as in awaitAny
+	gen := ev.Gen()
+	sp.Spin(r.w.waitPolicy(false), SpinStop{ev: ev, gen: gen, aborted: &r.w.aborted})
+	ev.Leave()
+	if r.done.Done() || ev.Gen() != gen {
+		rk.ops.sweep() // forget r; run any operation of the rank that was signalled meanwhile
+	}
+	return r.done.Done()
+}
+
 // PersistentOpRequest returns an inactive persistent request of c's rank that runs op at each Start (a persistent
 // collective); while a run is active the rank's completion calls move it on.
 func (c *Comm) PersistentOpRequest(op PersistentOp) *Request {
