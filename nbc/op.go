@@ -1,6 +1,7 @@
 package nbc
 
 import (
+	"runtime"
 	"sync/atomic"
 
 	"github.com/gompj/gompj/collectives"
@@ -39,6 +40,7 @@ type op struct {
 	task    func()         // o.work, made once: handing the op to the pool allocates nothing
 	req     *ranks.Request // the request the op completes through
 	watch   []*watchlist   // the shared-memory wait lists the op is on
+	offList bool           // a waiter spins on the op: it is off the lists in watch (leaveLists); runs' state
 	c       *ranks.Comm
 	onStart []func() // a persistent op's shared-memory schedules move to their slots' next use at each Start
 	finish  func()   // runs once the machine has finished, before the request completes (unpacking Views)
@@ -183,14 +185,42 @@ func (o *op) step() {
 // after the kicks go to the rank or the pool again, so that none dropped is lost.
 func (o *op) Spin(p *queues.Policy, stop ranks.SpinStop) bool {
 	o.spun.Add(1)
-	for !o.done.Load() && p.SpinFor(func() bool { return o.ready() || stop.Stopped() }) && !stop.Stopped() {
+	if o.ready() {
 		o.run()
+	}
+	if !o.done.Load() {
+		// It spins: off its lists, so that the peers that move what it waits for have nobody to kick (a lock and a
+		// look at this op's lines each, on their way). Most often the waiter is early, and this costs it nothing
+		// that the others wait for.
+		if o.state.CompareAndSwap(opIdle, opRunning) {
+			o.leaveLists()
+			o.letGo()
+		}
+		for !o.done.Load() && p.SpinFor(func() bool { return o.ready() || stop.Stopped() }) && !stop.Stopped() {
+			o.run()
+		}
+		for !o.done.Load() { // back on the lists, before kicks go to the rank or the pool again
+			if o.state.CompareAndSwap(opIdle, opRunning) {
+				o.rejoin()
+				o.letGo()
+				break
+			}
+			runtime.Gosched() // a run is under way (a worker's), which never blocks
+		}
 	}
 	o.spun.Add(-1)
 	if !o.done.Load() {
 		o.run()
 	}
 	return o.done.Load()
+}
+
+// letGo lets go of the op after a look that did not run it; if a run was asked for meanwhile (dirty), it runs.
+func (o *op) letGo() {
+	if !o.state.CompareAndSwap(opRunning, opIdle) {
+		o.state.Store(opRunning)
+		o.held()
+	}
 }
 
 // ready reports whether a run would move the op on: it has finished, or what it waits for has happened, or a run

@@ -189,7 +189,8 @@ func (l *watchlist) notify() {
 	}
 }
 
-// watchOn puts the op on list (once).
+// watchOn puts the op on list (once). An op whose waiter spins on it (offList) only notes the list, and joins it
+// when the waiter stops (rejoin).
 func (o *op) watchOn(l *watchlist) {
 	for _, x := range o.watch {
 		if x == l {
@@ -197,16 +198,46 @@ func (o *op) watchOn(l *watchlist) {
 		}
 	}
 	o.watch = append(o.watch, l)
-	l.add(o)
+	if !o.offList {
+		l.add(o)
+	}
 }
 
-// unwatch takes the op off every list it is on.
+// unwatch takes the op off every list it is on (its schedule has finished).
 func (o *op) unwatch() {
 	for i, l := range o.watch {
-		l.remove(o)
+		if !o.offList {
+			l.remove(o)
+		}
 		o.watch[i] = nil
 	}
 	o.watch = o.watch[:0]
+	o.offList = false
+}
+
+// leaveLists takes the op off its lists while a waiter spins on it (op.Spin), keeping them noted: whoever changes
+// what the op waits for then finds nobody to kick, and the spinner sees the change for itself. The caller holds
+// the op.
+func (o *op) leaveLists() {
+	if o.offList || o.done.Load() {
+		return
+	}
+	o.offList = true
+	for _, l := range o.watch {
+		l.remove(o)
+	}
+}
+
+// rejoin puts the op back on its lists when its spinning waiter leaves (the caller holds the op, and then runs it,
+// so that a change made while it was off them is seen: the same order as Transport.Post's, join then test).
+func (o *op) rejoin() {
+	if !o.offList {
+		return
+	}
+	o.offList = false
+	for _, l := range o.watch {
+		l.add(o)
+	}
 }
 
 // sub is a sub-operation: a whole schedule on another communicator, run inside its op (Step.Sub).
