@@ -15,20 +15,21 @@ import (
 // The members of a communicator share a ring of slots (GOMPJ_NBC_SLOTS, default 16). The k-th shared-memory
 // operation a member starts on the communicator uses slot k mod N, for the (k/N+1)-th time: its use number u. Every
 // member counts its operations alike (they start the communicator's collectives in the same order and choose
-// algorithms alike), so they meet in the same slot at the same use. A slot has two counters that only grow, over
-// all its uses: arrived (members that published their buffers for the use) and finished (members that no longer
-// touch the slot or anybody's buffers); use u is over once finished reaches u*n, and a member starts use u+1 only
-// then (it acquires the slot). Every member arrives once per use, before it finishes and after the use became its
-// own (it acquired the slot, or saw the root publish, who did), so that when use u+1 begins arrived is exactly u*n
-// whatever the collectives: arrivals of two uses never mix. An operation that finds its slot busy waits: operations queue, never fail, and
-// never deadlock, since an earlier operation on the slot needs nothing from a later one.
+// algorithms alike), so they meet in the same slot at the same use. A slot counts, over all its uses, the members
+// that no longer touch the slot or anybody's buffers (finished, which only grows); use u is over once finished
+// reaches u*n, and a member starts use u+1 only then (it acquires the slot). Each member entry carries the last use
+// its member published for (gen, which only grows): a member that waits for all to have published waits for every
+// gen to reach u, reading each peer's data in the line that carries its gen. An operation that finds its slot busy
+// waits: operations queue, never fail, and never deadlock, since an earlier operation on the slot needs nothing
+// from a later one.
 //
 // Within a use, members publish slices of their buffers in their member entry and copy or combine straight from
 // each other's memory, one copy per byte: readers copy from the root's published buffer (bcast, scatter), members
 // copy into the root's (gather), reductions combine from the peers' buffers (in chunks shared among the members
 // for large vectors; small contributions are copied into the slot, so that whoever published may finish at once).
-// A member's publication (its entry's fields, then its gen set to u, or the arrived counter) happens before any
-// reader looks at it (sync/atomic orders it), and a member finishes only once nobody reads its buffers any more.
+// A member's publication (its entry's fields, then its gen set to u) happens before any reader looks at it
+// (sync/atomic orders it), and a member finishes only once nobody reads its buffers any more. A small bcast's root
+// publishes its data in its entry too, and finishes at once.
 //
 // The waits are Wait steps on conditions over these counters; whoever moves a counter past a value someone waits
 // for notifies the slot's wait list, which kicks the waiting operations. A kick hands an operation whose rank is
@@ -62,11 +63,9 @@ type paddedCount struct {
 }
 
 type slot struct {
-	arrived  atomic.Uint64
-	_        [56]byte
 	finished atomic.Uint64
 	_        [56]byte
-	list     watchlist // ops waiting for arrivals or a member's publication
+	list     watchlist // ops waiting for members' publications
 	flist    watchlist // ops waiting for finishes: to acquire the slot, or for the readers of their buffers
 	mem      []member
 
@@ -75,17 +74,19 @@ type slot struct {
 	claims     []atomic.Uint64
 }
 
-// member is one member's entry in a slot: what it publishes for the current use.
+// member is one member's entry in a slot: what it publishes for the current use. Its gen and the start of its
+// inline data share the entry's first cache line, so that a peer waiting for a small contribution gets both in one
+// transfer (the slots are allocated 64-byte aligned with their member arrays, 256 bytes a member up to inline).
 type member struct {
 	gen              atomic.Uint64 // the use it has published for
+	inlen            int
+	inline           [inlineMax]byte
 	src, dst         []byte
 	counts, displs   []int
 	rcounts, rdispls []int         // alltoall: the receive buffer's layout
 	recvDone         atomic.Uint64 // alltoall: blocks copied into dst in this use (n in all)
 	sendDone         atomic.Uint64 // alltoall: blocks copied out of src in this use
 	blk              int
-	inlen            int
-	inline           [inlineMax]byte
 	last             *op // the member's operation of the previous use (see acquire)
 	_                [64]byte
 }
@@ -161,10 +162,23 @@ func (b *shmb) publish() {
 	b.me.gen.Store(b.u)
 }
 
+// arrive publishes this member's entry for the use and, if every member has now published, tells the ops waiting
+// for that (waitArrived). Of members publishing at once, at least the last one to publish sees all.
 func (b *shmb) arrive() {
-	if b.sl.arrived.Add(1) == b.un() {
+	b.publish()
+	if b.allPublished() {
 		b.sl.list.notify()
 	}
+}
+
+// allPublished reports whether every member has published for the use.
+func (b *shmb) allPublished() bool {
+	for j := range b.sl.mem {
+		if b.sl.mem[j].gen.Load() < b.u {
+			return false
+		}
+	}
+	return true
 }
 
 // finish tells the ops waiting for finishes, on their own list: most uses have none (an inline allreduce's members
@@ -177,7 +191,7 @@ func (b *shmb) finish() {
 }
 
 func (b *shmb) waitArrived() {
-	b.s.Wait(func() bool { return b.sl.arrived.Load() >= b.un() }, &b.sl.list)
+	b.s.Wait(b.allPublished, &b.sl.list)
 }
 
 func (b *shmb) waitFinished(less uint64) {
@@ -218,6 +232,12 @@ func buildShmSlot(s *Schedule, sp *spec, sl *slot, u uint64, o *op, persistent b
 func (b *shmb) moveTo(sl *slot, u uint64, o *op) {
 	b.sl, b.me, b.u = sl, &sl.mem[b.r], u
 	b.prev, b.me.last = b.me.last, o
+	if b.prev == o {
+		// A kept op back on the slot it last used (cache.go): that run is over (it was reused only once done), and
+		// acquire must not run the op from inside its own run, which would mark it dirty and make the run go
+		// round again at once, for as long as the slot stays busy.
+		b.prev = nil
+	}
 }
 
 func (b *shmb) build() error {
@@ -229,13 +249,21 @@ func (b *shmb) build() error {
 		b.waitArrived()
 		b.s.Do(func() error { b.finish(); return nil })
 	case "bcast":
-		b.rooted(func() error { b.me.src = a.Recv; return nil }, func(root *member) error {
+		inline := len(a.Recv) <= inlineMax
+		b.rooted(func() error {
+			b.me.src = a.Recv
+			if inline {
+				b.me.inlen = copy(b.me.inline[:], a.Recv)
+				b.me.src = b.me.inline[:b.me.inlen]
+			}
+			return nil
+		}, func(root *member) error {
 			if len(root.src) > len(a.Recv) {
 				return truncf("bcast of %d bytes from root %d into a buffer of %d", len(root.src), a.Root, len(a.Recv))
 			}
 			copy(a.Recv, root.src)
 			return nil
-		})
+		}, inline)
 	case "scatter", "scatterv":
 		recv := a.Recv
 		if a.InPlace {
@@ -259,7 +287,7 @@ func (b *shmb) build() error {
 			}
 			copy(recv, blk)
 			return nil
-		})
+		}, false)
 	case "gather", "gatherv":
 		b.rooted(func() error {
 			b.me.dst, b.me.counts, b.me.displs, b.me.blk = a.Recv, a.Counts, a.Displs, a.Blk
@@ -279,7 +307,7 @@ func (b *shmb) build() error {
 			}
 			copy(blk, a.Send)
 			return nil
-		})
+		}, false)
 	case "allreduce", "reduce":
 		b.reduction()
 	case "allgather", "allgatherv":
@@ -297,16 +325,27 @@ func (b *shmb) build() error {
 }
 
 // rooted builds bcast, scatter and gather: the root publishes (pub, which also does its own part) and waits for
-// the n-1 others, who each wait for the publication and then do their part with the root's entry.
-func (b *shmb) rooted(pub func() error, part func(root *member) error) {
+// the n-1 others, who each wait for the publication and then do their part with the root's entry. With inline, the
+// root's pub copies what the others read into its entry (a small bcast): nothing of its own is read, and it
+// finishes at once; the slot's next use waits for the readers (acquire).
+func (b *shmb) rooted(pub func() error, part func(root *member) error, inline bool) {
 	root := b.a.Root
 	if b.r == root {
 		var err error
 		b.acquire()
+		if inline {
+			b.s.Do(func() error {
+				err := pub()
+				b.publish()
+				b.sl.list.notify()
+				b.finish()
+				return err
+			})
+			return
+		}
 		b.s.Do(func() error {
 			err = pub() // reported once the others are done with the root's buffer
 			b.publish()
-			b.arrive()
 			b.sl.list.notify()
 			return nil
 		})
@@ -317,7 +356,6 @@ func (b *shmb) rooted(pub func() error, part func(root *member) error) {
 	// A reader needs no acquire: the root publishes use u only after acquiring the slot for it.
 	b.waitGen(root)
 	b.s.Do(func() error {
-		b.arrive()
 		err := part(&b.sl.mem[root])
 		b.finish()
 		return err
@@ -378,7 +416,6 @@ func (b *shmb) reduction() {
 		b.acquire()
 		b.s.Do(func() error {
 			b.me.inlen = copy(b.me.inline[:], a.Send)
-			b.publish()
 			b.arrive()
 			if !all && r != a.Root {
 				b.finish() // its contribution is in the slot: nothing of its own is read any more
@@ -413,7 +450,6 @@ func (b *shmb) reduction() {
 	b.acquire()
 	b.s.Do(func() error {
 		b.me.src, b.me.dst = a.Send, a.Recv
-		b.publish()
 		b.arrive()
 		return nil
 	})
@@ -467,7 +503,6 @@ func (b *shmb) allgather() {
 		b.acquire()
 		b.s.Do(func() error {
 			b.me.inlen = copy(b.me.inline[:], src)
-			b.publish()
 			b.arrive()
 			return nil
 		})
@@ -494,7 +529,6 @@ func (b *shmb) allgather() {
 	b.acquire()
 	b.s.Do(func() error {
 		b.me.src = src
-		b.publish()
 		b.arrive()
 		return nil
 	})
@@ -556,7 +590,6 @@ func (b *shmb) alltoall() {
 		b.me.recvDone.Store(0)
 		b.me.sendDone.Store(0)
 		b.publish()
-		b.arrive() // unused here, but every member arrives once per use (see above)
 		b.sl.list.notify()
 		b.move(b.r, b.r)
 		b.done[b.r] = true
@@ -637,7 +670,6 @@ func (b *shmb) alltoallPull(src []byte) {
 	b.acquire()
 	b.s.Do(func() error {
 		b.me.src, b.me.counts, b.me.displs, b.me.blk = src, a.Counts, a.Displs, a.Blk
-		b.publish()
 		b.arrive()
 		return nil
 	})
@@ -686,7 +718,6 @@ func (b *shmb) reduceScatter() {
 	b.acquire()
 	b.s.Do(func() error {
 		b.me.src = a.Send
-		b.publish()
 		b.arrive()
 		return nil
 	})
@@ -765,7 +796,6 @@ func (b *shmb) scan() {
 			b.publish()
 			b.sl.list.notify()
 		}
-		b.arrive()
 		b.finish()
 		return err
 	})
