@@ -76,7 +76,8 @@ type slot struct {
 
 // member is one member's entry in a slot: what it publishes for the current use. Its gen and the start of its
 // inline data share the entry's first cache line, so that a peer waiting for a small contribution gets both in one
-// transfer (the slots are allocated 64-byte aligned with their member arrays, 256 bytes a member up to inline).
+// transfer: a member is a whole number of lines (TestMemberLayout), so every member of a slot's array starts at the
+// same offset in a line as the first, which the allocator puts at most 8 bytes into one (its header).
 type member struct {
 	gen              atomic.Uint64 // the use it has published for
 	inlen            int
@@ -88,7 +89,7 @@ type member struct {
 	sendDone         atomic.Uint64 // alltoall: blocks copied out of src in this use
 	blk              int
 	last             *op // the member's operation of the previous use (see acquire)
-	_                [64]byte
+	_                [80]byte // to 512 bytes: every member of the array starts at the same offset in a line
 }
 
 func newSlot(n int) *slot { return &slot{mem: make([]member, n)} }

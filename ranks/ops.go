@@ -23,10 +23,36 @@ import (
 
 // rankOps is a rank's active operation requests and their event.
 type rankOps struct {
-	ev   queues.Event
-	n    atomic.Int32 // len(reqs), read without the lock: the common case is none
-	mu   sync.Mutex
-	reqs []*Request
+	ev    queues.Event
+	n     atomic.Int32 // len(reqs), read without the lock: the common case is none
+	mu    sync.Mutex
+	reqs  []*Request
+	chunk atomic.Pointer[opChunk] // where the rank's nonblocking collectives get their requests (newOp)
+}
+
+// opChunkLen is how many operation requests a rank allocates at once.
+const opChunkLen = 8
+
+// opChunk is a block of operation requests that a rank hands out one at a time, as reqChunk is for point-to-point
+// ones: a small nonblocking collective, whose operation is reused from call to call (package nbc), then allocates
+// once per opChunkLen calls instead of once per call. A request must stay valid after it completes (its caller may
+// still hold it), so none is ever reused; a chunk lives as long as any of its requests is referenced.
+type opChunk struct {
+	reqs [opChunkLen]opRequest
+	used atomic.Int32
+}
+
+// newOp returns a new operation request of the rank.
+func (o *rankOps) newOp() *opRequest {
+	for {
+		ch := o.chunk.Load()
+		if ch != nil {
+			if i := ch.used.Add(1) - 1; i < opChunkLen {
+				return &ch.reqs[i]
+			}
+		}
+		o.chunk.CompareAndSwap(ch, new(opChunk))
+	}
 }
 
 // add records an operation request that has started.
@@ -113,8 +139,13 @@ func SignalOp(c *Comm) bool {
 // OpRequest returns an active request of c's rank that completes when op does (a nonblocking collective). Once
 // op knows its request, Launch hands it to the rank's completion calls, which move it on (see above).
 func (c *Comm) OpRequest(op Operation) *Request {
-	r := c.w.NewOpRequest(op)
-	r.owner = c.r
+	if c.r == nil {
+		return c.w.NewOpRequest(op)
+	}
+	o := c.r.ops.newOp()
+	r := &o.r
+	r.w, r.kind, r.remote, r.ext, r.owner = c.w, kindOp, c.w.dev != nil, &o.x, c.r
+	o.x.op = op
 	return r
 }
 
