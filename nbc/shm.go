@@ -567,6 +567,10 @@ const claimMax = 64
 // cores), and none waits for all to arrive before copying.
 func (b *shmb) alltoall() {
 	a, n := b.a, b.n
+	if a.Counts == nil && a.RCounts == nil && n*a.Blk <= inlineMax {
+		b.alltoallInline()
+		return
+	}
 	src := a.Send
 	if a.InPlace {
 		b.own = make([]byte, len(a.Recv)) // the blocks to send, copied when the operation starts
@@ -662,6 +666,48 @@ func (b *shmb) move(i, j int) {
 	if from.sendDone.Add(1) == uint64(b.n) {
 		b.sl.flist.notify()
 	}
+}
+
+// alltoallInline is a small alltoall (all its blocks fit in a member's entry): every member copies its blocks into
+// its entry as it publishes, and takes its own from every peer's entry once all have published, as a small
+// allgather does. Nobody reads anybody's buffers, so there is nothing to claim or count: one line or a few per
+// peer instead of the claims' and counters' round trips. In place, the entry is the snapshot of the blocks to send.
+func (b *shmb) alltoallInline() {
+	a, r, n := b.a, b.r, b.n
+	src := a.Send
+	if a.InPlace {
+		src = a.Recv
+	}
+	b.acquire()
+	b.s.Do(func() error {
+		b.me.inlen = copy(b.me.inline[:min(n*a.Blk, inlineMax)], src)
+		b.me.blk = a.Blk
+		b.arrive()
+		return nil
+	})
+	b.waitArrived()
+	b.s.Do(func() error {
+		defer b.finish()
+		if len(a.Recv) < n*a.Blk {
+			return truncf("alltoall: rank %d receives into %d bytes, not %d blocks of %d", r, len(a.Recv), n, a.Blk)
+		}
+		var err error
+		for x := 0; x < n; x++ {
+			j := (r + x) % n
+			m := &b.sl.mem[j]
+			if m.inlen < n*m.blk {
+				err = collectivesArg("alltoall: rank %d sends %d bytes, not %d blocks of %d", j, m.inlen, n, m.blk)
+				continue
+			}
+			d := blockOf(a.Recv, nil, nil, a.Sz, j, a.Blk)
+			if m.blk > len(d) {
+				err = truncf("alltoall: %d bytes from rank %d into a block of %d at rank %d", m.blk, j, len(d), r)
+				continue
+			}
+			copy(d, m.inline[r*m.blk:(r+1)*m.blk])
+		}
+		return err
+	})
 }
 
 // alltoallPull: every member pulls its blocks from the others' published sends, once all have published.
