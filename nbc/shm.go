@@ -88,7 +88,7 @@ type member struct {
 	recvDone         atomic.Uint64 // alltoall: blocks copied into dst in this use (n in all)
 	sendDone         atomic.Uint64 // alltoall: blocks copied out of src in this use
 	blk              int
-	last             *op // the member's operation of the previous use (see acquire)
+	last             *op      // the member's operation of the previous use (see acquire)
 	_                [80]byte // to 512 bytes: every member of the array starts at the same offset in a line
 }
 
@@ -134,6 +134,7 @@ type shmb struct {
 	r, n int
 	u    uint64
 	prev *op // this member's operation of the previous use of the slot
+	seen int // the members seen published for use u (allPublished)
 	a    *collectives.Call
 	acc  []byte   // reductions: the block being combined
 	dsts [][]byte // reductions: where combined blocks go
@@ -172,10 +173,11 @@ func (b *shmb) arrive() {
 	}
 }
 
-// allPublished reports whether every member has published for the use.
+// allPublished reports whether every member has published for the use. It resumes where its last look stopped
+// (seen): gens only grow, and a waiter looks again and again.
 func (b *shmb) allPublished() bool {
-	for j := range b.sl.mem {
-		if b.sl.mem[j].gen.Load() < b.u {
+	for ; b.seen < len(b.sl.mem); b.seen++ {
+		if b.sl.mem[b.seen].gen.Load() < b.u {
 			return false
 		}
 	}
@@ -221,7 +223,7 @@ func buildShmSlot(s *Schedule, sp *spec, sl *slot, u uint64, o *op, persistent b
 	b.moveTo(sl, u, o)
 	if persistent {
 		b.prev = nil // its own slot: its previous use is its own previous run, over before Start
-		o.onStart = append(o.onStart, func() { b.u++ })
+		o.onStart = append(o.onStart, func() { b.u++; b.seen = 0 })
 	}
 	if o != nil {
 		o.shm = b
@@ -231,7 +233,7 @@ func buildShmSlot(s *Schedule, sp *spec, sl *slot, u uint64, o *op, persistent b
 
 // moveTo points the schedule at use u of slot sl (a new operation, or one reused: cache.go).
 func (b *shmb) moveTo(sl *slot, u uint64, o *op) {
-	b.sl, b.me, b.u = sl, &sl.mem[b.r], u
+	b.sl, b.me, b.u, b.seen = sl, &sl.mem[b.r], u, 0
 	b.prev, b.me.last = b.me.last, o
 	if b.prev == o {
 		// A kept op back on the slot it last used (cache.go): that run is over (it was reused only once done), and

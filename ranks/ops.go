@@ -190,16 +190,18 @@ type Spinner interface {
 	Spin(p *queues.Policy, stop SpinStop) bool
 }
 
-// SpinStop says when a Spinner must stop spinning: another of the rank's operations was signalled (the caller then
-// runs them all), or the job aborted. A value, so that handing it through the interface allocates nothing.
+// SpinStop says when a Spinner must stop spinning: the request waited for is done (an operation kept for reuse
+// may be running a later call by then), another of the rank's operations was signalled (the caller then runs them
+// all), or the job aborted. A value, so that handing it through the interface allocates nothing.
 type SpinStop struct {
+	done    *queues.Completion
 	ev      *queues.Event
 	gen     uint64
 	aborted *atomic.Bool
 }
 
 // Stopped reports whether the spin must stop.
-func (s SpinStop) Stopped() bool { return s.ev.Gen() != s.gen || s.aborted.Load() }
+func (s SpinStop) Stopped() bool { return s.done.Done() || s.ev.Gen() != s.gen || s.aborted.Load() }
 
 // spinLone is Wait's path for an operation request that is its rank's only active one and moves nothing through the
 // network device (the small collectives of one box): the waiter runs the operation itself and spins on what it waits
@@ -220,7 +222,7 @@ func (r *Request) spinLone() bool {
 	ev := &rk.ops.ev
 	ev.Enter() // the rank's other operations' signals are this call's to act on (SignalOp), as in awaitAny
 	gen := ev.Gen()
-	sp.Spin(r.w.waitPolicy(false), SpinStop{ev: ev, gen: gen, aborted: &r.w.aborted})
+	sp.Spin(r.w.waitPolicy(false), SpinStop{done: &r.done, ev: ev, gen: gen, aborted: &r.w.aborted})
 	ev.Leave()
 	if r.done.Done() || ev.Gen() != gen {
 		rk.ops.sweep() // forget r; run any operation of the rank that was signalled meanwhile
