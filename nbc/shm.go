@@ -15,11 +15,11 @@ import (
 // The members of a communicator share a ring of slots (GOMPJ_NBC_SLOTS, default 16). The k-th shared-memory
 // operation a member starts on the communicator uses slot k mod N, for the (k/N+1)-th time: its use number u. Every
 // member counts its operations alike (they start the communicator's collectives in the same order and choose
-// algorithms alike), so they meet in the same slot at the same use. A slot counts, over all its uses, the members
-// that no longer touch the slot or anybody's buffers (finished, which only grows); use u is over once finished
-// reaches u*n, and a member starts use u+1 only then (it acquires the slot). Each member entry carries the last use
-// its member published for (gen, which only grows): a member that waits for all to have published waits for every
-// gen to reach u, reading each peer's data in the line that carries its gen. An operation that finds its slot busy
+// algorithms alike), so they meet in the same slot at the same use. Each member's entry in a slot carries the last
+// use its member published for (gen) and the last it finished, no longer touching the slot or anybody's buffers
+// (fin); both only grow. Use u is over once every fin reaches u, and a member starts use u+1 only then (it acquires
+// the slot). A member that waits for all to have published waits for every gen to reach u, reading each peer's
+// data in the line that carries its gen. An operation that finds its slot busy
 // waits: operations queue, never fail, and never deadlock, since an earlier operation on the slot needs nothing
 // from a later one.
 //
@@ -63,11 +63,9 @@ type paddedCount struct {
 }
 
 type slot struct {
-	finished atomic.Uint64
-	_        [56]byte
-	list     watchlist // ops waiting for members' publications
-	flist    watchlist // ops waiting for finishes: to acquire the slot, or for the readers of their buffers
-	mem      []member
+	list  watchlist // ops waiting for members' publications
+	flist watchlist // ops waiting for finishes: to acquire the slot, or for the readers of their buffers
+	mem   []member
 
 	// alltoall: claims[i*n+j] is the last use in which a member took the copy of block i->j (made on first use)
 	claimsOnce sync.Once
@@ -82,6 +80,7 @@ type member struct {
 	gen              atomic.Uint64 // the use it has published for
 	inlen            int
 	inline           [inlineMax]byte
+	fin              atomic.Uint64 // the last use it finished: it no longer touches the slot or anybody's buffers
 	src, dst         []byte
 	counts, displs   []int
 	rcounts, rdispls []int         // alltoall: the receive buffer's layout
@@ -89,7 +88,7 @@ type member struct {
 	sendDone         atomic.Uint64 // alltoall: blocks copied out of src in this use
 	blk              int
 	last             *op      // the member's operation of the previous use (see acquire)
-	_                [80]byte // to 512 bytes: every member of the array starts at the same offset in a line
+	_                [72]byte // to 512 bytes: every member of the array starts at the same offset in a line
 }
 
 func newSlot(n int) *slot { return &slot{mem: make([]member, n)} }
@@ -128,36 +127,47 @@ func persistentSlot(c *ranks.Comm, id collectives.OpID) *slot {
 // the schedule read the slot and use through it, never a copy: a persistent operation moves to its next use at
 // each Start, a reused one to another slot (moveTo).
 type shmb struct {
-	s    *Schedule
-	sl   *slot
-	me   *member
-	r, n int
-	u    uint64
-	prev *op // this member's operation of the previous use of the slot
-	seen int // the members seen published for use u (allPublished)
-	a    *collectives.Call
-	acc  []byte   // reductions: the block being combined
-	dsts [][]byte // reductions: where combined blocks go
-	out  []byte   // reduce_scatter in place: the block, until the others are done reading
-	own  []byte   // alltoall and exscan in place: a copy of the input
-	done []bool   // alltoall: the peers whose blocks this member has moved (or found moved) in this use
-	err  error    // alltoall: the first error in the blocks this member moved
+	s     *Schedule
+	sl    *slot
+	me    *member
+	r, n  int
+	u     uint64
+	prev  *op // this member's operation of the previous use of the slot
+	seen  int // the members seen published for use u (allPublished)
+	freed int // the members seen finished with the slot's previous use (acquire)
+	fseen int // the members seen finished with use u (waitFinished)
+	a     *collectives.Call
+	acc   []byte   // reductions: the block being combined
+	dsts  [][]byte // reductions: where combined blocks go
+	out   []byte   // reduce_scatter in place: the block, until the others are done reading
+	own   []byte   // alltoall and exscan in place: a copy of the input
+	done  []bool   // alltoall: the peers whose blocks this member has moved (or found moved) in this use
+	err   error    // alltoall: the first error in the blocks this member moved
 }
-
-func (b *shmb) un() uint64 { return b.u * uint64(b.n) }
 
 // acquire waits until the slot's previous use is over. While it waits it helps this member's operation of that use
 // along: with no worker pool (GOMPJ_ASYNC_PROGRESS=0) nothing else would move it if the owner waits on this one.
 func (b *shmb) acquire() {
 	b.s.Wait(func() bool {
-		if b.sl.finished.Load() >= b.un()-uint64(b.n) {
+		if b.allFinished(&b.freed, b.u-1, -1) {
 			return true
 		}
 		if p := b.prev; p != nil && !p.done.Load() {
 			p.run()
 		}
-		return b.sl.finished.Load() >= b.un()-uint64(b.n)
+		return b.allFinished(&b.freed, b.u-1, -1)
 	}, &b.sl.flist)
+}
+
+// allFinished reports whether every member but skip has finished use u, resuming where its last look stopped (at
+// *from: fins only grow).
+func (b *shmb) allFinished(from *int, u uint64, skip int) bool {
+	for ; *from < len(b.sl.mem); *from++ {
+		if *from != skip && b.sl.mem[*from].fin.Load() < u {
+			return false
+		}
+	}
+	return true
 }
 
 func (b *shmb) publish() {
@@ -184,11 +194,23 @@ func (b *shmb) allPublished() bool {
 	return true
 }
 
-// finish tells the ops waiting for finishes, on their own list: most uses have none (an inline allreduce's members
-// wait only for arrivals), and kicking the arrival waiters again at every finish made each of them run, or its
-// rank wake, once more for nothing.
+// finish marks this member done with the use (its fin: a store to its own entry, rather than an add to a counter
+// that all members write). It tells the ops waiting for finishes, on their own list, once at most one member has
+// still to finish (a root waits for the n-1 others, the slot's next use for all): most uses have none waiting (an
+// inline allreduce's members wait only for publications), and kicking the publication waiters again at every
+// finish made each of them run, or its rank wake, once more for nothing.
 func (b *shmb) finish() {
-	if v := b.sl.finished.Add(1); v >= b.un()-1 {
+	b.me.fin.Store(b.u)
+	if b.sl.flist.n.Load() == 0 {
+		return
+	}
+	left := 0
+	for j := range b.sl.mem {
+		if b.sl.mem[j].fin.Load() < b.u {
+			left++
+		}
+	}
+	if left <= 1 {
 		b.sl.flist.notify()
 	}
 }
@@ -197,8 +219,14 @@ func (b *shmb) waitArrived() {
 	b.s.Wait(b.allPublished, &b.sl.list)
 }
 
-func (b *shmb) waitFinished(less uint64) {
-	b.s.Wait(func() bool { return b.sl.finished.Load() >= b.un()-less }, &b.sl.flist)
+// waitFinished waits until every member has finished the use, or every member but this one (others: a root that
+// finishes after its readers).
+func (b *shmb) waitFinished(others bool) {
+	skip := -1
+	if others {
+		skip = b.r
+	}
+	b.s.Wait(func() bool { return b.allFinished(&b.fseen, b.u, skip) }, &b.sl.flist)
 }
 
 func (b *shmb) waitGen(j int) {
@@ -223,7 +251,7 @@ func buildShmSlot(s *Schedule, sp *spec, sl *slot, u uint64, o *op, persistent b
 	b.moveTo(sl, u, o)
 	if persistent {
 		b.prev = nil // its own slot: its previous use is its own previous run, over before Start
-		o.onStart = append(o.onStart, func() { b.u++; b.seen = 0 })
+		o.onStart = append(o.onStart, func() { b.u++; b.seen, b.freed, b.fseen = 0, 0, 0 })
 	}
 	if o != nil {
 		o.shm = b
@@ -233,7 +261,7 @@ func buildShmSlot(s *Schedule, sp *spec, sl *slot, u uint64, o *op, persistent b
 
 // moveTo points the schedule at use u of slot sl (a new operation, or one reused: cache.go).
 func (b *shmb) moveTo(sl *slot, u uint64, o *op) {
-	b.sl, b.me, b.u, b.seen = sl, &sl.mem[b.r], u, 0
+	b.sl, b.me, b.u, b.seen, b.freed, b.fseen = sl, &sl.mem[b.r], u, 0, 0, 0
 	b.prev, b.me.last = b.me.last, o
 	if b.prev == o {
 		// A kept op back on the slot it last used (cache.go): that run is over (it was reused only once done), and
@@ -352,7 +380,7 @@ func (b *shmb) rooted(pub func() error, part func(root *member) error, inline bo
 			b.sl.list.notify()
 			return nil
 		})
-		b.waitFinished(1)
+		b.waitFinished(true)
 		b.s.Do(func() error { b.finish(); return err })
 		return
 	}
@@ -491,7 +519,7 @@ func (b *shmb) reduction() {
 		clear(dsts) // the peers' buffers are not this operation's to keep
 		return nil
 	})
-	b.waitFinished(0)
+	b.waitFinished(false)
 }
 
 // allgather builds allgather and allgatherv.
@@ -554,7 +582,7 @@ func (b *shmb) allgather() {
 		}
 		return err
 	})
-	b.waitFinished(0)
+	b.waitFinished(false)
 }
 
 // claimMax is the most members for which alltoall takes its blocks by claims (n² words per slot); above it, each
@@ -743,7 +771,7 @@ func (b *shmb) alltoallPull(src []byte) {
 		}
 		return err
 	})
-	b.waitFinished(0)
+	b.waitFinished(false)
 }
 
 // reduceScatter: every member combines its own block from everybody's published vector. In place the vector is
@@ -781,7 +809,7 @@ func (b *shmb) reduceScatter() {
 		}
 		return nil
 	})
-	b.waitFinished(0)
+	b.waitFinished(false)
 	if a.InPlace {
 		b.s.Copy(a.Recv[:hi-lo], b.out)
 	}
@@ -848,5 +876,5 @@ func (b *shmb) scan() {
 		b.finish()
 		return err
 	})
-	b.waitFinished(0)
+	b.waitFinished(false)
 }
