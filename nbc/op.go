@@ -40,7 +40,7 @@ type op struct {
 	task    func()         // o.work, made once: handing the op to the pool allocates nothing
 	req     *ranks.Request // the request the op completes through
 	watch   []*watchlist   // the shared-memory wait lists the op is on
-	offList bool           // a waiter spins on the op: it is off the lists in watch (leaveLists); runs' state
+	offList bool           // a waiter spins on the op, which is off the lists in watch (leaveLists); held ops only
 	c       *ranks.Comm
 	onStart []func() // a persistent op's shared-memory schedules move to their slots' next use at each Start
 	finish  func()   // runs once the machine has finished, before the request completes (unpacking Views)
@@ -178,7 +178,7 @@ func (o *op) step() {
 }
 
 // Spin implements ranks.Spinner: the owner's Wait on an op that is its rank's only active one, in one node, runs it
-// itself and spins on the condition it waits for (a slot's counter, a peer's publication, a child request's flag),
+// itself and spins on the condition it waits for (the peers' publications or finishes, a child request's flag),
 // as a blocking collective spins on its peers' slots: a peer that moves the condition reaches the spinner through
 // the cache line it writes, with no kick, signal or worker in between. While it spins, the op's kicks are dropped
 // (kick sees spun): the spinner sees for itself whatever they would tell. On its way out it runs the op once more,

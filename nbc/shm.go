@@ -29,15 +29,17 @@ import (
 // for large vectors; small contributions are copied into the slot, so that whoever published may finish at once).
 // A member's publication (its entry's fields, then its gen set to u) happens before any reader looks at it
 // (sync/atomic orders it), and a member finishes only once nobody reads its buffers any more. A small bcast's root
-// publishes its data in its entry too, and finishes at once.
+// and a small alltoall's members publish their data in their entries, so that nobody reads their buffers: the
+// root finishes at once.
 //
-// The waits are Wait steps on conditions over these counters; whoever moves a counter past a value someone waits
-// for notifies the slot's wait list, which kicks the waiting operations. A kick hands an operation whose rank is
+// The waits are Wait steps on conditions over the gens and fins; whoever moves one past a value someone waits for
+// notifies the slot's wait list, which kicks the waiting operations (a waiter spinning on its operation is off the
+// lists: it sees the change for itself, op.Spin). A kick hands an operation whose rank is
 // busy computing to the node's worker pool, so that rank's share (its copy, its combine) is done on its behalf and
 // the others are not held back.
 //
 // What the paper's protocol lacked: the root's completion counted itself ambiguously (here readers are counted, and
-// the root waits for n-1 of them); the tag and the slot's states shared one integer space (here uses are numbered
+// the root waits for the n-1 others' fins); the tag and the slot's states shared one integer space (here uses are numbered
 // apart from the state); a full ring threw an exception (here operations queue); nothing moved without the owner's
 // Test or Wait (here kicks and workers move it).
 
