@@ -42,10 +42,12 @@ func BenchmarkAllreduce1MiBNp8(b *testing.B) {
 
 // 8-byte twins of the three collectives whose pure time is held to 1.25x of the blocking form, at np=2 and np=8:
 //
-//	go test -run '^$' -bench '8BNp|8B$' .
+//	go test -run '^$' -bench '[Aa]llreduce8B|[Aa]lltoall8B|[Bb]cast8B' .
 //
-// (valgrind --tool=callgrind on the test binary with -test.bench '^BenchmarkIalltoall8B$' -test.benchtime 20000x,
-// for instruction counts per call.)
+// Instruction counts per call, load-independent: the test binary under valgrind --tool=callgrind with
+// GOMAXPROCS=1 (waits then yield at once, so the ranks take turns and the count is the work, not the spinning) and
+// GODEBUG=asyncpreemptoff=1 (callgrind cannot follow the preemption signal), e.g. -test.run '^$' -test.bench
+// '^BenchmarkIalltoall8B$' -test.benchtime 20000x; divide by (20000+100)*np calls.
 
 func BenchmarkIallreduce8BNp8(b *testing.B) { collBench(b, 8, iallreduce) }
 
