@@ -40,6 +40,73 @@ func BenchmarkAllreduce1MiBNp8(b *testing.B) {
 	collBenchN(b, 8, 1<<17, func(c *gompj.Comm, s, r []float64) error { return c.Allreduce(s, r, gompj.Sum) })
 }
 
+// 8-byte twins of the three collectives whose pure time is held to 1.25x of the blocking form, at np=2 and np=8:
+//
+//	go test -run '^$' -bench '[Aa]llreduce8B|[Aa]lltoall8B|[Bb]cast8B' .
+//
+// Instruction counts per call, load-independent: the test binary under valgrind --tool=callgrind with
+// GOMAXPROCS=1 (waits then yield at once, so the ranks take turns and the count is the work, not the spinning) and
+// GODEBUG=asyncpreemptoff=1 (callgrind cannot follow the preemption signal), e.g. -test.run '^$' -test.bench
+// '^BenchmarkIalltoall8B$' -test.benchtime 20000x; divide by (20000+100)*np calls.
+
+func BenchmarkIallreduce8BNp8(b *testing.B) { collBench(b, 8, iallreduce) }
+
+func BenchmarkAllreduce8BNp8(b *testing.B) { collBench(b, 8, allreduce) }
+
+func BenchmarkIalltoall8B(b *testing.B) { alltoallBench(b, 2, true) }
+
+func BenchmarkAlltoall8B(b *testing.B) { alltoallBench(b, 2, false) }
+
+func BenchmarkIalltoall8BNp8(b *testing.B) { alltoallBench(b, 8, true) }
+
+func BenchmarkAlltoall8BNp8(b *testing.B) { alltoallBench(b, 8, false) }
+
+func BenchmarkIbcast8B(b *testing.B) { collBench(b, 2, ibcast) }
+
+func BenchmarkBcast8B(b *testing.B) { collBench(b, 2, bcast) }
+
+func BenchmarkIbcast8BNp8(b *testing.B) { collBench(b, 8, ibcast) }
+
+func BenchmarkBcast8BNp8(b *testing.B) { collBench(b, 8, bcast) }
+
+func iallreduce(c *gompj.Comm, s, r []float64) error {
+	q, err := c.Iallreduce(s, r, gompj.Sum)
+	if err != nil {
+		return err
+	}
+	_, err = q.Wait()
+	return err
+}
+
+func allreduce(c *gompj.Comm, s, r []float64) error { return c.Allreduce(s, r, gompj.Sum) }
+
+func ibcast(c *gompj.Comm, s, _ []float64) error {
+	q, err := c.Ibcast(s, 0)
+	if err != nil {
+		return err
+	}
+	_, err = q.Wait()
+	return err
+}
+
+func bcast(c *gompj.Comm, s, _ []float64) error { return c.Bcast(s, 0) }
+
+// alltoallBench runs one alltoall of 8 bytes per pair (one float64 to every rank) per iteration on np ranks of one
+// node, nonblocking (start, then wait at once) or blocking.
+func alltoallBench(b *testing.B, np int, nonblocking bool) {
+	collBenchN(b, np, np, func(c *gompj.Comm, s, r []float64) error {
+		if !nonblocking {
+			return c.Alltoall(s, r)
+		}
+		q, err := c.Ialltoall(s, r)
+		if err != nil {
+			return err
+		}
+		_, err = q.Wait()
+		return err
+	})
+}
+
 func BenchmarkIbarrier(b *testing.B) {
 	collBench(b, 2, func(c *gompj.Comm, _, _ []float64) error {
 		q, err := c.Ibarrier()

@@ -18,7 +18,10 @@
 // list): it is then run by a waiting completion call of its rank, or else by the node's worker pool
 // (ranks.Executor, node's ants pool), so that it advances while its rank computes and calls nothing. Runs are
 // serialised, so a worker and the owner's Wait may meet. The rank's completion calls run all its active ops (MPI's
-// progress rule; ranks/ops.go); the run that sees the schedule finish completes the request (ranks.CompleteOp).
+// progress rule; ranks/ops.go); the run that sees the schedule finish completes the request (ranks.CompleteOp). A
+// Wait on an op that is its rank's only active one, within the node, runs it itself and spins on the condition its
+// schedule waits for (op.Spin, ranks.Spinner), as a blocking collective spins on its peers' slots: no kick, signal
+// or worker stands between a peer's move and the waiter.
 //
 // A persistent op is built once by its Init call, with persistent child requests and a shared-memory slot of its
 // own, and run again by each Start without allocating; a nonblocking op of a small call is kept and reused when the

@@ -282,6 +282,24 @@ func (m *Machine) start(t Transport) {
 	}
 }
 
+// Pending returns the first posted step the operation waits for, the one whose completion must come before it can
+// move on (steps are collected in posting order, detached ones after the rounds, from the last posted), and its
+// index; -1 if there is none (the machine is done, or has a round to start).
+func (m *Machine) Pending() (int, *Step) {
+	if m.done {
+		return -1, nil
+	}
+	if m.posted && m.head < len(m.inround) {
+		i := m.inround[m.head]
+		return i, &m.s.Steps[i]
+	}
+	if (m.round >= len(m.s.rounds) || m.err != nil) && len(m.det) > 0 {
+		i := m.det[len(m.det)-1]
+		return i, &m.s.Steps[i]
+	}
+	return -1, nil
+}
+
 // collect checks the current round's posted steps and reports whether all have completed. Steps are checked in
 // posting order and the walk stops at the first one still pending: the round waits for it anyway, so the cost of
 // a round of n steps is O(n) over all calls, not per call.

@@ -151,10 +151,36 @@ func runFake(t *testing.T, f *fakeNet, ops [][]fakeOp) [][]error {
 		}
 		return list
 	}
+	// What a spinning waiter watches (op.Spin) is the pending step its last run left (Machine.Pending): until that
+	// step completes, no run may move the machine, or the waiter, looking only at it, would miss the move.
+	type pendingStep struct {
+		i  int
+		st *Step
+	}
+	pend := make([][]pendingStep, len(ops))
+	for r := range ops {
+		pend[r] = make([]pendingStep, len(ops[r]))
+	}
 	progress := func(r, j int) {
-		if done, err := ops[r][j].m.Progress(ops[r][j].t); done {
-			errs[r][j] = err
+		o := ops[r][j]
+		if p := pend[r][j]; p.st != nil && p.st.Kind != StepSub { // (Test would poll a sub-operation)
+			if ok, _ := o.t.Test(p.i, p.st); !ok {
+				if !fixpoint(o) {
+					t.Fatalf("rank %d op %d: moved on while its pending step %d (%v) had not completed", r, j, p.i, p.st.Kind)
+				}
+				return
+			}
 		}
+		if done, err := o.m.Progress(o.t); done {
+			errs[r][j] = err
+			pend[r][j] = pendingStep{}
+			return
+		}
+		i, st := o.m.Pending()
+		if st == nil {
+			t.Fatalf("rank %d op %d: not done and nothing pending", r, j)
+		}
+		pend[r][j] = pendingStep{i, st}
 	}
 	for steps := 0; ; steps++ {
 		if steps > 1_000_000 {

@@ -1,6 +1,7 @@
 package nbc
 
 import (
+	"runtime"
 	"sync/atomic"
 
 	"github.com/gompj/gompj/collectives"
@@ -31,6 +32,7 @@ type op struct {
 	state  atomic.Int32 // opIdle, opRunning, opDirty
 	queued atomic.Bool  // handed to the pool and not yet run
 	done   atomic.Bool  // the machine has finished; err is set
+	spun   atomic.Int32 // waiters spinning on the op (Spin): its kicks are theirs, not the rank's or the pool's
 	err    error
 
 	hook    *queues.Waker  // armed on child requests: runs kick
@@ -38,6 +40,7 @@ type op struct {
 	task    func()         // o.work, made once: handing the op to the pool allocates nothing
 	req     *ranks.Request // the request the op completes through
 	watch   []*watchlist   // the shared-memory wait lists the op is on
+	offList bool           // a waiter spins on the op, which is off the lists in watch (leaveLists); held ops only
 	c       *ranks.Comm
 	onStart []func() // a persistent op's shared-memory schedules move to their slots' next use at each Start
 	finish  func()   // runs once the machine has finished, before the request completes (unpacking Views)
@@ -112,7 +115,7 @@ func stepsOnNode(c *ranks.Comm, s *Schedule) bool {
 // op, and a new call reused it (cache.go, Start) before the hook runs. So kick reads only what no run writes (c,
 // exec, task) and atomics; at worst a late kick costs the op a look.
 func (o *op) kick() {
-	if o.done.Load() || ranks.SignalOp(o.c) {
+	if o.done.Load() || o.spun.Load() != 0 || ranks.SignalOp(o.c) {
 		return
 	}
 	if o.exec != nil && o.queued.CompareAndSwap(false, true) {
@@ -172,6 +175,77 @@ func (o *op) step() {
 	}
 	o.done.Store(true)
 	ranks.CompleteOp(o.req, err)
+}
+
+// Spin implements ranks.Spinner: the owner's Wait on an op that is its rank's only active one, in one node, runs it
+// itself and spins on the condition it waits for (the peers' publications or finishes, a child request's flag),
+// as a blocking collective spins on its peers' slots: a peer that moves the condition reaches the spinner through
+// the cache line it writes, with no kick, signal or worker in between. While it spins, the op's kicks are dropped
+// (kick sees spun): the spinner sees for itself whatever they would tell. On its way out it runs the op once more,
+// after the kicks go to the rank or the pool again, so that none dropped is lost.
+func (o *op) Spin(p *queues.Policy, stop ranks.SpinStop) bool {
+	o.spun.Add(1)
+	if o.ready() {
+		o.run()
+	}
+	if !o.done.Load() {
+		// It spins: off its lists, so that the peers that move what it waits for have nobody to kick (a lock and a
+		// look at this op's lines each, on their way). Most often the waiter is early, and this costs it nothing
+		// that the others wait for.
+		if o.state.CompareAndSwap(opIdle, opRunning) {
+			o.leaveLists()
+			o.letGo()
+		}
+		for !o.done.Load() && p.SpinFor(func() bool { return o.ready() || stop.Stopped() }) && !stop.Stopped() {
+			o.run()
+		}
+		for !o.done.Load() { // back on the lists, before kicks go to the rank or the pool again
+			if o.state.CompareAndSwap(opIdle, opRunning) {
+				o.rejoin()
+				o.letGo()
+				break
+			}
+			runtime.Gosched() // a run is under way (a worker's), which never blocks
+		}
+	}
+	o.spun.Add(-1)
+	if !o.done.Load() {
+		o.run()
+	}
+	return o.done.Load()
+}
+
+// letGo lets go of the op after a look that did not run it; if a run was asked for meanwhile (dirty), it runs.
+func (o *op) letGo() {
+	if !o.state.CompareAndSwap(opRunning, opIdle) {
+		o.state.Store(opRunning)
+		o.held()
+	}
+}
+
+// ready reports whether a run would move the op on: it has finished, or what it waits for has happened, or a run
+// under way (a worker's) must be waited for. It holds the op while it looks, as a run does: the schedule's state
+// is the runs' alone, and a finished op may be reused by a new call meanwhile (another goroutine of the rank:
+// cache.go).
+func (o *op) ready() bool {
+	if !o.state.CompareAndSwap(opIdle, opRunning) {
+		return false // a run is under way: it goes round again if need be
+	}
+	if o.done.Load() || o.tr.ready(&o.m) {
+		o.idle()
+		return true
+	}
+	return !o.idle()
+}
+
+// idle lets the op go after a look (ready) that did not run it, and reports whether nothing came meanwhile: if a
+// run was asked for (dirty) it must still happen, and the op stays held by nobody, for the caller to run.
+func (o *op) idle() bool {
+	if o.state.CompareAndSwap(opRunning, opIdle) {
+		return true
+	}
+	o.state.Store(opIdle)
+	return false
 }
 
 // started follows the starting call's first run: an op still under way over the network needs the device's

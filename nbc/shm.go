@@ -15,28 +15,31 @@ import (
 // The members of a communicator share a ring of slots (GOMPJ_NBC_SLOTS, default 16). The k-th shared-memory
 // operation a member starts on the communicator uses slot k mod N, for the (k/N+1)-th time: its use number u. Every
 // member counts its operations alike (they start the communicator's collectives in the same order and choose
-// algorithms alike), so they meet in the same slot at the same use. A slot has two counters that only grow, over
-// all its uses: arrived (members that published their buffers for the use) and finished (members that no longer
-// touch the slot or anybody's buffers); use u is over once finished reaches u*n, and a member starts use u+1 only
-// then (it acquires the slot). Every member arrives once per use, before it finishes and after the use became its
-// own (it acquired the slot, or saw the root publish, who did), so that when use u+1 begins arrived is exactly u*n
-// whatever the collectives: arrivals of two uses never mix. An operation that finds its slot busy waits: operations queue, never fail, and
-// never deadlock, since an earlier operation on the slot needs nothing from a later one.
+// algorithms alike), so they meet in the same slot at the same use. Each member's entry in a slot carries the last
+// use its member published for (gen) and the last it finished, no longer touching the slot or anybody's buffers
+// (fin); both only grow. Use u is over once every fin reaches u, and a member starts use u+1 only then (it acquires
+// the slot). A member that waits for all to have published waits for every gen to reach u, reading each peer's
+// data in the line that carries its gen. An operation that finds its slot busy
+// waits: operations queue, never fail, and never deadlock, since an earlier operation on the slot needs nothing
+// from a later one.
 //
 // Within a use, members publish slices of their buffers in their member entry and copy or combine straight from
 // each other's memory, one copy per byte: readers copy from the root's published buffer (bcast, scatter), members
 // copy into the root's (gather), reductions combine from the peers' buffers (in chunks shared among the members
 // for large vectors; small contributions are copied into the slot, so that whoever published may finish at once).
-// A member's publication (its entry's fields, then its gen set to u, or the arrived counter) happens before any
-// reader looks at it (sync/atomic orders it), and a member finishes only once nobody reads its buffers any more.
+// A member's publication (its entry's fields, then its gen set to u) happens before any reader looks at it
+// (sync/atomic orders it), and a member finishes only once nobody reads its buffers any more. A small bcast's root
+// and a small alltoall's members publish their data in their entries, so that nobody reads their buffers: the
+// root finishes at once.
 //
-// The waits are Wait steps on conditions over these counters; whoever moves a counter past a value someone waits
-// for notifies the slot's wait list, which kicks the waiting operations. A kick hands an operation whose rank is
+// The waits are Wait steps on conditions over the gens and fins; whoever moves one past a value someone waits for
+// notifies the slot's wait list, which kicks the waiting operations (a waiter spinning on its operation is off the
+// lists: it sees the change for itself, op.Spin). A kick hands an operation whose rank is
 // busy computing to the node's worker pool, so that rank's share (its copy, its combine) is done on its behalf and
 // the others are not held back.
 //
 // What the paper's protocol lacked: the root's completion counted itself ambiguously (here readers are counted, and
-// the root waits for n-1 of them); the tag and the slot's states shared one integer space (here uses are numbered
+// the root waits for the n-1 others' fins); the tag and the slot's states shared one integer space (here uses are numbered
 // apart from the state); a full ring threw an exception (here operations queue); nothing moved without the owner's
 // Test or Wait (here kicks and workers move it).
 
@@ -62,32 +65,32 @@ type paddedCount struct {
 }
 
 type slot struct {
-	arrived  atomic.Uint64
-	_        [56]byte
-	finished atomic.Uint64
-	_        [56]byte
-	list     watchlist // ops waiting for arrivals or a member's publication
-	flist    watchlist // ops waiting for finishes: to acquire the slot, or for the readers of their buffers
-	mem      []member
+	list  watchlist // ops waiting for members' publications
+	flist watchlist // ops waiting for finishes: to acquire the slot, or for the readers of their buffers
+	mem   []member
 
 	// alltoall: claims[i*n+j] is the last use in which a member took the copy of block i->j (made on first use)
 	claimsOnce sync.Once
 	claims     []atomic.Uint64
 }
 
-// member is one member's entry in a slot: what it publishes for the current use.
+// member is one member's entry in a slot: what it publishes for the current use. Its gen and the start of its
+// inline data share the entry's first cache line, so that a peer waiting for a small contribution gets both in one
+// transfer: a member is a whole number of lines (TestMemberLayout), so every member of a slot's array starts at the
+// same offset in a line as the first, which the allocator puts at most 8 bytes into one (its header).
 type member struct {
 	gen              atomic.Uint64 // the use it has published for
+	inlen            int
+	inline           [inlineMax]byte
+	fin              atomic.Uint64 // the last use it finished: it no longer touches the slot or anybody's buffers
 	src, dst         []byte
 	counts, displs   []int
 	rcounts, rdispls []int         // alltoall: the receive buffer's layout
 	recvDone         atomic.Uint64 // alltoall: blocks copied into dst in this use (n in all)
 	sendDone         atomic.Uint64 // alltoall: blocks copied out of src in this use
 	blk              int
-	inlen            int
-	inline           [inlineMax]byte
-	last             *op // the member's operation of the previous use (see acquire)
-	_                [64]byte
+	last             *op      // the member's operation of the previous use (see acquire)
+	_                [72]byte // to 512 bytes: every member of the array starts at the same offset in a line
 }
 
 func newSlot(n int) *slot { return &slot{mem: make([]member, n)} }
@@ -126,62 +129,106 @@ func persistentSlot(c *ranks.Comm, id collectives.OpID) *slot {
 // the schedule read the slot and use through it, never a copy: a persistent operation moves to its next use at
 // each Start, a reused one to another slot (moveTo).
 type shmb struct {
-	s    *Schedule
-	sl   *slot
-	me   *member
-	r, n int
-	u    uint64
-	prev *op // this member's operation of the previous use of the slot
-	a    *collectives.Call
-	acc  []byte   // reductions: the block being combined
-	dsts [][]byte // reductions: where combined blocks go
-	out  []byte   // reduce_scatter in place: the block, until the others are done reading
-	own  []byte   // alltoall and exscan in place: a copy of the input
-	done []bool   // alltoall: the peers whose blocks this member has moved (or found moved) in this use
-	err  error    // alltoall: the first error in the blocks this member moved
+	s     *Schedule
+	sl    *slot
+	me    *member
+	r, n  int
+	u     uint64
+	prev  *op // this member's operation of the previous use of the slot
+	seen  int // the members seen published for use u (allPublished)
+	freed int // the members seen finished with the slot's previous use (acquire)
+	fseen int // the members seen finished with use u (waitFinished)
+	a     *collectives.Call
+	acc   []byte   // reductions: the block being combined
+	dsts  [][]byte // reductions: where combined blocks go
+	out   []byte   // reduce_scatter in place: the block, until the others are done reading
+	own   []byte   // alltoall and exscan in place: a copy of the input
+	done  []bool   // alltoall: the peers whose blocks this member has moved (or found moved) in this use
+	err   error    // alltoall: the first error in the blocks this member moved
 }
-
-func (b *shmb) un() uint64 { return b.u * uint64(b.n) }
 
 // acquire waits until the slot's previous use is over. While it waits it helps this member's operation of that use
 // along: with no worker pool (GOMPJ_ASYNC_PROGRESS=0) nothing else would move it if the owner waits on this one.
 func (b *shmb) acquire() {
 	b.s.Wait(func() bool {
-		if b.sl.finished.Load() >= b.un()-uint64(b.n) {
+		if b.allFinished(&b.freed, b.u-1, -1) {
 			return true
 		}
 		if p := b.prev; p != nil && !p.done.Load() {
 			p.run()
 		}
-		return b.sl.finished.Load() >= b.un()-uint64(b.n)
+		return b.allFinished(&b.freed, b.u-1, -1)
 	}, &b.sl.flist)
+}
+
+// allFinished reports whether every member but skip has finished use u, resuming where its last look stopped (at
+// *from: fins only grow).
+func (b *shmb) allFinished(from *int, u uint64, skip int) bool {
+	for ; *from < len(b.sl.mem); *from++ {
+		if *from != skip && b.sl.mem[*from].fin.Load() < u {
+			return false
+		}
+	}
+	return true
 }
 
 func (b *shmb) publish() {
 	b.me.gen.Store(b.u)
 }
 
+// arrive publishes this member's entry for the use and, if every member has now published, tells the ops waiting
+// for that (waitArrived). Of members publishing at once, at least the last one to publish sees all.
 func (b *shmb) arrive() {
-	if b.sl.arrived.Add(1) == b.un() {
+	b.publish()
+	if b.allPublished() {
 		b.sl.list.notify()
 	}
 }
 
-// finish tells the ops waiting for finishes, on their own list: most uses have none (an inline allreduce's members
-// wait only for arrivals), and kicking the arrival waiters again at every finish made each of them run, or its
-// rank wake, once more for nothing.
+// allPublished reports whether every member has published for the use. It resumes where its last look stopped
+// (seen): gens only grow, and a waiter looks again and again.
+func (b *shmb) allPublished() bool {
+	for ; b.seen < len(b.sl.mem); b.seen++ {
+		if b.sl.mem[b.seen].gen.Load() < b.u {
+			return false
+		}
+	}
+	return true
+}
+
+// finish marks this member done with the use (its fin: a store to its own entry, rather than an add to a counter
+// that all members write). It tells the ops waiting for finishes, on their own list, once at most one member has
+// still to finish (a root waits for the n-1 others, the slot's next use for all): most uses have none waiting (an
+// inline allreduce's members wait only for publications), and kicking the publication waiters again at every
+// finish made each of them run, or its rank wake, once more for nothing.
 func (b *shmb) finish() {
-	if v := b.sl.finished.Add(1); v >= b.un()-1 {
+	b.me.fin.Store(b.u)
+	if b.sl.flist.n.Load() == 0 {
+		return
+	}
+	left := 0
+	for j := range b.sl.mem {
+		if b.sl.mem[j].fin.Load() < b.u {
+			left++
+		}
+	}
+	if left <= 1 {
 		b.sl.flist.notify()
 	}
 }
 
 func (b *shmb) waitArrived() {
-	b.s.Wait(func() bool { return b.sl.arrived.Load() >= b.un() }, &b.sl.list)
+	b.s.Wait(b.allPublished, &b.sl.list)
 }
 
-func (b *shmb) waitFinished(less uint64) {
-	b.s.Wait(func() bool { return b.sl.finished.Load() >= b.un()-less }, &b.sl.flist)
+// waitFinished waits until every member has finished the use, or every member but this one (others: a root that
+// finishes after its readers).
+func (b *shmb) waitFinished(others bool) {
+	skip := -1
+	if others {
+		skip = b.r
+	}
+	b.s.Wait(func() bool { return b.allFinished(&b.fseen, b.u, skip) }, &b.sl.flist)
 }
 
 func (b *shmb) waitGen(j int) {
@@ -206,7 +253,7 @@ func buildShmSlot(s *Schedule, sp *spec, sl *slot, u uint64, o *op, persistent b
 	b.moveTo(sl, u, o)
 	if persistent {
 		b.prev = nil // its own slot: its previous use is its own previous run, over before Start
-		o.onStart = append(o.onStart, func() { b.u++ })
+		o.onStart = append(o.onStart, func() { b.u++; b.seen, b.freed, b.fseen = 0, 0, 0 })
 	}
 	if o != nil {
 		o.shm = b
@@ -216,8 +263,14 @@ func buildShmSlot(s *Schedule, sp *spec, sl *slot, u uint64, o *op, persistent b
 
 // moveTo points the schedule at use u of slot sl (a new operation, or one reused: cache.go).
 func (b *shmb) moveTo(sl *slot, u uint64, o *op) {
-	b.sl, b.me, b.u = sl, &sl.mem[b.r], u
+	b.sl, b.me, b.u, b.seen, b.freed, b.fseen = sl, &sl.mem[b.r], u, 0, 0, 0
 	b.prev, b.me.last = b.me.last, o
+	if b.prev == o {
+		// A kept op back on the slot it last used (cache.go): that run is over (it was reused only once done), and
+		// acquire must not run the op from inside its own run, which would mark it dirty and make the run go
+		// round again at once, for as long as the slot stays busy.
+		b.prev = nil
+	}
 }
 
 func (b *shmb) build() error {
@@ -229,13 +282,21 @@ func (b *shmb) build() error {
 		b.waitArrived()
 		b.s.Do(func() error { b.finish(); return nil })
 	case "bcast":
-		b.rooted(func() error { b.me.src = a.Recv; return nil }, func(root *member) error {
+		inline := len(a.Recv) <= inlineMax
+		b.rooted(func() error {
+			b.me.src = a.Recv
+			if inline {
+				b.me.inlen = copy(b.me.inline[:], a.Recv)
+				b.me.src = b.me.inline[:b.me.inlen]
+			}
+			return nil
+		}, func(root *member) error {
 			if len(root.src) > len(a.Recv) {
 				return truncf("bcast of %d bytes from root %d into a buffer of %d", len(root.src), a.Root, len(a.Recv))
 			}
 			copy(a.Recv, root.src)
 			return nil
-		})
+		}, inline)
 	case "scatter", "scatterv":
 		recv := a.Recv
 		if a.InPlace {
@@ -259,7 +320,7 @@ func (b *shmb) build() error {
 			}
 			copy(recv, blk)
 			return nil
-		})
+		}, false)
 	case "gather", "gatherv":
 		b.rooted(func() error {
 			b.me.dst, b.me.counts, b.me.displs, b.me.blk = a.Recv, a.Counts, a.Displs, a.Blk
@@ -279,7 +340,7 @@ func (b *shmb) build() error {
 			}
 			copy(blk, a.Send)
 			return nil
-		})
+		}, false)
 	case "allreduce", "reduce":
 		b.reduction()
 	case "allgather", "allgatherv":
@@ -297,27 +358,37 @@ func (b *shmb) build() error {
 }
 
 // rooted builds bcast, scatter and gather: the root publishes (pub, which also does its own part) and waits for
-// the n-1 others, who each wait for the publication and then do their part with the root's entry.
-func (b *shmb) rooted(pub func() error, part func(root *member) error) {
+// the n-1 others, who each wait for the publication and then do their part with the root's entry. With inline, the
+// root's pub copies what the others read into its entry (a small bcast): nothing of its own is read, and it
+// finishes at once; the slot's next use waits for the readers (acquire).
+func (b *shmb) rooted(pub func() error, part func(root *member) error, inline bool) {
 	root := b.a.Root
 	if b.r == root {
 		var err error
 		b.acquire()
+		if inline {
+			b.s.Do(func() error {
+				err := pub()
+				b.publish()
+				b.sl.list.notify()
+				b.finish()
+				return err
+			})
+			return
+		}
 		b.s.Do(func() error {
 			err = pub() // reported once the others are done with the root's buffer
 			b.publish()
-			b.arrive()
 			b.sl.list.notify()
 			return nil
 		})
-		b.waitFinished(1)
+		b.waitFinished(true)
 		b.s.Do(func() error { b.finish(); return err })
 		return
 	}
 	// A reader needs no acquire: the root publishes use u only after acquiring the slot for it.
 	b.waitGen(root)
 	b.s.Do(func() error {
-		b.arrive()
 		err := part(&b.sl.mem[root])
 		b.finish()
 		return err
@@ -378,7 +449,6 @@ func (b *shmb) reduction() {
 		b.acquire()
 		b.s.Do(func() error {
 			b.me.inlen = copy(b.me.inline[:], a.Send)
-			b.publish()
 			b.arrive()
 			if !all && r != a.Root {
 				b.finish() // its contribution is in the slot: nothing of its own is read any more
@@ -413,7 +483,6 @@ func (b *shmb) reduction() {
 	b.acquire()
 	b.s.Do(func() error {
 		b.me.src, b.me.dst = a.Send, a.Recv
-		b.publish()
 		b.arrive()
 		return nil
 	})
@@ -452,7 +521,7 @@ func (b *shmb) reduction() {
 		clear(dsts) // the peers' buffers are not this operation's to keep
 		return nil
 	})
-	b.waitFinished(0)
+	b.waitFinished(false)
 }
 
 // allgather builds allgather and allgatherv.
@@ -467,7 +536,6 @@ func (b *shmb) allgather() {
 		b.acquire()
 		b.s.Do(func() error {
 			b.me.inlen = copy(b.me.inline[:], src)
-			b.publish()
 			b.arrive()
 			return nil
 		})
@@ -494,7 +562,6 @@ func (b *shmb) allgather() {
 	b.acquire()
 	b.s.Do(func() error {
 		b.me.src = src
-		b.publish()
 		b.arrive()
 		return nil
 	})
@@ -517,7 +584,7 @@ func (b *shmb) allgather() {
 		}
 		return err
 	})
-	b.waitFinished(0)
+	b.waitFinished(false)
 }
 
 // claimMax is the most members for which alltoall takes its blocks by claims (n² words per slot); above it, each
@@ -532,6 +599,10 @@ const claimMax = 64
 // cores), and none waits for all to arrive before copying.
 func (b *shmb) alltoall() {
 	a, n := b.a, b.n
+	if a.Counts == nil && a.RCounts == nil && n*a.Blk <= inlineMax {
+		b.alltoallInline()
+		return
+	}
 	src := a.Send
 	if a.InPlace {
 		b.own = make([]byte, len(a.Recv)) // the blocks to send, copied when the operation starts
@@ -556,7 +627,6 @@ func (b *shmb) alltoall() {
 		b.me.recvDone.Store(0)
 		b.me.sendDone.Store(0)
 		b.publish()
-		b.arrive() // unused here, but every member arrives once per use (see above)
 		b.sl.list.notify()
 		b.move(b.r, b.r)
 		b.done[b.r] = true
@@ -630,6 +700,48 @@ func (b *shmb) move(i, j int) {
 	}
 }
 
+// alltoallInline is a small alltoall (all its blocks fit in a member's entry): every member copies its blocks into
+// its entry as it publishes, and takes its own from every peer's entry once all have published, as a small
+// allgather does. Nobody reads anybody's buffers, so there is nothing to claim or count: one line or a few per
+// peer instead of the claims' and counters' round trips. In place, the entry is the snapshot of the blocks to send.
+func (b *shmb) alltoallInline() {
+	a, r, n := b.a, b.r, b.n
+	src := a.Send
+	if a.InPlace {
+		src = a.Recv
+	}
+	b.acquire()
+	b.s.Do(func() error {
+		b.me.inlen = copy(b.me.inline[:min(n*a.Blk, inlineMax)], src)
+		b.me.blk = a.Blk
+		b.arrive()
+		return nil
+	})
+	b.waitArrived()
+	b.s.Do(func() error {
+		defer b.finish()
+		if len(a.Recv) < n*a.Blk {
+			return truncf("alltoall: rank %d receives into %d bytes, not %d blocks of %d", r, len(a.Recv), n, a.Blk)
+		}
+		var err error
+		for x := 0; x < n; x++ {
+			j := (r + x) % n
+			m := &b.sl.mem[j]
+			if m.inlen < n*m.blk {
+				err = collectivesArg("alltoall: rank %d sends %d bytes, not %d blocks of %d", j, m.inlen, n, m.blk)
+				continue
+			}
+			d := blockOf(a.Recv, nil, nil, a.Sz, j, a.Blk)
+			if m.blk > len(d) {
+				err = truncf("alltoall: %d bytes from rank %d into a block of %d at rank %d", m.blk, j, len(d), r)
+				continue
+			}
+			copy(d, m.inline[r*m.blk:(r+1)*m.blk])
+		}
+		return err
+	})
+}
+
 // alltoallPull: every member pulls its blocks from the others' published sends, once all have published.
 func (b *shmb) alltoallPull(src []byte) {
 	a, r, n := b.a, b.r, b.n
@@ -637,7 +749,6 @@ func (b *shmb) alltoallPull(src []byte) {
 	b.acquire()
 	b.s.Do(func() error {
 		b.me.src, b.me.counts, b.me.displs, b.me.blk = src, a.Counts, a.Displs, a.Blk
-		b.publish()
 		b.arrive()
 		return nil
 	})
@@ -662,7 +773,7 @@ func (b *shmb) alltoallPull(src []byte) {
 		}
 		return err
 	})
-	b.waitFinished(0)
+	b.waitFinished(false)
 }
 
 // reduceScatter: every member combines its own block from everybody's published vector. In place the vector is
@@ -686,7 +797,6 @@ func (b *shmb) reduceScatter() {
 	b.acquire()
 	b.s.Do(func() error {
 		b.me.src = a.Send
-		b.publish()
 		b.arrive()
 		return nil
 	})
@@ -701,7 +811,7 @@ func (b *shmb) reduceScatter() {
 		}
 		return nil
 	})
-	b.waitFinished(0)
+	b.waitFinished(false)
 	if a.InPlace {
 		b.s.Copy(a.Recv[:hi-lo], b.out)
 	}
@@ -765,9 +875,8 @@ func (b *shmb) scan() {
 			b.publish()
 			b.sl.list.notify()
 		}
-		b.arrive()
 		b.finish()
 		return err
 	})
-	b.waitFinished(0)
+	b.waitFinished(false)
 }

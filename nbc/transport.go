@@ -120,6 +120,26 @@ func (t *transport) Test(i int, st *Step) (bool, error) {
 	return true, err
 }
 
+// ready reports whether the step m waits for first (Machine.Pending) has completed, or m has a round to start: then
+// a run moves it on. It looks as Test does, without collecting anything: a waiter spinning on an op (op.Spin) runs it
+// only when it can move.
+func (t *transport) ready(m *Machine) bool {
+	i, st := m.Pending()
+	if st == nil {
+		return !m.done
+	}
+	switch st.Kind {
+	case StepWait:
+		return st.Cond()
+	case StepSub:
+		if s, ok := st.Sub.(*sub); ok {
+			return s.tr.ready(&s.m)
+		}
+		return true // an unknown kind of sub-operation: let a run poll it
+	}
+	return ranks.CompletionOf(t.reqs[i]).Done()
+}
+
 // watchlist is the set of ops waiting on some shared-memory state: whoever changes it calls notify, which kicks
 // them all. An op joins the list when it posts a wait on it and leaves when it finishes.
 type watchlist struct {
@@ -169,7 +189,8 @@ func (l *watchlist) notify() {
 	}
 }
 
-// watchOn puts the op on list (once).
+// watchOn puts the op on list (once). An op whose waiter spins on it (offList) only notes the list, and joins it
+// when the waiter stops (rejoin).
 func (o *op) watchOn(l *watchlist) {
 	for _, x := range o.watch {
 		if x == l {
@@ -177,16 +198,46 @@ func (o *op) watchOn(l *watchlist) {
 		}
 	}
 	o.watch = append(o.watch, l)
-	l.add(o)
+	if !o.offList {
+		l.add(o)
+	}
 }
 
-// unwatch takes the op off every list it is on.
+// unwatch takes the op off every list it is on (its schedule has finished).
 func (o *op) unwatch() {
 	for i, l := range o.watch {
-		l.remove(o)
+		if !o.offList {
+			l.remove(o)
+		}
 		o.watch[i] = nil
 	}
 	o.watch = o.watch[:0]
+	o.offList = false
+}
+
+// leaveLists takes the op off its lists while a waiter spins on it (op.Spin), keeping them noted: whoever changes
+// what the op waits for then finds nobody to kick, and the spinner sees the change for itself. The caller holds
+// the op.
+func (o *op) leaveLists() {
+	if o.offList || o.done.Load() {
+		return
+	}
+	o.offList = true
+	for _, l := range o.watch {
+		l.remove(o)
+	}
+}
+
+// rejoin puts the op back on its lists when its spinning waiter leaves (the caller holds the op, and then runs it,
+// so that a change made while it was off them is seen: the same order as Transport.Post's, join then test).
+func (o *op) rejoin() {
+	if !o.offList {
+		return
+	}
+	o.offList = false
+	for _, l := range o.watch {
+		l.add(o)
+	}
 }
 
 // sub is a sub-operation: a whole schedule on another communicator, run inside its op (Step.Sub).

@@ -58,6 +58,9 @@ func (r *Request) await(stop <-chan struct{}) error {
 		}
 		return nil
 	}
+	if r.kind == kindOp && stop == nil && r.spinLone() {
+		return nil
+	}
 	one := [1]*Request{r}
 	_, err := awaitAny(one[:], stop)
 	return err

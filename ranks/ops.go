@@ -23,10 +23,36 @@ import (
 
 // rankOps is a rank's active operation requests and their event.
 type rankOps struct {
-	ev   queues.Event
-	n    atomic.Int32 // len(reqs), read without the lock: the common case is none
-	mu   sync.Mutex
-	reqs []*Request
+	ev    queues.Event
+	n     atomic.Int32 // len(reqs), read without the lock: the common case is none
+	mu    sync.Mutex
+	reqs  []*Request
+	chunk atomic.Pointer[opChunk] // where the rank's nonblocking collectives get their requests (newOp)
+}
+
+// opChunkLen is how many operation requests a rank allocates at once.
+const opChunkLen = 8
+
+// opChunk is a block of operation requests that a rank hands out one at a time, as reqChunk is for point-to-point
+// ones: a small nonblocking collective, whose operation is reused from call to call (package nbc), then allocates
+// once per opChunkLen calls instead of once per call. A request must stay valid after it completes (its caller may
+// still hold it), so none is ever reused; a chunk lives as long as any of its requests is referenced.
+type opChunk struct {
+	reqs [opChunkLen]opRequest
+	used atomic.Int32
+}
+
+// newOp returns a new operation request of the rank.
+func (o *rankOps) newOp() *opRequest {
+	for {
+		ch := o.chunk.Load()
+		if ch != nil {
+			if i := ch.used.Add(1) - 1; i < opChunkLen {
+				return &ch.reqs[i]
+			}
+		}
+		o.chunk.CompareAndSwap(ch, new(opChunk))
+	}
 }
 
 // add records an operation request that has started.
@@ -113,8 +139,13 @@ func SignalOp(c *Comm) bool {
 // OpRequest returns an active request of c's rank that completes when op does (a nonblocking collective). Once
 // op knows its request, Launch hands it to the rank's completion calls, which move it on (see above).
 func (c *Comm) OpRequest(op Operation) *Request {
-	r := c.w.NewOpRequest(op)
-	r.owner = c.r
+	if c.r == nil {
+		return c.w.NewOpRequest(op)
+	}
+	o := c.r.ops.newOp()
+	r := &o.r
+	r.w, r.kind, r.remote, r.ext, r.owner = c.w, kindOp, c.w.dev != nil, &o.x, c.r
+	o.x.op = op
 	return r
 }
 
@@ -147,6 +178,56 @@ func (w *World) ResumeNetwork() {
 		p.Enter()
 		p.Leave(true)
 	}
+}
+
+// Spinner is an Operation that a waiting completion call of its rank may run to its end itself, spinning on what it
+// waits for, instead of parking on the rank's event until a signal (ops.go's lone-operation path, spinLone).
+type Spinner interface {
+	// Spin runs the operation and spins, per p's window (no parking), on the condition it waits for, running it
+	// again whenever that holds, until it has finished (true) or stop reports true or the window is over (false).
+	// Meanwhile the operation's own signals are the caller's to act on: it neither signals the rank nor goes to the
+	// worker pool. On its way out it runs the operation once more, so that no signal it dropped is lost.
+	Spin(p *queues.Policy, stop SpinStop) bool
+}
+
+// SpinStop says when a Spinner must stop spinning: the request waited for is done (an operation kept for reuse
+// may be running a later call by then), another of the rank's operations was signalled (the caller then runs them
+// all), or the job aborted. A value, so that handing it through the interface allocates nothing.
+type SpinStop struct {
+	done    *queues.Completion
+	ev      *queues.Event
+	gen     uint64
+	aborted *atomic.Bool
+}
+
+// Stopped reports whether the spin must stop.
+func (s SpinStop) Stopped() bool { return s.done.Done() || s.ev.Gen() != s.gen || s.aborted.Load() }
+
+// spinLone is Wait's path for an operation request that is its rank's only active one and moves nothing through the
+// network device (the small collectives of one box): the waiter runs the operation itself and spins on what it waits
+// for (Spinner), with none of the rank's event, sweeps and signals in between, the way a blocking collective spins
+// on its peers' slots. It reports whether r is done; if not (the spin window ended, another of the rank's operations
+// was signalled, the job aborted), the caller waits as for any request. MPI's progress rule holds: the rank has no
+// other operation to move on, and one started meanwhile by another goroutine of the rank signals the rank's event,
+// which ends the spin.
+func (r *Request) spinLone() bool {
+	rk := r.owner
+	if rk == nil || r.remote || rk.ops.n.Load() != 1 || r.w.orphans.n.Load() != 0 {
+		return false
+	}
+	sp, ok := r.ext.op.(Spinner)
+	if !ok {
+		return false
+	}
+	ev := &rk.ops.ev
+	ev.Enter() // the rank's other operations' signals are this call's to act on (SignalOp), as in awaitAny
+	gen := ev.Gen()
+	sp.Spin(r.w.waitPolicy(false), SpinStop{done: &r.done, ev: ev, gen: gen, aborted: &r.w.aborted})
+	ev.Leave()
+	if r.done.Done() || ev.Gen() != gen {
+		rk.ops.sweep() // forget r; run any operation of the rank that was signalled meanwhile
+	}
+	return r.done.Done()
 }
 
 // PersistentOpRequest returns an inactive persistent request of c's rank that runs op at each Start (a persistent
