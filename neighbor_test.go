@@ -669,3 +669,164 @@ func TestPersistentNeighborStartAllocations(t *testing.T) {
 		}
 	}
 }
+
+// TestModesNeighborReuse: a loop's calls, as a stencil makes them: the same buffers passed again with new data
+// (the plan keeps their block layout and each edge's request), alternating with other buffers, other neighbourhood
+// collectives, another algorithm, other collectives and point-to-point traffic on the same communicator, and a
+// nonblocking neighbourhood collective left outstanding across them. Every result against the reference.
+func TestModesNeighborReuse(t *testing.T) {
+	harness.Run(t, 5, func(c *Comm) error {
+		ts := nbrTopologies(c.Size())
+		for ti, t := range []nbrTopo{ts[0], ts[len(ts)-3], ts[len(ts)-1]} { // a grid with ProcNull edges, graphs
+			g, err := t.make(c)
+			if err != nil {
+				return fmt.Errorf("%s: %w", t.name, err)
+			}
+			if g == nil {
+				continue
+			}
+			var cases []*nbrCase[int32]
+			var names []string
+			for _, coll := range nbrColls {
+				for _, m := range []int{1, 6} {
+					for _, views := range []bool{false, true} {
+						cases = append(cases, nbrPrepare(g, t, coll, m, ti*100+len(cases), func(i int) int32 { return int32(i) }, views))
+						names = append(names, fmt.Sprintf("%s m=%d views=%v", coll, m, views))
+					}
+				}
+			}
+			right, left := (g.Rank()+1)%g.Size(), (g.Rank()+g.Size()-1)%g.Size()
+			var pending *Request
+			pendingCase := -1
+			for step := range 80 {
+				i := mix(ti, step/3) % len(cases) // runs of three calls on the same buffers
+				if i < 0 {
+					i = -i
+				}
+				k, coll := cases[i], nbrColls[i/4]
+				if step%9 == 4 {
+					algo := []string{"hybrid", "p2p", ""}[step/9%3]
+					for _, cl := range nbrColls {
+						if err := g.ForceAlgorithm("neighbor_"+cl, algo); err != nil {
+							return err
+						}
+					}
+				}
+				if step%10 == 3 && pending == nil && i != len(cases)-1 { // a nonblocking one on other buffers
+					pendingCase = len(cases) - 1
+					cases[pendingCase].refill(-step)
+					if pending, err = g.IneighborAlltoallv(cases[pendingCase].sbuf, cases[pendingCase].l.sCounts, cases[pendingCase].l.sDispls,
+						cases[pendingCase].rbuf, cases[pendingCase].l.rCounts, cases[pendingCase].l.rDispls); err != nil {
+						return err
+					}
+				}
+				if i == pendingCase {
+					i, k, coll = 0, cases[0], nbrColls[0]
+				}
+				k.refill(step*7 + ti)
+				if err := k.blocking(g, coll); err != nil {
+					return fmt.Errorf("%s step %d %s: %w", t.name, step, names[i], err)
+				}
+				if err := k.check(); err != nil {
+					return fmt.Errorf("%s step %d %s: %w", t.name, step, names[i], err)
+				}
+				if step%7 == 6 {
+					sum := []int{0}
+					if err := g.Allreduce([]int{g.Rank()}, sum, Sum); err != nil {
+						return err
+					}
+					in := []int{-1}
+					if _, err := g.Sendrecv([]int{g.Rank()}, right, step, in, left, step); err != nil {
+						return err
+					}
+					if sum[0] != g.Size()*(g.Size()-1)/2 || in[0] != left {
+						return fmt.Errorf("%s step %d: allreduce %d, from the left %d", t.name, step, sum[0], in[0])
+					}
+				}
+				if pending != nil && step%10 == 8 {
+					if _, err := pending.Wait(); err != nil {
+						return err
+					}
+					if err := cases[pendingCase].check(); err != nil {
+						return fmt.Errorf("%s: the nonblocking alltoallv: %w", t.name, err)
+					}
+					pending, pendingCase = nil, -1
+				}
+			}
+			if pending != nil {
+				if _, err := pending.Wait(); err != nil {
+					return err
+				}
+			}
+			g.Free()
+		}
+		return nil
+	})
+}
+
+// TestNeighborAllocations: a blocking neighbourhood collective on the same buffers (a stencil's halo exchange)
+// allocates nothing at steady state, anywhere in the process, with either algorithm, on slices and on Views, small
+// and rendezvous.
+func TestNeighborAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	const runs = 100
+	for _, algo := range []string{"", "hybrid"} {
+		for _, coll := range []string{"alltoall", "allgather"} {
+			for _, views := range []bool{false, true} {
+				for _, n := range []int{1, 1 << 14} {
+					t.Run(fmt.Sprintf("%s/%s/views=%v/%d", algo, coll, views, n), func(t *testing.T) {
+						err := RunWith(Config{Ranks: 4}, func(c *Comm) error {
+							g, err := c.CartCreate([]int{2, 2}, []bool{true, false}, false)
+							if err != nil {
+								return err
+							}
+							if err := g.ForceAlgorithm("neighbor_"+coll, algo); err != nil {
+								return err
+							}
+							var send, recv, one any = make([]float64, 4*n), make([]float64, 4*n), make([]float64, n)
+							if views {
+								send, _ = Vector(make([]float64, 8*n), 4*n, 1, 2)
+								recv, _ = Vector(make([]float64, 8*n), 4*n, 1, 2)
+								one, _ = Vector(make([]float64, 2*n), n, 1, 2)
+							}
+							var runErr error
+							step := func() {
+								var err error
+								if coll == "alltoall" {
+									err = g.NeighborAlltoall(send, recv)
+								} else {
+									err = g.NeighborAllgather(one, recv)
+								}
+								if err != nil {
+									runErr = err
+								}
+							}
+							for range 10 {
+								step()
+							}
+							if c.Rank() != 0 {
+								for range runs + 1 {
+									step()
+								}
+								return runErr
+							}
+							allocs := testing.AllocsPerRun(runs, step)
+							if runErr != nil {
+								return runErr
+							}
+							if allocs > 0 {
+								return fmt.Errorf("%v allocations per call", allocs)
+							}
+							return nil
+						})
+						if err != nil {
+							t.Fatal(err)
+						}
+					})
+				}
+			}
+		}
+	}
+}

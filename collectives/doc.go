@@ -32,8 +32,9 @@
 // Exscan return ErrComm.
 //
 // Neighbourhood collectives (neighbor.go) send to and receive from a topology's neighbours: a plan made once per
-// communicator, shared memory with the neighbours on this node and a message per edge to the others (or messages
-// for all); ResolveNeighbor* give package nbc the edges of the nonblocking and persistent forms.
+// communicator, with a persistent request per edge that each call starts on its blocks (or, algorithm hybrid,
+// shared memory with the neighbours on this node and messages to the others); ResolveNeighbor* give package nbc
+// the edges of the nonblocking and persistent forms.
 //
 // Buffers are primitive slices (ranks.MemOf), Views (packed on entry into this rank's scratch and unpacked on
 // exit, views.go; the neighbourhood collectives move them unpacked) or slices of Loc pairs (MaxLoc/MinLoc). Bcast, Gather, Allgather

@@ -15,8 +15,17 @@ import (
 // sources of the communicator's topology (ranks.Comm.Neighbors), block j of the receive buffer from source j.
 //
 // The plan (nbrPlan) is built from the topology once, on a communicator's first neighbourhood collective, and kept
-// in its state: the neighbour lists, the tag of each edge, which neighbours live on this node, and their
-// shared-memory slots. Then, per call, algorithm "hybrid" (the default):
+// in its state: the neighbour lists, the tag of each edge, which neighbours live on this node, their
+// shared-memory slots, and a persistent request per edge. A call lays its blocks out as memory (once for a loop
+// that passes the same buffers again: the plan keeps the last layout) and then, algorithm "p2p" (the default):
+//
+//   - it starts the receive of every edge, then the send of every edge, each the edge's persistent request run on
+//     the call's block under the call's tag (ranks.StartMem), and waits for them all (ranks.WaitMem). These are
+//     the Irecv, Isend and Waitall of a hand-written exchange, going the same way (inside a node: one copy into a
+//     receive already posted, else eager or rendezvous), without a request to make, check and drop per message,
+//     a Status per message, or any allocation.
+//
+// Algorithm "hybrid":
 //
 //   - neighbours on this node work through shared memory, as the other collectives do: a rank publishes its send
 //     buffer and the layout of its blocks in its slot under the call's sequence number; each of its local
@@ -25,8 +34,18 @@ import (
 //   - neighbours on other nodes get one message per edge, posted before the shared-memory copies start, so the
 //     network transfers overlap them.
 //
-// "p2p" sends one message per edge to every neighbour. ProcNull neighbours (past a non-periodic edge of a grid)
-// send nothing, and their receive blocks are left untouched.
+// Why p2p is the default: hybrid makes every rank wait until each of its local destinations has arrived and
+// copied its block, where a message leaves at once (eager) or is copied by whichever end comes second
+// (rendezvous, or a receive already posted). In `gompj bench halo -np 4` (one node, a call between barriers),
+// hybrid measured 5-38 % slower than the same exchange by Isend/Irecv/Waitall, and a persistent exchange of
+// messages faster than both, although hybrid runs fewer instructions per call (callgrind, BenchmarkHalo2D).
+// p2p is that message exchange with less work per call than Isend/Irecv/Waitall: BenchmarkHalo2D under callgrind
+// (GOMAXPROCS=1, the difference between 2500 and 500 exchanges), instructions per exchange, NeighborAlltoall
+// against the hand-written form: one rank whose four edges lead to itself, 8 B 7.3k/8.5k, 512 B 7.6k/8.6k; four
+// ranks on a 2x2 grid, 8 B 34k/43k, 512 B 39k/46k, 8 KiB 288k/303k, 128 KiB 232k/239k.
+//
+// ProcNull neighbours (past a non-periodic edge of a grid) send nothing, and their receive blocks are left
+// untouched.
 //
 // Pairing the two ends of an edge: source entry j of rank r (peer s, label t) is the q-th entry of r's sources with
 // that peer and label; it pairs with the q-th entry of s's destinations with peer r and label t. On a Cartesian
@@ -58,9 +77,63 @@ type nbrPlan struct {
 	acksWant  uint64 // acknowledgements of this rank's slot expected so far
 	waker     *queues.Waker
 
-	// per call: the blocks, in elements
+	// The message path's requests: a persistent receive per source entry and a persistent send per destination
+	// entry that is not ProcNull, made on the edge's first message and started on each call's block under the
+	// call's tag (ranks.StartMem); the call's Waitall reports them, inactive again for the next call. So a call
+	// posts the Irecvs and Isends of a hand-written exchange without making, checking and dropping a request per
+	// message. started lists the call's, in posting order. The requests, like the layout below, keep the last
+	// call's buffers reachable until the next call or the communicator's end.
+	rreq, sreq []*ranks.Request
+	started    []*ranks.Request
+
+	// per call: the blocks, in elements, and as memory (per destination and source entry)
 	sOff, sLen []int
 	rOff, rLen []int
+	sMem, rMem []ranks.Mem
+	// what the blocks were laid out for: a call of the same collective on the same buffers as the previous one
+	// (the exchange of a loop) finds them laid out already. Not kept for the v forms, whose counts may change.
+	laidOut nbrKey
+}
+
+// nbrKey identifies a layout of blocks: the collective and its two buffers.
+type nbrKey struct {
+	valid  bool
+	id     int // collID
+	sv, rv bufKey
+}
+
+// bufKey identifies a buffer argument: its memory, and its element kind (Loc pairs travel as bytes).
+type bufKey struct {
+	k kind
+	n int
+	m ranks.Mem
+}
+
+func (b nbuf) key() bufKey {
+	if b.view {
+		return bufKey{k: b.k, n: b.n, m: b.m}
+	}
+	return bufKey{k: b.k, n: b.n, m: ranks.Mem{Ptr: unsafe.Pointer(unsafe.SliceData(b.b)), N: len(b.b)}}
+}
+
+// Collective ids of the neighbourhood collectives, for the table (chooseID) and the layout key.
+var (
+	idNbrAllgather  = collID("neighbor_allgather")
+	idNbrAllgatherv = collID("neighbor_allgatherv")
+	idNbrAlltoall   = collID("neighbor_alltoall")
+	idNbrAlltoallv  = collID("neighbor_alltoallv")
+)
+
+// layout makes the blocks' memory from their offsets and lengths, and records what for (key; the zero key for
+// none).
+func (p *nbrPlan) layout(sv, rv nbuf, key nbrKey) {
+	for k := range p.dsts {
+		p.sMem[k] = sv.mem(p.sOff[k], p.sLen[k])
+	}
+	for j := range p.srcs {
+		p.rMem[j] = rv.mem(p.rOff[j], p.rLen[j])
+	}
+	p.laidOut = key
 }
 
 // nbuf is a neighbourhood collective's buffer: contiguous memory (vec), or a View (m).
@@ -148,7 +221,9 @@ func (st *commState) neighbors(c *ranks.Comm) (*nbrPlan, error) {
 	p := &nbrPlan{srcs: srcs, dsts: dsts, rtag: make([]int, len(srcs)), stag: make([]int, len(dsts)),
 		rocc: make([]int, len(srcs)), srcSlot: make([]*nbrSlot, len(srcs)), srcBlock: make([]int, len(srcs)),
 		dstLocal: make([]bool, len(dsts)), sOff: make([]int, len(dsts)), sLen: make([]int, len(dsts)),
-		rOff: make([]int, len(srcs)), rLen: make([]int, len(srcs))}
+		rOff: make([]int, len(srcs)), rLen: make([]int, len(srcs)), rreq: make([]*ranks.Request, len(srcs)),
+		sMem: make([]ranks.Mem, len(dsts)), rMem: make([]ranks.Mem, len(srcs)),
+		sreq: make([]*ranks.Request, len(dsts)), started: make([]*ranks.Request, 0, len(srcs)+len(dsts))}
 	if kind == ranks.TopoCart {
 		for k := range dsts {
 			p.stag[k] = k
@@ -249,8 +324,8 @@ func memOf(v vec, off, n int) ranks.Mem {
 }
 
 // run moves the blocks p.sOff/sLen of send to the destinations and receives p.rOff/rLen of recv from the sources.
-func (p *nbrPlan) run(c *ranks.Comm, st *commState, coll string, send, recv nbuf) error {
-	algo, err := st.choose(coll, st.sel(true, 0))
+func (p *nbrPlan) run(c *ranks.Comm, st *commState, id int, coll string, send, recv nbuf) error {
+	algo, err := st.chooseID(id, coll, st.sel(true, 0))
 	if err != nil {
 		return err
 	}
@@ -268,15 +343,15 @@ func (p *nbrPlan) run(c *ranks.Comm, st *commState, coll string, send, recv nbuf
 		}
 	}
 	cc := c.Coll()
-	reqs := st.reqList()
+	reqs := p.started[:0]
 	for _, j := range p.recvOrder {
 		s := p.srcs[j]
 		if s == ranks.ProcNull || (hybrid && p.srcSlot[j] != nil) {
 			continue
 		}
-		r, err := cc.IrecvMem(recv.mem(p.rOff[j], p.rLen[j]), s, tag)
+		r, err := startEdge(&p.rreq[j], cc, p.rMem[j], s, tag, true)
 		if err != nil {
-			return firstErr(err, st.waitReqs(reqs))
+			return firstErr(err, p.waitStarted(reqs))
 		}
 		reqs = append(reqs, r)
 	}
@@ -285,9 +360,9 @@ func (p *nbrPlan) run(c *ranks.Comm, st *commState, coll string, send, recv nbuf
 		if d == ranks.ProcNull || (hybrid && p.dstLocal[k]) {
 			continue
 		}
-		r, err := cc.IsendMem(send.mem(p.sOff[k], p.sLen[k]), d, tag)
+		r, err := startEdge(&p.sreq[k], cc, p.sMem[k], d, tag, false)
 		if err != nil {
-			return firstErr(err, st.waitReqs(reqs))
+			return firstErr(err, p.waitStarted(reqs))
 		}
 		reqs = append(reqs, r)
 	}
@@ -330,7 +405,32 @@ func (p *nbrPlan) run(c *ranks.Comm, st *commState, coll string, send, recv nbuf
 			}
 		}
 	}
-	return firstErr(first, st.waitReqs(reqs))
+	return firstErr(first, p.waitStarted(reqs))
+}
+
+// startEdge starts the message of one edge, on memory m under tag, with the edge's request *slot, made on first use.
+func startEdge(slot **ranks.Request, cc *ranks.Comm, m ranks.Mem, peer, tag int, recv bool) (*ranks.Request, error) {
+	r := *slot
+	if r == nil {
+		var err error
+		if recv {
+			r, err = cc.RecvInitMem(m, peer, tag)
+		} else {
+			r, err = cc.SendInitMem(m, peer, tag)
+		}
+		if err != nil {
+			return nil, err
+		}
+		*slot = r
+	}
+	return r, ranks.StartMem(r, m, tag)
+}
+
+// waitStarted waits for the call's messages (reqs, from p.started) and keeps the list's memory.
+func (p *nbrPlan) waitStarted(reqs []*ranks.Request) error {
+	err := ranks.WaitMem(reqs)
+	p.started = reqs[:0]
+	return err
 }
 
 func (p *nbrPlan) ack(sl *nbrSlot) {
@@ -403,19 +503,24 @@ func blocks(what string, offs, lens, counts, displs []int, n int) error {
 // nbrResolved is a neighbourhood collective whose arguments are checked and whose blocks are laid out in its plan
 // (p.sOff, sLen, rOff, rLen, valid until the communicator's next neighbourhood collective).
 type nbrResolved struct {
+	id     int
 	coll   string
 	st     *commState
 	p      *nbrPlan
 	sv, rv nbuf
 }
 
-func (r *nbrResolved) run(c *ranks.Comm) error { return r.p.run(c, r.st, r.coll, r.sv, r.rv) }
+func (r *nbrResolved) run(c *ranks.Comm) error { return r.p.run(c, r.st, r.id, r.coll, r.sv, r.rv) }
 
 func resolveNeighborAllgather(c *ranks.Comm, send, recv any) (nbrResolved, error) {
 	const what = "neighbor_allgather"
 	st, p, sv, rv, err := nbrArgs(c, what, send, recv)
 	if err != nil {
 		return nbrResolved{}, err
+	}
+	key := nbrKey{true, idNbrAllgather, sv.key(), rv.key()}
+	if p.laidOut == key {
+		return nbrResolved{idNbrAllgather, what, st, p, sv, rv}, nil
 	}
 	m := sv.n
 	if rv.n < len(p.srcs)*m {
@@ -427,7 +532,8 @@ func resolveNeighborAllgather(c *ranks.Comm, send, recv any) (nbrResolved, error
 	for j := range p.srcs {
 		p.rOff[j], p.rLen[j] = j*m, m
 	}
-	return nbrResolved{what, st, p, sv, rv}, nil
+	p.layout(sv, rv, key)
+	return nbrResolved{idNbrAllgather, what, st, p, sv, rv}, nil
 }
 
 func resolveNeighborAllgatherv(c *ranks.Comm, send, recv any, counts, displs []int) (nbrResolved, error) {
@@ -436,13 +542,15 @@ func resolveNeighborAllgatherv(c *ranks.Comm, send, recv any, counts, displs []i
 	if err != nil {
 		return nbrResolved{}, err
 	}
+	p.laidOut = nbrKey{}
 	if err := blocks(what+" receive", p.rOff, p.rLen, counts, displs, rv.n); err != nil {
 		return nbrResolved{}, err
 	}
 	for k := range p.dsts {
 		p.sOff[k], p.sLen[k] = 0, sv.n
 	}
-	return nbrResolved{what, st, p, sv, rv}, nil
+	p.layout(sv, rv, nbrKey{})
+	return nbrResolved{idNbrAllgatherv, what, st, p, sv, rv}, nil
 }
 
 func resolveNeighborAlltoall(c *ranks.Comm, send, recv any) (nbrResolved, error) {
@@ -450,6 +558,10 @@ func resolveNeighborAlltoall(c *ranks.Comm, send, recv any) (nbrResolved, error)
 	st, p, sv, rv, err := nbrArgs(c, what, send, recv)
 	if err != nil {
 		return nbrResolved{}, err
+	}
+	key := nbrKey{true, idNbrAlltoall, sv.key(), rv.key()}
+	if p.laidOut == key {
+		return nbrResolved{idNbrAlltoall, what, st, p, sv, rv}, nil
 	}
 	out, in := len(p.dsts), len(p.srcs)
 	var m int
@@ -474,7 +586,8 @@ func resolveNeighborAlltoall(c *ranks.Comm, send, recv any) (nbrResolved, error)
 	for j := range p.srcs {
 		p.rOff[j], p.rLen[j] = j*m, m
 	}
-	return nbrResolved{what, st, p, sv, rv}, nil
+	p.layout(sv, rv, key)
+	return nbrResolved{idNbrAlltoall, what, st, p, sv, rv}, nil
 }
 
 func resolveNeighborAlltoallv(c *ranks.Comm, send any, sendCounts, sendDispls []int, recv any, recvCounts, recvDispls []int) (nbrResolved, error) {
@@ -483,13 +596,15 @@ func resolveNeighborAlltoallv(c *ranks.Comm, send any, sendCounts, sendDispls []
 	if err != nil {
 		return nbrResolved{}, err
 	}
+	p.laidOut = nbrKey{}
 	if err := blocks(what+" send", p.sOff, p.sLen, sendCounts, sendDispls, sv.n); err != nil {
 		return nbrResolved{}, err
 	}
 	if err := blocks(what+" receive", p.rOff, p.rLen, recvCounts, recvDispls, rv.n); err != nil {
 		return nbrResolved{}, err
 	}
-	return nbrResolved{what, st, p, sv, rv}, nil
+	p.layout(sv, rv, nbrKey{})
+	return nbrResolved{idNbrAlltoallv, what, st, p, sv, rv}, nil
 }
 
 // NeighborAllgather sends send to every destination and receives from source j into block j of recv (blocks of

@@ -85,10 +85,10 @@ scan           local  *     *        shm
 scan           *      *     *        chain
 exscan         local  *     *        shm
 exscan         *      *     *        chain
-neighbor_allgather  *  *    *        hybrid
-neighbor_allgatherv *  *    *        hybrid
-neighbor_alltoall   *  *    *        hybrid
-neighbor_alltoallv  *  *    *        hybrid
+neighbor_allgather  *  *    *        p2p
+neighbor_allgatherv *  *    *        p2p
+neighbor_alltoall   *  *    *        p2p
+neighbor_alltoallv  *  *    *        p2p
 `
 
 // Collective ids index per-communicator caches.
@@ -174,7 +174,8 @@ var algorithms = map[string]map[string]applies{
 	"reduce_scatter": {"reduce_scatterv": always, "ring": needComm, "shm": needLocal},
 	"scan":           {"chain": always, "shm": needLocal},
 	"exscan":         {"chain": always, "shm": needLocal},
-	// neighbourhood collectives: hybrid = shared memory with the neighbours on this node, messages to the others
+	// neighbourhood collectives: p2p = a message per edge; hybrid = shared memory with the neighbours on this
+	// node, messages to the others (neighbor.go says why p2p is the default)
 	"neighbor_allgather":  {"p2p": always, "hybrid": always},
 	"neighbor_allgatherv": {"p2p": always, "hybrid": always},
 	"neighbor_alltoall":   {"p2p": always, "hybrid": always},
@@ -430,7 +431,11 @@ func buildTable(getenv func(string) string, readFile func(string) ([]byte, error
 // choose returns the algorithm for one call. The rules that can match the communicator are filtered once; the
 // previous choice is reused for the same message size.
 func (st *commState) choose(coll string, s selCtx) (string, error) {
-	id := collID(coll)
+	return st.chooseID(collID(coll), coll, s)
+}
+
+// chooseID is choose of the collective whose collID is id: for calls that know it, which spares the search.
+func (st *commState) chooseID(id int, coll string, s selCtx) (string, error) {
 	if f := st.forced[id].Load(); f != nil && *f != "" && algorithms[coll][*f](s) {
 		return *f, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -42,11 +43,13 @@ func (d *Device) loop() {
 		if d.drivers.Load() > 0 && !d.hasTasks() && d.standDownOK() {
 			// A rank is driving the device (Poll): stand down until the last driver parks, or look again soon.
 			resume.Reset(standDownCheck)
+			d.standing.Store(true)
 			select {
 			case <-d.kick:
 			case <-resume.C:
 			case <-d.quit:
 			}
+			d.standing.Store(false)
 			resume.Stop()
 			continue
 		}
@@ -66,9 +69,7 @@ func (d *Device) loop() {
 		}
 		var n int
 		var err error
-		if timeout == 0 {
-			n, err = pollNow(d.ep, d.evs)
-		} else {
+		if timeout != 0 {
 			// Enter wakes a blocked loop through the eventfd when it sees loopBlocked; checking drivers after
 			// setting it closes the race (both are sequentially consistent atomics).
 			d.loopBlocked.Store(true)
@@ -77,15 +78,58 @@ func (d *Device) loop() {
 				d.pollMu.Unlock()
 				continue
 			}
-			n, err = unix.EpollWait(d.ep, d.evs, timeout)
+			// The loop sleeps in an epoll set of its own, which holds the eventfd and the device's set (ready when
+			// a connection is), and without pollMu:
+			//   - a rank that starts to drive polls at once rather than wait for this thread to be woken and
+			//     scheduled, which on a box whose cores the ranks hold takes up to a time slice;
+			//   - a driving rank's polls of the device's set cannot take the eventfd's wake-up meant for the loop.
+			//     They could when the eventfd was in that set, and the loop then slept on through the drive, woken
+			//     (and taking a core from a spinning rank) by every arriving frame only to find that the rank had
+			//     taken it: about 20 sleeps per epoll_wait in a TCP ping-pong (perf sched_switch).
+			// What it then finds it handles under the lock, after any Poll under way (reads are non-blocking: a
+			// connection a rank drained reads nothing).
+			d.pollMu.Unlock()
+			// Goroutines this round made runnable (a collective's next step on the worker pool, a woken rank) wait in
+			// this P's run queue; a blocking system call keeps the P, and while the ranks hold the other Ps they would
+			// wait for sysmon to take it back (20 us to 10 ms). Let them run first.
+			runtime.Gosched()
+			n, err = unix.EpollWait(d.outer, d.loopEvs, timeout)
 			d.loopBlocked.Store(false)
+			d.pollMu.Lock()
+			if d.loopExited {
+				d.pollMu.Unlock()
+				return
+			}
+			if err != nil {
+				if exit := d.handle(nil, 0, err); exit {
+					d.pollMu.Unlock()
+					return
+				}
+				d.pollMu.Unlock()
+				continue
+			}
+			for _, ev := range d.loopEvs[:n] {
+				if ev.Fd == int32(d.evfd) {
+					d.runWoken()
+				}
+			}
+		} else if d.hasTasks() {
+			d.runWoken()
 		}
-		exit := d.handle(n, err)
+		n, err = pollNow(d.ep, d.evs)
+		exit := d.handle(d.evs, n, err)
 		d.pollMu.Unlock()
 		if exit {
 			return
 		}
 	}
+}
+
+// runWoken consumes the eventfd's wake-ups and runs the posted tasks (loop only).
+func (d *Device) runWoken() {
+	var b [8]byte
+	unix.Read(d.evfd, b[:])
+	d.runTasks()
 }
 
 // hasTasks reports whether tasks were posted: the loop runs them itself, since a driver may have stopped polling.
@@ -106,7 +150,7 @@ func (d *Device) standDownOK() bool {
 }
 
 // handle processes one poll's events (pollMu held). It reports true when the loop must exit.
-func (d *Device) handle(n int, err error) bool {
+func (d *Device) handle(evs []unix.EpollEvent, n int, err error) bool {
 	if err != nil {
 		if err == unix.EINTR {
 			return false
@@ -127,13 +171,7 @@ func (d *Device) handle(n int, err error) bool {
 		}
 	}
 	for i := range n {
-		ev := &d.evs[i]
-		if ev.Fd == 0 {
-			var b [8]byte
-			unix.Read(d.evfd, b[:])
-			d.runTasks()
-			continue
-		}
+		ev := &evs[i]
 		c := d.conns[ev.Fd]
 		if c == nil {
 			continue // closed earlier in this batch
@@ -181,7 +219,8 @@ func (d *Device) Poll() bool {
 	d.polls++
 	if k := len(d.readable); k > 0 && k <= directMax && d.polls%directEvery != 0 {
 		// Few connections: read them straight away, without asking epoll first (one system call per arrival
-		// instead of two). Every directEvery-th round asks epoll, for writes, tasks and errors.
+		// instead of two). Every directEvery-th round asks epoll, for writes and errors (posted tasks are the
+		// loop's: a post kicks a loop that stood down).
 		got := false
 		for _, c := range d.readable {
 			if d.readConn(c) {
@@ -189,7 +228,7 @@ func (d *Device) Poll() bool {
 			}
 		}
 		if len(d.pendingRead) > 0 {
-			d.handle(0, nil)
+			d.handle(nil, 0, nil)
 		}
 		if got {
 			d.lastActive = time.Now()
@@ -202,7 +241,7 @@ func (d *Device) Poll() bool {
 		d.pollMu.Unlock()
 		return false
 	}
-	if d.handle(n, err) {
+	if d.handle(d.evs, n, err) {
 		// Only a failing epoll_wait ends the loop from here; the loop sees loopExited and stops.
 		d.pollMu.Unlock()
 		d.wake()

@@ -122,8 +122,9 @@ type Device struct {
 	bufs      bufPool
 	releaseFn func(*device.Inbound)
 
-	ep   int // epoll
-	evfd int // wakes the loop for posted tasks
+	ep    int // epoll: the connections, polled by the loop and by driving ranks
+	outer int // the loop's blocking epoll set: ep and evfd, so that only the loop sees evfd
+	evfd  int // wakes the loop: posted tasks, a rank that starts to drive
 
 	taskMu    sync.Mutex
 	evClosed  bool
@@ -147,11 +148,13 @@ type Device struct {
 	// Driving (device.Poller): ranks that wait on the network poll the device themselves while the loop stands down.
 	drivers     atomic.Int32  // ranks between Enter and Leave
 	loopBlocked atomic.Bool   // the loop is in a blocking epoll_wait
+	standing    atomic.Bool   // the loop has stood down for driving ranks (tests wait for it)
 	kick        chan struct{} // resumes a loop that stood down (capacity 1)
 
 	// Owned by the progress loop: guarded by pollMu, held by the loop or by a rank in Poll.
 	pollMu      sync.Mutex
-	evs         []unix.EpollEvent
+	evs         []unix.EpollEvent // Poll's and the loop's non-blocking rounds
+	loopEvs     []unix.EpollEvent // the loop's blocking epoll_wait, which runs without pollMu (loop only)
 	lastActive  time.Time
 	conns       map[int32]*conn
 	readable    []*conn // the registered connections, for Poll's direct reads
@@ -379,10 +382,12 @@ func newDevice(cfg Config) (*Device, error) {
 		loopDone: make(chan struct{}),
 		kick:     make(chan struct{}, 1),
 		evs:      make([]unix.EpollEvent, 128),
+		loopEvs:  make([]unix.EpollEvent, 2),
 		conns:    map[int32]*conn{},
 		nextID:   1,
 		ep:       -1,
 		evfd:     -1,
+		outer:    -1,
 	}
 	d.releaseFn = d.release
 	for r := range cfg.Ranks {
@@ -412,8 +417,18 @@ func (d *Device) start() error {
 		unix.Close(d.ep)
 		return fmt.Errorf("netdev: eventfd: %w", err)
 	}
-	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: 0}
-	if err := unix.EpollCtl(d.ep, unix.EPOLL_CTL_ADD, d.evfd, &ev); err != nil {
+	if d.outer, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
+		unix.Close(d.ep)
+		unix.Close(d.evfd)
+		return fmt.Errorf("netdev: epoll: %w", err)
+	}
+	evEv := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(d.evfd)}
+	epEv := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(d.ep)}
+	if err := unix.EpollCtl(d.outer, unix.EPOLL_CTL_ADD, d.evfd, &evEv); err == nil {
+		err = unix.EpollCtl(d.outer, unix.EPOLL_CTL_ADD, d.ep, &epEv)
+	}
+	if err != nil {
+		unix.Close(d.outer)
 		unix.Close(d.ep)
 		unix.Close(d.evfd)
 		return fmt.Errorf("netdev: epoll add: %w", err)
@@ -574,6 +589,7 @@ func (d *Device) Close() error {
 		unix.Close(d.evfd)
 		d.taskMu.Unlock()
 		d.runTasks()
+		unix.Close(d.outer)
 		unix.Close(d.ep)
 		d.closeErr = d.closeReport
 	})

@@ -3,6 +3,7 @@
 package netdev
 
 import (
+	"bytes"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -33,15 +34,9 @@ func TestDrivenProgress(t *testing.T) {
 
 	const n = 200
 	d1.Enter()
-	// The loop may be inside one last busy-poll round when Enter runs; wait until it has stood down (it holds no
-	// lock then), which Poll's TryLock tells us.
-	waitUntil(t, 5*time.Second, "the loop to stand down", func() bool {
-		if !d1.pollMu.TryLock() {
-			return false
-		}
-		d1.pollMu.Unlock()
-		return true
-	})
+	// The loop may be inside one last busy-poll round, or just woken out of epoll_wait, when Enter runs; wait
+	// until it has stood down.
+	waitUntil(t, 5*time.Second, "the loop to stand down", d1.standing.Load)
 	base := viaLoop.Load()
 	h := &device.Header{Source: 0, Dest: 1, Tag: 7}
 	for i := range n {
@@ -129,4 +124,58 @@ func TestDrivenProgress(t *testing.T) {
 		t.Fatal("Poll did work on a closed device")
 	}
 	d1.Leave(false)
+}
+
+// TestPollWhileLoopSleeps: a rank that starts to drive can poll at once, while the progress loop still sleeps in
+// epoll_wait (it sleeps without the poll lock), rather than wait for the loop's thread to be woken and scheduled; and
+// a frame that arrives then is delivered exactly once, whichever of the two takes it from epoll.
+func TestPollWhileLoopSleeps(t *testing.T) {
+	c := startCluster(t, 2, 1, nil)
+	d0, d1 := c.devs[0], c.devs[1]
+	waitUntil(t, 5*time.Second, "the loop to sleep in epoll_wait", d1.loopBlocked.Load)
+	// Without Enter the loop is not woken: it sleeps on, and the lock must be free.
+	if !d1.pollMu.TryLock() {
+		t.Fatal("the poll lock is held while the loop sleeps in epoll_wait")
+	}
+	d1.pollMu.Unlock()
+	// Frames arrive while nobody drives and while a goroutine polls without Enter: each is delivered once.
+	const n = 100
+	h := &device.Header{Source: 0, Dest: 1, Tag: 3}
+	for i := range n {
+		if err := d0.SendEager(h, payloadFor(0, 1, i, 32), nil); err != nil {
+			t.Fatal(err)
+		}
+		d1.Poll()
+	}
+	c.sinks[1].wait(t, 10*time.Second, "every frame", func() bool { return len(c.sinks[1].eager) >= n })
+	c.sinks[1].mu.Lock()
+	defer c.sinks[1].mu.Unlock()
+	if len(c.sinks[1].eager) != n {
+		t.Fatalf("%d frames delivered, want %d", len(c.sinks[1].eager), n)
+	}
+	for i, in := range c.sinks[1].eager {
+		if !bytes.Equal(in.Payload, payloadFor(0, 1, i, 32)) {
+			t.Fatalf("frame %d: payload %x, want frame %d's (lost, repeated or reordered)", i, in.Payload, i)
+		}
+	}
+}
+
+// TestEnterWakesLoopWhileDriverPolls: a rank that starts to drive wakes the sleeping loop, which then stands down,
+// even though the rank polls the device's epoll set at once. When that set held the loop's eventfd, the rank's polls
+// took the wake-up, and the loop slept on through the whole drive, woken by every frame that arrived.
+func TestEnterWakesLoopWhileDriverPolls(t *testing.T) {
+	c := startCluster(t, 2, 1, nil)
+	d1 := c.devs[1]
+	for round := range 20 {
+		waitUntil(t, 5*time.Second, "the loop to sleep in epoll_wait", d1.loopBlocked.Load)
+		d1.Enter()
+		deadline := time.Now().Add(5 * time.Second)
+		for !d1.standing.Load() {
+			d1.Poll()
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: the loop did not stand down while a rank drove the device", round)
+			}
+		}
+		d1.Leave(true)
+	}
 }

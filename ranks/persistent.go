@@ -134,6 +134,62 @@ func (c *Comm) RecvInitMem(m Mem, source, tag int) (*Request, error) {
 	return c.r.newPersistent(kindRecv, &p2pRecipe{c: c, mem: m, peer: source, tag: tag}), nil
 }
 
+// StartMem starts an inactive persistent send or receive of memory (SendInitMem, RecvInitMem) on m under tag, in
+// place of the memory and tag it was made with; it keeps them for its later runs. Its peer stays the one it was
+// made for. The blocking collectives keep one such request per message of a pattern that repeats from call to call
+// (a neighbourhood collective's edges) and run it on each call's blocks and operation tag: the messages of a
+// nonblocking send and receive, without a request to allocate, check and release per message. Like Start, it is
+// ErrRequest on an active or freed request. It is a function, not a method, so that users' Request has no such
+// call.
+func StartMem(r *Request, m Mem, tag int) error {
+	if err := r.claimStart(); err != nil {
+		return err
+	}
+	p, ok := r.ext.persist.(*p2pRecipe)
+	var err error
+	switch {
+	case !ok || p.mode != standard || (r.kind == kindSend && !p.sendMem) || (r.kind == kindRecv && p.buf != nil):
+		err = fmt.Errorf("%w: StartMem of a request not made by SendInitMem or RecvInitMem", ErrRequest)
+	case tag < 0 || tag > MaxTag:
+		err = errTag(tag)
+	default:
+		err = checkMem(m, r.kind == kindRecv)
+	}
+	if err != nil {
+		r.life.Store(lifeInactive)
+		return err
+	}
+	p.mem, p.tag = m, tag
+	r.reset() // launch, with the recipe's start called directly
+	if err := p.start(r); err != nil {
+		r.life.Store(lifeInactive)
+		return err
+	}
+	r.life.Store(lifeActive)
+	return nil
+}
+
+// WaitMem waits for runs that StartMem started and makes their requests inactive again, as Waitall does, but
+// without making a Status for each, which a collective does not report. It returns the first error of theirs.
+func WaitMem(reqs []*Request) error {
+	var first error
+	for _, r := range reqs {
+		var err error
+		if !r.done.Done() {
+			err = r.await(nil)
+		}
+		if err == nil && r.life.CompareAndSwap(lifeActive, lifeBusy) {
+			r.finish()
+			err = r.err
+			r.life.Store(lifeInactive)
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
 // RecvInit creates a persistent receive into buf from source with tag (wildcards allowed): an inactive request
 // that each Start posts again.
 func (c *Comm) RecvInit(buf any, source, tag int) (*Request, error) {
