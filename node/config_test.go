@@ -2,6 +2,7 @@ package node
 
 import (
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -91,5 +92,23 @@ func TestEffective(t *testing.T) {
 	}
 	if len(got) < len(env.All())-4 {
 		t.Errorf("%d settings for %d variables", len(got), len(env.All()))
+	}
+}
+
+// TestBusyPollFollowsHostRanks: the devices' progress loops poll before sleeping (the device's default) while the
+// host's ranks fit its cores, not where they outnumber them; GOMPJ_BUSY_POLL wins either way.
+func TestBusyPollFollowsHostRanks(t *testing.T) {
+	cores := runtime.GOMAXPROCS(0)
+	for _, c := range []struct {
+		set   time.Duration
+		ranks int
+		want  time.Duration
+	}{
+		{0, cores, 0}, {0, 1, 0}, {0, cores + 1, -1}, {0, 4 * cores, -1},
+		{20 * time.Microsecond, 4 * cores, 20 * time.Microsecond}, {-1, 1, -1},
+	} {
+		if got := busyPoll(Config{BusyPoll: c.set}, c.ranks); got != c.want {
+			t.Errorf("GOMPJ_BUSY_POLL %v, %d ranks on %d cores: %v, want %v", c.set, c.ranks, cores, got, c.want)
+		}
 	}
 }

@@ -177,6 +177,13 @@ func runMulti(cfg Config, body Body) error {
 	// Whether ranks may spin depends on every rank on this host, not only this node's: several node processes
 	// on one box (gompj run -nodes, or two Slurm tasks per host) share its cores.
 	pol := policy(cfg, rt.sameHost())
+	if bp := busyPoll(cfg, rt.sameHost()); bp != 0 {
+		for _, name := range used {
+			if d, ok := started[name].(busyPoller); ok {
+				d.SetBusyPoll(bp)
+			}
+		}
+	}
 	var w *ranks.World
 	pool, exec, err := executor(cfg, func(err error) { w.Abort(err) })
 	if err != nil {

@@ -69,6 +69,25 @@ func netSpin(cfg Config, p queues.Policy) time.Duration {
 	return max(p.Spin, time.Millisecond)
 }
 
+// busyPoll is how long the progress loops of devices that can change it (rdma.Device.SetBusyPoll) poll before
+// they sleep: GOMPJ_BUSY_POLL, else none (-1) where the host's ranks outnumber its cores, where a polling loop
+// takes a core from a rank with work, else 0: the device's own default. Like spinning, it depends on every rank on
+// the host, which the node learns only after its devices are open.
+func busyPoll(cfg Config, hostRanks int) time.Duration {
+	switch {
+	case cfg.BusyPoll != 0:
+		return cfg.BusyPoll
+	case queues.DefaultPolicy(hostRanks).Spin > 0:
+		return 0
+	}
+	return -1
+}
+
+// busyPoller is a device whose progress loop's busy polling can change after it is opened (rdma.Device).
+type busyPoller interface {
+	SetBusyPoll(time.Duration)
+}
+
 // runRanks starts the World's local ranks and waits for them.
 func runRanks(w *ranks.World, cfg Config, body Body) error {
 	lo, hi := w.Local()

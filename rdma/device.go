@@ -144,6 +144,7 @@ type Device struct {
 	pollMu     sync.Mutex // held by whoever polls (the progress goroutine or a driving rank)
 	cq         []Completion
 	lastActive time.Time
+	busyPoll   atomic.Int64 // Config.BusyPoll, or what SetBusyPoll made it (<= 0: none)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -196,6 +197,7 @@ func New(ep Endpoint, cfg Config) (*Device, error) {
 	}
 	d := &Device{cfg: cfg, ep: ep, caps: caps, self: cfg.Node, ranks: cfg.Ranks, rankNode: make([]int32, cfg.Ranks),
 		kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}), cq: make([]Completion, 64)}
+	d.busyPoll.Store(int64(cfg.BusyPoll))
 	for r := range cfg.Ranks {
 		n := cfg.NodeOf(r)
 		if n < 0 || n >= cfg.Nodes {

@@ -85,8 +85,8 @@
 // # Progress
 //
 // A rank that waits for a remote message polls the completion queue itself (device.Poller); the device's progress
-// goroutine stands down meanwhile, and otherwise polls, busy for Config.BusyPoll after the last event, then sleeps
-// in Endpoint.Wait. Sink callbacks run on whichever goroutine polls, one at a time.
+// goroutine stands down meanwhile, and otherwise polls, busy for Config.BusyPoll (SetBusyPoll) after the last
+// event, then sleeps in Endpoint.Wait. Sink callbacks run on whichever goroutine polls, one at a time.
 //
 // Imports: gompj/device, the standard library (not ranks, queues or node).
 package rdma

@@ -93,7 +93,7 @@ func TestFillAndDefaults(t *testing.T) {
 		t.Fatalf("sources: %v", used)
 	}
 	Defaults(&c)
-	if c.EagerLimit != 65536 || c.Nodes != 1 || c.Timeout != 30*time.Second || c.BusyPoll != 50*time.Microsecond ||
+	if c.EagerLimit != 65536 || c.Nodes != 1 || c.Timeout != 30*time.Second || c.BusyPoll != 0 ||
 		c.Stripes != 4 || c.SpinTime != -1 || c.Yields != 0 || c.Ranks != 6 {
 		t.Fatalf("Defaults: %+v", c)
 	}

@@ -11,9 +11,11 @@
 // compare-and-swap on a tail in their own memory and publish an entry by storing its sequence number last; the
 // consumer reads the cell at its head and nothing else, copies the entry into a posted receive, clears the cells
 // and advances the head. A waiting rank polls the rings itself, so a small message costs no system call: the
-// producer looks at the consumer's sleeping flag and rings the doorbell (a futex) only while the consumer's
-// progress goroutine sleeps; the producer that rings lowers the flag, so one sleep costs one system call however
-// many messages arrive before the sleeper runs again.
+// producer looks at the consumer's sleeping flag and rings the doorbell only while the consumer's progress
+// goroutine sleeps; the producer that rings lowers the flag, so one sleep costs one system call however many
+// messages arrive before the sleeper runs again. The doorbell is an eventfd, passed with the segment: the
+// sleeper reads it through Go's netpoller, so it is parked like a goroutine reading a socket and its thread and P
+// serve the ranks meanwhile (a sleep in a system call kept them until sysmon took the P back).
 //
 // Every entry is validated before use, as netdev validates frames: a sequence number that is not the next one, a
 // length over the limit or cells that do not match it, a head the producer cannot have reached. A corrupt entry
@@ -25,8 +27,9 @@
 // Each node listens on an abstract Unix socket (a random name in the network namespace, gone with the process).
 // The lower node id dials; both ends prove the job secret (netdev/auth, purpose "shm") and the acceptor checks
 // that the peer runs as the same user (SO_PEERCRED). Each end then makes the other's inbound ring in its segment
-// and passes the segment's descriptor (SCM_RIGHTS); each maps the other's. The connection stays open: a goodbye on
-// it is a clean close, its end without one is a dead peer (SIGKILL): the peer is reported lost at once.
+// and passes the segment's descriptor and its doorbell's (SCM_RIGHTS); each maps the other's and checks that the
+// doorbell is a non-blocking eventfd. The connection stays open: a goodbye on it is a clean close, its end without
+// one is a dead peer (SIGKILL): the peer is reported lost at once.
 //
 // # Large messages
 //

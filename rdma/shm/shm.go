@@ -82,8 +82,13 @@ func (pr Provider) Open(cfg rdma.EndpointConfig) (rdma.Endpoint, error) {
 	if e.seg, err = newSegment(cfg.Node); err != nil {
 		return nil, err
 	}
-	e.ctl = e.seg.ctl
+	if e.door, err = newDoorbell(e.seg.ctl); err != nil {
+		e.seg.close()
+		return nil, err
+	}
+	e.self = e.door.bell()
 	if e.ln, err = net.ListenUnix("unix", &net.UnixAddr{Name: "@" + e.name, Net: "unix"}); err != nil {
+		e.door.close()
 		e.seg.close()
 		return nil, fmt.Errorf("shm: listening on the abstract socket %s: %w", e.name, err)
 	}
@@ -98,7 +103,8 @@ type endpoint struct {
 	name   string
 	ln     *net.UnixListener
 	seg    *segment
-	ctl    []byte
+	door   *doorbell // where this node's progress goroutine sleeps
+	self   bell      // its ringing end, for wake-ups from this process
 	segMu  sync.Mutex
 	probe  *uint64
 	cma    bool
@@ -146,6 +152,7 @@ type peer struct {
 	in      *consumer // its ring into our segment
 	out     *producer // our ring into its segment
 	pm      *peerMaps
+	bell    bell // its doorbell: its control page and our descriptor of its eventfd (-1 until the handshake passes it)
 	cma     bool
 	started bool // a handshake is under way or done
 	ready   atomic.Bool
@@ -209,7 +216,7 @@ func (e *endpoint) Connect(node int, addr []byte) error {
 	if len(addr) < 3 || addr[0] != 1 || int(addr[1]) != len(addr)-2 {
 		return fmt.Errorf("shm: node %d's address is not a shm address", node)
 	}
-	p := &peer{node: node, sock: string(addr[2:])}
+	p := &peer{node: node, sock: string(addr[2:]), bell: bell{fd: -1}}
 	e.mu.Lock()
 	if e.byNode[node] != nil {
 		e.mu.Unlock()
@@ -348,15 +355,16 @@ func (e *endpoint) fail(p *peer, err error) {
 	e.signal()
 }
 
-// hello is what each end of a new connection tells the other, with its segment's descriptor:
+// hello is what each end of a new connection tells the other, with its segment's descriptor and its doorbell's
+// (an eventfd), in that order:
 //
 //	0  8 magic "GOMPJSH1"   8  4 node   12 4 reserved   16 8 ring offset   24 8 ring length
 //	32 8 probe address      40 8 probe value            48 1 CMA allowed   49 15 reserved
 const helloSize = 64
 
 // attach runs the handshake on an authenticated connection: the peer's user must be ours; each end makes a ring
-// for the other in its own segment and passes the segment's descriptor; each maps the other's; each checks that
-// it can read the other's memory (CMA).
+// for the other in its own segment and passes the segment's descriptor and its doorbell's; each maps the other's;
+// each checks that it can read the other's memory (CMA).
 func (e *endpoint) attach(p *peer, c *net.UnixConn) {
 	if err := e.handshake(p, c); err != nil {
 		c.Close()
@@ -419,7 +427,7 @@ func (e *endpoint) handshake(p *peer, c *net.UnixConn) error {
 	}
 	c.SetDeadline(time.Now().Add(e.opts.HandshakeTimeout))
 	defer c.SetDeadline(time.Time{})
-	if _, _, err := c.WriteMsgUnix(h[:], unix.UnixRights(e.seg.fd), nil); err != nil {
+	if _, _, err := c.WriteMsgUnix(h[:], unix.UnixRights(e.seg.fd, e.door.fd), nil); err != nil {
 		return fmt.Errorf("sending the segment: %w", err)
 	}
 	var ph [helloSize]byte
@@ -428,24 +436,36 @@ func (e *endpoint) handshake(p *peer, c *net.UnixConn) error {
 	if err != nil {
 		return fmt.Errorf("receiving the segment: %w", err)
 	}
-	fd, err := oneFd(oob[:oobn])
+	fds, err := twoFds(oob[:oobn])
 	if err != nil {
 		return err
 	}
+	fd, bfd := fds[0], fds[1]
 	defer unix.Close(fd) // the mappings keep the segment
 	if n != helloSize || flags&unix.MSG_CTRUNC != 0 || binary.LittleEndian.Uint64(ph[0:]) != ctlMagic ||
 		int(binary.LittleEndian.Uint32(ph[8:])) != p.node {
+		unix.Close(bfd)
 		return fmt.Errorf("a bad hello (%d bytes)", n)
+	}
+	if err := checkEventfd(bfd, e.door.fd); err != nil {
+		unix.Close(bfd)
+		return err
 	}
 	roff := int64(binary.LittleEndian.Uint64(ph[16:]))
 	rlen := int64(binary.LittleEndian.Uint64(ph[24:]))
 	if p.pm, err = mapPeer(fd, roff, rlen); err != nil {
+		unix.Close(bfd)
 		return err
 	}
 	if p.out, err = newProducer(p.pm.ring); err != nil {
 		p.pm.close()
+		p.pm = nil // unmapped: Close must not unmap it again
+		unix.Close(bfd)
 		return err
 	}
+	// The descriptor stays open as long as the mappings do (until the endpoint is unreachable, see Close): a
+	// sender may ring with it at any time, and a closed number could be reused by another file meanwhile.
+	p.bell = bell{ctl: p.pm.ctl, fd: bfd}
 	if e.cma && ph[48] == 1 {
 		var got uint64
 		err := cmaCopy(false, p.pid, unsafe.Slice((*byte)(unsafe.Pointer(&got)), 8), binary.LittleEndian.Uint64(ph[32:]))
@@ -454,17 +474,28 @@ func (e *endpoint) handshake(p *peer, c *net.UnixConn) error {
 	return nil
 }
 
-func unmapAll(maps [][]byte) {
-	for _, m := range maps {
-		unix.Munmap(m)
-	}
+// leftovers are what a closed endpoint keeps until nothing can reach it: the mappings and the doorbells' descriptors.
+type leftovers struct {
+	maps [][]byte
+	fds  []int
+	door *doorbell
 }
 
-// oneFd takes the single descriptor of a control message, closing any others.
-func oneFd(oob []byte) (int, error) {
+func release(l leftovers) {
+	for _, m := range l.maps {
+		unix.Munmap(m)
+	}
+	for _, fd := range l.fds {
+		unix.Close(fd)
+	}
+	l.door.close()
+}
+
+// twoFds takes the two descriptors of a hello's control message (segment, doorbell), or closes whatever came.
+func twoFds(oob []byte) ([2]int, error) {
 	msgs, err := unix.ParseSocketControlMessage(oob)
 	if err != nil {
-		return -1, fmt.Errorf("the segment's descriptor: %w", err)
+		return [2]int{-1, -1}, fmt.Errorf("the segment's descriptors: %w", err)
 	}
 	var fds []int
 	for i := range msgs {
@@ -472,13 +503,13 @@ func oneFd(oob []byte) (int, error) {
 			fds = append(fds, f...)
 		}
 	}
-	if len(fds) != 1 {
+	if len(fds) != 2 {
 		for _, f := range fds {
 			unix.Close(f)
 		}
-		return -1, fmt.Errorf("%d descriptors where one segment was expected", len(fds))
+		return [2]int{-1, -1}, fmt.Errorf("%d descriptors where a segment and a doorbell were expected", len(fds))
 	}
-	return fds[0], nil
+	return [2]int{fds[0], fds[1]}, nil
 }
 
 // watch reads the connection for the peer's goodbye; an end without one means the process died.
@@ -596,7 +627,7 @@ func (e *endpoint) push(node int, call string, hdr, payload []byte) error {
 	err := p.out.push(hdr, payload)
 	switch {
 	case err == errAgain:
-		wake(p.pm.ctl) // it has work: let it drain
+		p.bell.wake() // it has work: let it drain
 		return rdma.ErrAgain
 	case errors.Is(err, ErrCorrupt):
 		p.why.Store(err)
@@ -607,7 +638,7 @@ func (e *endpoint) push(node int, call string, hdr, payload []byte) error {
 	case err != nil:
 		return &rdma.OpError{Call: call, Node: node, Err: err}
 	}
-	wake(p.pm.ctl)
+	p.bell.wake()
 	return nil
 }
 
@@ -628,7 +659,7 @@ func (e *endpoint) complete(c rdma.Completion) {
 	e.local = append(e.local, c)
 	e.hasLocal.Store(true)
 	e.locMu.Unlock()
-	wake(e.ctl)
+	e.self.wake()
 }
 
 // cmaPeer returns the peer a CMA copy toward node goes to, with the system call's name and the operation for its
@@ -771,22 +802,22 @@ func (e *endpoint) work() bool {
 	return false
 }
 
-// Wait implements rdma.Endpoint: a futex wait on the doorbell, which producers ring only while the sleeping flag
-// is up, so that a busy ring costs no system call.
+// Wait implements rdma.Endpoint: a sleep on the doorbell (parked in Go's netpoller), which producers ring only
+// while the sleeping flag is up, so that a busy ring costs no system call.
 func (e *endpoint) Wait(timeout time.Duration) {
-	atomic.StoreUint32(u32(e.ctl, ctlSleeping), 1)
-	seen := atomic.LoadUint32(u32(e.ctl, ctlDoorbell))
+	s := u32(e.self.ctl, ctlSleeping)
+	atomic.StoreUint32(s, 1)
 	if !e.woken.Swap(false) && !e.work() {
-		sleep(e.ctl, seen, timeout)
+		e.door.sleep(timeout)
 	}
-	atomic.StoreUint32(u32(e.ctl, ctlSleeping), 0)
+	atomic.StoreUint32(s, 0)
 	e.woken.Store(false)
 }
 
 // Wake implements rdma.Endpoint.
 func (e *endpoint) Wake() {
 	e.woken.Store(true)
-	wake(e.ctl) // the control page stays mapped as long as e is reachable
+	e.self.wake() // the control page stays mapped, and the eventfd open, as long as e is reachable
 }
 
 // Close implements rdma.Endpoint: a goodbye on every connection, then the sockets and mappings go.
@@ -814,16 +845,20 @@ func (e *endpoint) Close() error {
 	e.mu.Unlock()
 	e.wg.Wait()
 	e.closed.Store(true)
-	// Unmap once nothing can reach the endpoint any more (see closed).
-	var maps [][]byte
+	e.self.ring() // a Wait under way ends
+	// Unmap, and close the doorbells, once nothing can reach the endpoint any more (see closed).
+	l := leftovers{door: e.door}
 	for _, p := range peers {
 		if p != nil && p.pm != nil {
-			maps = append(maps, p.pm.ctl, p.pm.ring[:cap(p.pm.ring)])
+			l.maps = append(l.maps, p.pm.ctl, p.pm.ring[:cap(p.pm.ring)])
+			if p.bell.fd >= 0 {
+				l.fds = append(l.fds, p.bell.fd)
+			}
 		}
 	}
-	maps = append(maps, e.seg.maps...)
+	l.maps = append(l.maps, e.seg.maps...)
 	e.seg.maps = nil
 	e.seg.close() // the descriptor; the mappings keep the memory
-	runtime.AddCleanup(e, unmapAll, maps)
+	runtime.AddCleanup(e, release, l)
 	return nil
 }

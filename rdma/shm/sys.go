@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -17,17 +18,16 @@ import (
 // The control page heads every node's segment:
 //
 //	offset size field
-//	0      8    magic "GOMPJSH1"
+//	0      8    magic "GOMPJSH2"
 //	8      4    node id
-//	64     4    sleeping: 1 while the node's progress goroutine waits on the doorbell (the producer that rings lowers it)
-//	128    4    doorbell: a futex word that producers bump to wake it
+//	64     4    sleeping: 1 while the node's progress goroutine waits on its doorbell (the producer that rings lowers it)
+//
+// The doorbell itself is an eventfd, passed to each peer with the segment: a producer rings by writing to it, and
+// the sleeper reads it through Go's netpoller (see doorbell).
 const (
 	pageSize     = 4096
-	ctlMagic     = 0x3148534a504d4f47 // "GOMPJSH1", little-endian
+	ctlMagic     = 0x3248534a504d4f47 // "GOMPJSH2", little-endian (1 had a futex doorbell in the control page)
 	ctlSleeping  = 64
-	ctlDoorbell  = 128
-	futexWaitOp  = 0 // FUTEX_WAIT, shared between processes (no FUTEX_PRIVATE_FLAG)
-	futexWakeOp  = 1 // FUTEX_WAKE
 	requiredSeal = unix.F_SEAL_SHRINK
 )
 
@@ -148,36 +148,116 @@ func (m *peerMaps) close() {
 
 func u32(b []byte, off int) *uint32 { return (*uint32)(unsafe.Pointer(&b[off])) }
 
-// wake rings the doorbell of the node whose control page is ctl, if it sleeps: a system call only then, and only
-// by the first producer to see the flag up. That producer lowers the flag itself (compare-and-swap) before it
-// rings. Otherwise the flag stays up until the woken goroutine runs again, which takes tens of microseconds on a
-// loaded box, and every message meanwhile would pay a futex system call (one message in twenty did, in a 0-byte
-// ping-pong between two node processes whose ranks poll the rings themselves, while each node's progress
-// goroutine slept).
+// bell is the ringing end of a node's doorbell: its control page (the sleeping flag) and its eventfd (this
+// process's descriptor of it).
+type bell struct {
+	ctl []byte
+	fd  int
+}
+
+// one is what a ring adds to an eventfd's count (host byte order).
+var one = [8]byte{1}
+
+// wake rings the doorbell if its node sleeps: a system call only then, and only by the first producer to see the
+// flag up. That producer lowers the flag itself (compare-and-swap) before it rings. Otherwise the flag stays up
+// until the woken goroutine runs again, which takes tens of microseconds on a loaded box, and every message
+// meanwhile would pay a system call (one message in twenty did, in a 0-byte ping-pong between two node processes
+// whose ranks poll the rings themselves, while each node's progress goroutine slept).
 //
 // No wake-up is lost: a producer that finds the flag down published its entry before reading the flag. Either the
 // flag was lowered by another producer, who rings, or the sleeper raises it again after that read. The sleeper
-// looks for work after raising it (Wait), and the atomics are sequentially consistent, so it sees the entry.
-func wake(ctl []byte) {
-	s := u32(ctl, ctlSleeping)
+// looks for work after raising it (Wait), and the atomics are sequentially consistent, so it sees the entry. A
+// ring is never lost either: the eventfd's count keeps it until the sleeper reads it, however late it sleeps.
+func (b bell) wake() {
+	s := u32(b.ctl, ctlSleeping)
 	if atomic.LoadUint32(s) == 0 || !atomic.CompareAndSwapUint32(s, 1, 0) {
 		return
 	}
-	ring(ctl)
+	b.ring()
 }
 
-// ring bumps the doorbell and wakes a waiter.
-func ring(ctl []byte) {
-	atomic.AddUint32(u32(ctl, ctlDoorbell), 1)
-	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(u32(ctl, ctlDoorbell))), futexWakeOp, 1, 0, 0, 0)
+// ring adds one to the eventfd's count, which makes it readable. The descriptor is non-blocking (the open file
+// description, shared with the sleeper, says so): the only failure, EAGAIN, means a count so high that the
+// eventfd is readable anyway. It cannot block, so it is a raw system call: an ordinary one tells the scheduler,
+// which wakes sysmon if it slept (all Ps idle) and sets it polling every 20 µs again for a millisecond.
+func (b bell) ring() {
+	unix.RawSyscall(unix.SYS_WRITE, uintptr(b.fd), uintptr(unsafe.Pointer(&one[0])), uintptr(len(one)))
 }
 
-// sleep waits on this node's doorbell until it moves from seen, or timeout. The caller has set sleeping and
-// checked for work after reading seen, so a producer that published since has moved the doorbell.
-func sleep(ctl []byte, seen uint32, timeout time.Duration) {
-	ts := unix.NsecToTimespec(int64(timeout))
-	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(u32(ctl, ctlDoorbell))), futexWaitOp, uintptr(seen),
-		uintptr(unsafe.Pointer(&ts)), 0, 0)
+// doorbell is the sleeping end: this node's control page and eventfd, the latter as an *os.File in Go's
+// netpoller. A goroutine that sleeps in it is parked like one reading a socket: its thread and P go to other
+// goroutines at once. Sleeping in a system call (a futex, as this provider once did) kept the P until sysmon took
+// it back, 20 µs to 10 ms later; each such retake made sysmon poll every 20 µs again, and in NPB CG across two
+// node processes nine in ten of its retakes were of that sleep, with a context switch for each.
+type doorbell struct {
+	ctl  []byte
+	f    *os.File
+	rc   syscall.RawConn
+	fd   int
+	buf  [8]byte
+	take func(fd uintptr) bool // reads the count; false while there is none (made once: no allocation a sleep)
+}
+
+// newDoorbell makes an eventfd (non-blocking, so that the netpoller takes it, and so that no ring ever blocks)
+// for the control page ctl.
+func newDoorbell(ctl []byte) (*doorbell, error) {
+	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("shm: eventfd: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "gompj-shm-doorbell")
+	rc, err := f.SyscallConn()
+	if err == nil {
+		err = f.SetReadDeadline(time.Time{})
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("shm: the eventfd is not in the netpoller: %w", err)
+	}
+	d := &doorbell{ctl: ctl, f: f, rc: rc, fd: fd}
+	// A read of a non-blocking eventfd cannot block either: a raw system call, as for ring.
+	d.take = func(fd uintptr) bool {
+		_, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&d.buf[0])), uintptr(len(d.buf)))
+		return e != unix.EAGAIN
+	}
+	return d, nil
+}
+
+// bell is the doorbell's ringing end in this process.
+func (d *doorbell) bell() bell { return bell{ctl: d.ctl, fd: d.fd} }
+
+// sleep waits until the doorbell rings (its count is taken), timeout passes, or the eventfd is closed. The caller
+// has raised the sleeping flag and looked for work after it, so a producer that published since rings (see wake).
+// A ring that came after the caller's last sleep ended (a producer that lowered the flag just as the sleeper woke
+// for another reason) ends this one at once: one spurious round of polling, never a lost wake-up.
+func (d *doorbell) sleep(timeout time.Duration) {
+	if d.f.SetReadDeadline(time.Now().Add(timeout)) != nil {
+		return
+	}
+	d.rc.Read(d.take) // parks in the netpoller until the eventfd is readable, the deadline or Close
+}
+
+func (d *doorbell) close() { d.f.Close() }
+
+// checkEventfd makes sure a descriptor a peer sent as its doorbell is a non-blocking eventfd: a file of the anonymous
+// inode every eventfd shares (that of this node's own, mine) opened non-blocking, so that ringing it can neither
+// write into a real file nor block. Where /proc is mounted, its link names the kind of the file too.
+func checkEventfd(fd, mine int) error {
+	var st, own unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("shm: fstat of the peer's doorbell: %w", err)
+	}
+	if err := unix.Fstat(mine, &own); err != nil {
+		return fmt.Errorf("shm: fstat of this node's doorbell: %w", err)
+	}
+	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err != nil || st.Dev != own.Dev || st.Ino != own.Ino || fl&unix.O_NONBLOCK == 0 || fl&unix.O_ACCMODE != unix.O_RDWR {
+		return fmt.Errorf("shm: the peer's doorbell is not a non-blocking eventfd (flags %#x, %v)", fl, err)
+	}
+	if l, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd)); err == nil && l != "anon_inode:[eventfd]" {
+		return fmt.Errorf("shm: the peer's doorbell is %s, not an eventfd", l)
+	}
+	return nil
 }
 
 // cmaStatus says whether this process can use cross-memory attach (process_vm_readv/writev) at all, and why not.
@@ -238,8 +318,8 @@ func cmaCopyv(write bool, pid int, locals [][]byte, raddr uint64) error {
 			return nil
 		}
 		riov := unix.RemoteIovec{Base: uintptr(raddr), Len: n}
-		got, _, e := unix.Syscall6(call, uintptr(pid), uintptr(unsafe.Pointer(&liov[0])),
-			uintptr(k), uintptr(unsafe.Pointer(&riov)), 1, 0)
+		got, _, e := cmaSyscall(n, call, uintptr(pid), uintptr(unsafe.Pointer(&liov[0])),
+			uintptr(k), uintptr(unsafe.Pointer(&riov)), 1)
 		if e == unix.EINTR {
 			continue
 		}
@@ -266,12 +346,27 @@ func cmaCopyv(write bool, pid int, locals [][]byte, raddr uint64) error {
 	return nil
 }
 
+// cmaRawMax is the largest copy made as a raw system call. A copy this short takes ~15 µs here, less than sysmon
+// would let pass before it took the P back; as an ordinary system call it also tells the scheduler, which wakes
+// sysmon if it slept (all Ps idle) and sets it polling every 20 µs again for a millisecond: in NPB CG across two
+// node processes, almost every such wake-up came from a CMA copy once the doorbell had moved to the netpoller.
+// Longer copies are ordinary system calls, so that the P goes to other goroutines while the kernel copies.
+const cmaRawMax = 64 << 10
+
+// cmaSyscall makes a process_vm_readv/writev call moving n bytes: raw when it is short (see cmaRawMax).
+func cmaSyscall(n int, call, a1, a2, a3, a4, a5 uintptr) (uintptr, uintptr, unix.Errno) {
+	if n <= cmaRawMax {
+		return unix.RawSyscall6(call, a1, a2, a3, a4, a5, 0)
+	}
+	return unix.Syscall6(call, a1, a2, a3, a4, a5, 0)
+}
+
 // cmaIov is how many local iovecs cmaCopyv hands the kernel a call.
 const cmaIov = 64
 
 // cmaCopy moves len(local) bytes between local and raddr in process pid: a write when write is set, else a read.
-// It loops over partial transfers. The call may take long (it copies, and faults pages in), so it is an ordinary
-// system call that lets the scheduler run other goroutines meanwhile.
+// It loops over partial transfers. A long copy (it copies, and faults pages in) is an ordinary system call that
+// lets the scheduler run other goroutines meanwhile; a short one is raw (cmaSyscall).
 func cmaCopy(write bool, pid int, local []byte, raddr uint64) error {
 	call := unix.SYS_PROCESS_VM_READV
 	if write {
@@ -281,8 +376,8 @@ func cmaCopy(write bool, pid int, local []byte, raddr uint64) error {
 		liov := unix.Iovec{Base: &local[0]}
 		liov.SetLen(len(local))
 		riov := unix.RemoteIovec{Base: uintptr(raddr), Len: len(local)}
-		n, _, e := unix.Syscall6(uintptr(call), uintptr(pid), uintptr(unsafe.Pointer(&liov)), 1,
-			uintptr(unsafe.Pointer(&riov)), 1, 0)
+		n, _, e := cmaSyscall(len(local), uintptr(call), uintptr(pid), uintptr(unsafe.Pointer(&liov)), 1,
+			uintptr(unsafe.Pointer(&riov)), 1)
 		if e == unix.EINTR {
 			continue
 		}
