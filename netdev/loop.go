@@ -95,6 +95,22 @@ func (d *Device) loop() {
 			runtime.Gosched()
 			n, err = unix.EpollWait(d.outer, d.loopEvs, timeout)
 			d.loopBlocked.Store(false)
+			if err == nil && d.drivers.Load() > 0 {
+				// A rank started to drive (its Enter woke us) or drives already: it polls the device's set itself,
+				// which this wait did not drain. Stand down without taking the device: the rank's next Poll must
+				// not find it held by a thread that, on a box whose cores the ranks hold, may wait for a processor
+				// (idle overlap of a 1 MiB ialltoall over TCP, 5 interleaved pairs: 37 -> 59 %). The wake-up is
+				// consumed before looking for tasks, so that a task posted after the look rings again.
+				for _, ev := range d.loopEvs[:n] {
+					if ev.Fd == int32(d.evfd) {
+						var b [8]byte
+						unix.Read(d.evfd, b[:])
+					}
+				}
+				if !d.hasTasks() {
+					continue
+				}
+			}
 			d.pollMu.Lock()
 			if d.loopExited {
 				d.pollMu.Unlock()
