@@ -110,13 +110,14 @@ type Device struct {
 	busy     time.Duration
 	ln       net.Listener
 
-	started     bool // Start ran (set before any goroutine of the device exists)
-	seq         atomic.Uint64
-	closing     atomic.Bool
-	inflightRdv atomic.Int64
-	rejected    atomic.Int64
-	attached    atomic.Int64
-	lostCount   atomic.Int64
+	started      bool // Start ran (set before any goroutine of the device exists)
+	seq          atomic.Uint64
+	closing      atomic.Bool
+	inflightRdv  atomic.Int64
+	inflightRecv atomic.Int64 // rendezvous receives cleared and not yet complete (len of the peers' rdvRecv)
+	rejected     atomic.Int64
+	attached     atomic.Int64
+	lostCount    atomic.Int64
 
 	inPool    inboundPool
 	bufs      bufPool
@@ -813,12 +814,16 @@ func (d *Device) clearToSend(rts *device.Header, dst device.Payload, done device
 			r.direct = !tiny(dst, 0, dst.Len, sample[:])
 		}
 		p.rdvRecv[rts.Seq] = r
+		d.inflightRecv.Add(1)
 		p.mu.Unlock()
 	}
 	if err := p.slots[stripeOf(rts.Source, rts.Dest, len(p.slots))].send(&cts, device.Payload{}); err != nil {
 		p.mu.Lock()
 		_, mine := p.rdvRecv[rts.Seq]
 		delete(p.rdvRecv, rts.Seq)
+		if mine && cts.Length > 0 {
+			d.inflightRecv.Add(-1)
+		}
 		p.mu.Unlock()
 		if !mine && cts.Length > 0 {
 			return nil

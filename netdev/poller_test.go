@@ -179,3 +179,25 @@ func TestEnterWakesLoopWhileDriverPolls(t *testing.T) {
 		d1.Leave(true)
 	}
 }
+
+// TestStandDownFor: a loop that stood down looks again soon while rendezvous transfers are under way (a rank that
+// stops waiting without parking leaves them to it), and seldom otherwise (each look takes a core from a spinning
+// rank).
+func TestStandDownFor(t *testing.T) {
+	for _, tc := range []struct {
+		sends, recvs int64
+		want         time.Duration
+	}{
+		{0, 0, standDownIdle},
+		{1, 0, standDownCheck},
+		{0, 2, standDownCheck},
+		{3, 1, standDownCheck},
+	} {
+		d := &Device{}
+		d.inflightRdv.Store(tc.sends)
+		d.inflightRecv.Store(tc.recvs)
+		if got := d.standDownFor(); got != tc.want {
+			t.Errorf("%d sends and %d receives under way: %v, want %v", tc.sends, tc.recvs, got, tc.want)
+		}
+	}
+}
