@@ -200,7 +200,6 @@ func build(c *ranks.Comm, a *collectives.Call, algo string, persistent bool) (*o
 	o.m = Machine{s: s}
 	o.m.Reset()
 	o.tr = newTransport(o, c, len(s.Steps))
-	o.lazyNet = !a.Object && len(a.Send)+len(a.Recv) <= lazyNetBytes
 	o.onNode = o.messagesOnNode()
 	return o, nil
 }

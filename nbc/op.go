@@ -44,7 +44,6 @@ type op struct {
 	c       *ranks.Comm
 	onStart []func() // a persistent op's shared-memory schedules move to their slots' next use at each Start
 	finish  func()   // runs once the machine has finished, before the request completes (unpacking Views)
-	lazyNet bool     // a small call: started leaves the network's loop to resume lazily
 	onNode  bool     // every message of the op stays on this node (ranks.OpOnNode)
 	release []func() // what Release lets go of
 
@@ -249,22 +248,17 @@ func (o *op) idle() bool {
 }
 
 // started follows the starting call's first run: an op still under way over the network needs the device's
-// progress loop running while its rank goes on computing (ranks.World.ResumeNetwork). A small op (lazyNet) leaves
-// the loop to resume lazily, as a rank that stops waiting does (device.Poller: within the device's stand-down check,
-// a millisecond for netdev), since the common case is a Wait at once: waking the loop made it block in epoll holding
-// the device, and the Wait then had to wake it again before it could poll (strace of gompj bench iallreduce -np 2
-// -nodes 2 -sizes 8: about 40 system calls per call, 24 without it, most of the difference futex and eventfd
-// writes; the blocking allreduce's loop makes 18).
-// A large op's transfers take long enough for the loop's wake-up to pay: it is resumed at once, for overlap.
+// progress loop running while its rank goes on computing (ranks.World.ResumeNetwork), small ones too. (Small ones
+// used to leave the loop to resume lazily, because a woken loop blocked in epoll holding the device and the Wait
+// that followed had to wake it again; the loop now sleeps without the device, and a resume costs a small call no
+// time that shows: gompj bench iallreduce|ibcast|ialltoall -np 4 -nodes 2 -sizes 8 with GOMPJ_HOST_SHM=0, 5
+// interleaved pairs, 1.05, 0.84 and 0.97 times the lazy form. Left lazy, it would wait for the loop's idle
+// stand-down check, 10 ms.)
 func (o *op) started() {
-	if !o.done.Load() && !o.lazyNet && o.c.World().Device() != nil {
+	if !o.done.Load() && o.c.World().Device() != nil {
 		o.c.World().ResumeNetwork()
 	}
 }
-
-// lazyNetBytes is the most a call may move (send and receive buffers together) for its op to leave the network's
-// progress loop to resume lazily (op.started).
-const lazyNetBytes = 64 << 10
 
 // Progress implements ranks.Operation: the rank's completion calls run the op. It never reports the op finished:
 // the run that finishes it completes its request itself (step), which the caller then sees. (Reading the outcome
