@@ -644,23 +644,7 @@ func TestPersistentNeighborStartAllocations(t *testing.T) {
 							runErr = err
 						}
 					}
-					for range 10 {
-						step()
-					}
-					if c.Rank() != 0 {
-						for range runs + 1 {
-							step()
-						}
-						return runErr
-					}
-					allocs := testing.AllocsPerRun(runs, step)
-					if runErr != nil {
-						return runErr
-					}
-					if allocs > 0 {
-						return fmt.Errorf("%v allocations per Start+Wait", allocs)
-					}
-					return nil
+					return stepAllocs(c, runs, step, &runErr, "Start+Wait")
 				})
 				if err != nil {
 					t.Fatal(err)
@@ -803,23 +787,7 @@ func TestNeighborAllocations(t *testing.T) {
 									runErr = err
 								}
 							}
-							for range 10 {
-								step()
-							}
-							if c.Rank() != 0 {
-								for range runs + 1 {
-									step()
-								}
-								return runErr
-							}
-							allocs := testing.AllocsPerRun(runs, step)
-							if runErr != nil {
-								return runErr
-							}
-							if allocs > 0 {
-								return fmt.Errorf("%v allocations per call", allocs)
-							}
-							return nil
+							return stepAllocs(c, runs, step, &runErr, "call")
 						})
 						if err != nil {
 							t.Fatal(err)
@@ -829,4 +797,26 @@ func TestNeighborAllocations(t *testing.T) {
 			}
 		}
 	}
+}
+
+// stepAllocs runs a collective step the same number of times on every rank of c (10 to warm up, then as many as
+// testing.AllocsPerRun makes on rank 0) and fails if it allocated on rank 0, or if a step failed (*runErr).
+func stepAllocs(c *Comm, runs int, step func(), runErr *error, what string) error {
+	for range 10 {
+		step()
+	}
+	if c.Rank() != 0 {
+		for range runs + 1 {
+			step()
+		}
+		return *runErr
+	}
+	allocs := testing.AllocsPerRun(runs, step)
+	if *runErr != nil {
+		return *runErr
+	}
+	if allocs > 0 {
+		return fmt.Errorf("%v allocations per %s", allocs, what)
+	}
+	return nil
 }
