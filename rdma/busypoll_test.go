@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gompj/gompj/device"
+	"github.com/gompj/gompj/device/devicetest"
 	"github.com/gompj/gompj/rdma"
 	"github.com/gompj/gompj/rdma/memprov"
 )
@@ -44,7 +45,6 @@ func TestSetBusyPoll(t *testing.T) {
 	f := memprov.New(memprov.Options{})
 	var devs [2]*rdma.Device
 	var wc [2]*waitCounter
-	addrs := make([][]byte, 2)
 	for i := range 2 {
 		ep, err := f.Open(rdma.EndpointConfig{Node: i, Nodes: 2})
 		if err != nil {
@@ -56,22 +56,10 @@ func TestSetBusyPoll(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		devs[i], addrs[i] = d, d.Address()
+		devs[i] = d
 	}
 	sinks := [2]*countSink{{w: wc[0], got: make(chan struct{})}, {w: wc[1], got: make(chan struct{})}}
-	for i, d := range devs {
-		a := [][]byte{addrs[0], addrs[1]}
-		a[i] = nil
-		if err := d.Start(sinks[i], a); err != nil {
-			t.Fatal(err)
-		}
-		defer d.Close()
-	}
-	for _, d := range devs {
-		if err := d.WaitConnected(10 * time.Second); err != nil {
-			t.Fatal(err)
-		}
-	}
+	devicetest.Connect(t, []device.Transport{devs[0], devs[1]}, []device.Sink{sinks[0], sinks[1]}, 10*time.Second)
 	if err := devs[0].SendEager(&device.Header{Kind: device.KindEager, Type: 1, Source: 0, Dest: 1}, []byte("x"), nil); err != nil {
 		t.Fatal(err)
 	}

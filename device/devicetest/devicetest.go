@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -160,7 +161,6 @@ type cluster struct {
 func start(t *testing.T, j *Job) *cluster {
 	t.Helper()
 	c := &cluster{j: j}
-	addrs := make([][]byte, j.Nodes)
 	for i := range j.Nodes {
 		tr := j.Open(t, i)
 		c.trs = append(c.trs, tr)
@@ -169,33 +169,48 @@ func start(t *testing.T, j *Job) *cluster {
 		if len(a) == 0 || len(a) > device.MaxAddress {
 			t.Fatalf("node %d: address blob of %d bytes (1..%d)", i, len(a), device.MaxAddress)
 		}
-		addrs[i] = bytes.Clone(a)
+	}
+	Connect(t, c.trs, sinks(c.sinks), j.Timeout)
+	return c
+}
+
+// Connect starts the transports of one job, each with its node's sink and the other nodes' addresses, waits until
+// every one is connected, and closes them all (at once, as processes would) when the test ends: the start-up of a
+// device test that wires its own sinks.
+func Connect(t testing.TB, trs []device.Transport, sinks []device.Sink, timeout time.Duration) {
+	t.Helper()
+	addrs := make([][]byte, len(trs))
+	for i, tr := range trs {
+		addrs[i] = bytes.Clone(tr.Address())
 	}
 	t.Cleanup(func() {
 		var wg sync.WaitGroup
-		for _, tr := range c.trs {
+		for _, tr := range trs {
 			wg.Add(1)
 			go func() { defer wg.Done(); tr.Close() }()
 		}
 		wg.Wait()
 	})
-	for i, tr := range c.trs {
-		mine := make([][]byte, j.Nodes)
-		for k := range j.Nodes {
-			if k != i {
-				mine[k] = addrs[k]
-			}
-		}
-		if err := tr.Start(c.sinks[i], mine); err != nil {
+	for i, tr := range trs {
+		mine := slices.Clone(addrs)
+		mine[i] = nil
+		if err := tr.Start(sinks[i], mine); err != nil {
 			t.Fatalf("node %d: start: %v", i, err)
 		}
 	}
-	for i, tr := range c.trs {
-		if err := tr.WaitConnected(j.Timeout); err != nil {
+	for i, tr := range trs {
+		if err := tr.WaitConnected(timeout); err != nil {
 			t.Fatalf("node %d: %v", i, err)
 		}
 	}
-	return c
+}
+
+func sinks(ss []*Sink) []device.Sink {
+	out := make([]device.Sink, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }
 
 // doneFunc is a Completer that checks it is called once.

@@ -87,26 +87,28 @@ type readvEndpoint struct{ *endpoint }
 
 // Readv implements rdma.VectorRMA.
 func (e readvEndpoint) Readv(node int, locals [][]byte, raddr, rkey, ctx uint64) error {
-	n := 0
-	for _, b := range locals {
-		n += len(b)
-	}
-	if len(locals) > device.IovMax {
-		return fmt.Errorf("memprov: readv into %d buffers, over %d", len(locals), device.IovMax)
-	}
-	return e.rmav(false, node, locals, n, nil, raddr, rkey, ctx)
+	return e.vectored(false, node, locals, raddr, rkey, ctx)
 }
 
 // Writev implements rdma.VectorRMA.
 func (e readvEndpoint) Writev(node int, locals [][]byte, raddr, rkey, ctx uint64) error {
+	return e.vectored(true, node, locals, raddr, rkey, ctx)
+}
+
+// vectored checks a vectored one-sided operation's buffers (at most device.IovMax) and posts it.
+func (e readvEndpoint) vectored(write bool, node int, locals [][]byte, raddr, rkey, ctx uint64) error {
+	if len(locals) > device.IovMax {
+		what := "readv into"
+		if write {
+			what = "writev from"
+		}
+		return fmt.Errorf("memprov: %s %d buffers, over %d", what, len(locals), device.IovMax)
+	}
 	n := 0
 	for _, b := range locals {
 		n += len(b)
 	}
-	if len(locals) > device.IovMax {
-		return fmt.Errorf("memprov: writev from %d buffers, over %d", len(locals), device.IovMax)
-	}
-	return e.rmav(true, node, locals, n, nil, raddr, rkey, ctx)
+	return e.rmav(write, node, locals, n, nil, raddr, rkey, ctx)
 }
 
 // Kill makes ep vanish as a killed process would: its peers see OpPeerLost, and it does nothing more.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gompj/gompj/device"
+	"github.com/gompj/gompj/device/devicetest"
 	"github.com/gompj/gompj/rdma"
 )
 
@@ -50,7 +51,6 @@ func BenchmarkPingPong(b *testing.B) {
 func pingPong(b *testing.B, noCMA bool, size int) {
 	var devs [2]*rdma.Device
 	var sinks [2]*pingSink
-	addrs := make([][]byte, 2)
 	for i := range 2 {
 		ep, err := Provider{Opts: Options{NoCMA: noCMA}}.Open(rdma.EndpointConfig{Node: i, Nodes: 2, Secret: testSecret})
 		if err != nil {
@@ -62,25 +62,8 @@ func pingPong(b *testing.B, noCMA bool, size int) {
 		}
 		devs[i] = d
 		sinks[i] = &pingSink{d: d, buf: make([]byte, size)}
-		addrs[i] = d.Address()
 	}
-	for i, d := range devs {
-		mine := [][]byte{addrs[0], addrs[1]}
-		mine[i] = nil
-		if err := d.Start(sinks[i], mine); err != nil {
-			b.Fatal(err)
-		}
-	}
-	for _, d := range devs {
-		if err := d.WaitConnected(10 * time.Second); err != nil {
-			b.Fatal(err)
-		}
-	}
-	defer func() {
-		for _, d := range devs {
-			d.Close()
-		}
-	}()
+	devicetest.Connect(b, []device.Transport{devs[0], devs[1]}, []device.Sink{sinks[0], sinks[1]}, 10*time.Second)
 	payload := make([]byte, size)
 	send := func(i int, done *doneFlag) {
 		d := devs[i]
@@ -135,7 +118,6 @@ func pingPong(b *testing.B, noCMA bool, size int) {
 func TestEagerAllocs(t *testing.T) {
 	var devs [2]*rdma.Device
 	var sinks [2]*pingSink
-	addrs := make([][]byte, 2)
 	for i := range 2 {
 		ep, err := Provider{}.Open(rdma.EndpointConfig{Node: i, Nodes: 2, Secret: testSecret})
 		if err != nil {
@@ -145,21 +127,9 @@ func TestEagerAllocs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		devs[i], sinks[i], addrs[i] = d, &pingSink{d: d}, d.Address()
+		devs[i], sinks[i] = d, &pingSink{d: d}
 	}
-	for i, d := range devs {
-		a := [][]byte{addrs[0], addrs[1]}
-		a[i] = nil
-		if err := d.Start(sinks[i], a); err != nil {
-			t.Fatal(err)
-		}
-		defer d.Close()
-	}
-	for _, d := range devs {
-		if err := d.WaitConnected(10 * time.Second); err != nil {
-			t.Fatal(err)
-		}
-	}
+	devicetest.Connect(t, []device.Transport{devs[0], devs[1]}, []device.Sink{sinks[0], sinks[1]}, 10*time.Second)
 	payload := make([]byte, 100)
 	h := &device.Header{Kind: device.KindEager, Type: 1, Source: 0, Dest: 1}
 	devs[1].Enter()

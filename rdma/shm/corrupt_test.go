@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gompj/gompj/device"
+	"github.com/gompj/gompj/device/devicetest"
 	"github.com/gompj/gompj/rdma"
 )
 
@@ -31,7 +32,6 @@ func TestCorruptEntryLosesPeer(t *testing.T) {
 	var devs [2]*rdma.Device
 	var eps [2]*endpoint
 	sinks := [2]*lostSink{{lost: make(chan error, 1)}, {lost: make(chan error, 1)}}
-	addrs := make([][]byte, 2)
 	for i := range 2 {
 		ep, err := Provider{}.Open(rdma.EndpointConfig{Node: i, Nodes: 2, Secret: testSecret})
 		if err != nil {
@@ -41,21 +41,9 @@ func TestCorruptEntryLosesPeer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		devs[i], eps[i], addrs[i] = d, ep.(*endpoint), d.Address()
+		devs[i], eps[i] = d, ep.(*endpoint)
 	}
-	for i, d := range devs {
-		a := [][]byte{addrs[0], addrs[1]}
-		a[i] = nil
-		if err := d.Start(sinks[i], a); err != nil {
-			t.Fatal(err)
-		}
-		defer d.Close()
-	}
-	for _, d := range devs {
-		if err := d.WaitConnected(10 * time.Second); err != nil {
-			t.Fatal(err)
-		}
-	}
+	devicetest.Connect(t, []device.Transport{devs[0], devs[1]}, []device.Sink{sinks[0], sinks[1]}, 10*time.Second)
 	// A message goes through; then node 0 "writes" garbage where its next entry would be.
 	if err := devs[0].SendEager(&device.Header{Kind: device.KindEager, Type: 1, Source: 0, Dest: 1}, []byte("ok"), nil); err != nil {
 		t.Fatal(err)
