@@ -70,7 +70,10 @@ allgather      *      *     *        ring
 allgatherv     local  *     *        shm
 allgatherv     *      *     *        ring
 alltoall       local  *     *        shm
-alltoall       multi  *     *        hier
+# across nodes the node-aware alltoall saves messages but copies every block twice more (to the leader and back
+# out); from 512 KiB blocks the copies cost more than the messages (np 4 on 2 nodes, 1 MiB: 1190 against 505-733 us
+# over shared memory, 3200-4046 against 2170-2208 us over TCP; NPB FT class A 0.65 against 0.58 s)
+alltoall       multi  *     0-256K   hier
 alltoall       *      *     0-1K     bruck
 alltoall       *      *     *        pairwise
 # nonblocking alltoall across nodes: from 8 KiB blocks the node-aware schedule's copies (every member's buffer

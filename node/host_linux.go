@@ -30,3 +30,13 @@ func hostIdentity() string {
 	}
 	return id
 }
+
+// onlineCPUs is the number of CPUs online on the host (/sys/devices/system/cpu/online, "0-3,8-11"), whatever this
+// process's affinity; 0 when it cannot be read.
+func onlineCPUs() int {
+	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		return 0
+	}
+	return countCPUList(strings.TrimSpace(string(b)))
+}
