@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"runtime"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -59,6 +58,7 @@ func (d *Device) loop() {
 		if d.drivers.Load() > 0 && !d.hasTasks() && d.standDownOK() {
 			// A rank is driving the device (Poll): stand down until the last driver parks, or look again soon.
 			resume.Reset(d.standDownFor())
+			d.sleep.hush(d.ep, true)
 			d.standing.Store(true)
 			select {
 			case <-d.kick:
@@ -95,7 +95,7 @@ func (d *Device) loop() {
 				continue
 			}
 			// The loop sleeps in an epoll set of its own, which holds the eventfd and the device's set (ready when
-			// a connection is), and without pollMu:
+			// a connection is), parked in the netpoller (sleeper), and without pollMu:
 			//   - a rank that starts to drive polls at once rather than wait for this thread to be woken and
 			//     scheduled, which on a box whose cores the ranks hold takes up to a time slice;
 			//   - a driving rank's polls of the device's set cannot take the eventfd's wake-up meant for the loop.
@@ -105,11 +105,8 @@ func (d *Device) loop() {
 			// What it then finds it handles under the lock, after any Poll under way (reads are non-blocking: a
 			// connection a rank drained reads nothing).
 			d.pollMu.Unlock()
-			// Goroutines this round made runnable (a collective's next step on the worker pool, a woken rank) wait in
-			// this P's run queue; a blocking system call keeps the P, and while the ranks hold the other Ps they would
-			// wait for sysmon to take it back (20 us to 10 ms). Let them run first.
-			runtime.Gosched()
-			n, err = unix.EpollWait(d.outer, d.loopEvs, timeout)
+			d.sleep.hush(d.ep, false)
+			n, err = d.sleep.sleep(timeout)
 			d.loopBlocked.Store(false)
 			// The wake-up is consumed before looking for tasks, so that a task posted after the look rings again.
 			woken := false

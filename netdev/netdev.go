@@ -123,9 +123,10 @@ type Device struct {
 	bufs      bufPool
 	releaseFn func(*device.Inbound)
 
-	ep    int // epoll: the connections, polled by the loop and by driving ranks
-	outer int // the loop's blocking epoll set: ep and evfd, so that only the loop sees evfd
-	evfd  int // wakes the loop: posted tasks, a rank that starts to drive
+	ep    int      // epoll: the connections, polled by the loop and by driving ranks
+	outer int      // the loop's epoll set: ep and evfd, so that only the loop sees evfd
+	sleep *sleeper // outer in the netpoller, where the loop sleeps
+	evfd  int      // wakes the loop: posted tasks, a rank that starts to drive
 
 	taskMu    sync.Mutex
 	evClosed  bool
@@ -434,6 +435,11 @@ func (d *Device) start() error {
 		unix.Close(d.evfd)
 		return fmt.Errorf("netdev: epoll add: %w", err)
 	}
+	if d.sleep, err = newSleeper(d.outer, d.loopEvs); err != nil { // it owns outer from here on
+		unix.Close(d.ep)
+		unix.Close(d.evfd)
+		return err
+	}
 	go d.loop()
 	d.spawn(d.acceptLoop)
 	if !cfg.Lazy {
@@ -590,7 +596,9 @@ func (d *Device) Close() error {
 		unix.Close(d.evfd)
 		d.taskMu.Unlock()
 		d.runTasks()
-		unix.Close(d.outer)
+		if d.sleep != nil {
+			d.sleep.close()
+		}
 		unix.Close(d.ep)
 		d.closeErr = d.closeReport
 	})
