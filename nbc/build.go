@@ -56,13 +56,20 @@ func buildP2P(s *Schedule, sp *spec) error {
 		}
 	case "allreduce":
 		acc := a.Recv[:len(a.Send)]
+		if n > 1 && sp.algo == "rabenseifner" && pof2Below(n) == n {
+			// Its first round sends from the send buffer, and copies into the result only the part it keeps,
+			// after the first receive: the starting call posts at once (its copy of the whole buffer was most of
+			// what an Iallreduce's call cost, and of what a computing rank's overlap lost), and half the copy goes.
+			b.rabenseifner(a.Kernel, acc, a.Send, a.Sz)
+			return nil
+		}
 		s.Copy(acc, a.Send)
 		if n == 1 {
 			return nil
 		}
 		switch sp.algo {
 		case "rabenseifner":
-			b.rabenseifner(a.Kernel, acc, a.Sz)
+			b.rabenseifner(a.Kernel, acc, nil, a.Sz)
 		case "ring":
 			b.ringAllreduce(a.Kernel, acc, a.Sz)
 		case "reduce_bcast":

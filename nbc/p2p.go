@@ -237,7 +237,10 @@ func (b p2pb) recursiveDoubling(k Kernel, commute bool, acc []byte) {
 }
 
 // rabenseifner allreduce (commutative ops): reduce-scatter by recursive halving, allgather by recursive doubling.
-func (b p2pb) rabenseifner(k Kernel, acc []byte, sz int) {
+// With send (a power-of-two size only: no fold), acc does not hold the rank's contribution yet: the first halving
+// step sends from send, and copies into acc only the part it keeps before it reduces into it; every other part of
+// acc is received whole in the allgather.
+func (b p2pb) rabenseifner(k Kernel, acc, send []byte, sz int) {
 	tmp := make([]byte, len(acc))
 	newrank, pof2, rem := b.fold(k, acc, tmp)
 	if newrank >= 0 {
@@ -260,7 +263,12 @@ func (b p2pb) rabenseifner(k Kernel, acc []byte, sz int) {
 			}
 			r := tmp[disp[rLo]:disp[rHi]]
 			b.s.Round()
-			b.sendrecv(acc[disp[sLo]:disp[sHi]], dst, r, dst, tagAllreduce)
+			if send != nil && mask == 1 {
+				b.sendrecv(send[disp[sLo]:disp[sHi]], dst, r, dst, tagAllreduce)
+				b.s.Copy(acc[disp[rLo]:disp[rHi]], send[disp[rLo]:disp[rHi]])
+			} else {
+				b.sendrecv(acc[disp[sLo]:disp[sHi]], dst, r, dst, tagAllreduce)
+			}
 			b.s.ReduceLeft(k, acc[disp[rLo]:disp[rHi]], r) // commutative: either order
 			sendIdx = recvIdx
 			if mask*2 < pof2 {
