@@ -155,6 +155,8 @@ type Device struct {
 
 	// Owned by the progress loop: guarded by pollMu, held by the loop or by a rank in Poll.
 	pollMu      sync.Mutex
+	loopHandles atomic.Int64 // since when (clock) the loop holds pollMu to handle events; 0: it does not
+	epoch       time.Time
 	evs         []unix.EpollEvent // Poll's and the loop's non-blocking rounds
 	loopEvs     []unix.EpollEvent // the loop's blocking epoll_wait, which runs without pollMu (loop only)
 	lastActive  time.Time
@@ -390,6 +392,7 @@ func newDevice(cfg Config) (*Device, error) {
 		ep:       -1,
 		evfd:     -1,
 		outer:    -1,
+		epoch:    time.Now(),
 	}
 	d.releaseFn = d.release
 	for r := range cfg.Ranks {

@@ -4,6 +4,7 @@ package netdev
 
 import (
 	"bytes"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -199,5 +200,50 @@ func TestStandDownFor(t *testing.T) {
 		if got := d.standDownFor(); got != tc.want {
 			t.Errorf("%d sends and %d receives under way: %v, want %v", tc.sends, tc.recvs, got, tc.want)
 		}
+	}
+}
+
+// TestPollWaitsForLongLoopRound: a Poll that finds the device held by the loop leaves it to the loop while the
+// loop's round is young, and waits for the round, parked on the lock, once it has taken longer than loopGrace (the
+// loop's thread may be waiting for the core the polling rank would spin on); then it polls.
+func TestPollWaitsForLongLoopRound(t *testing.T) {
+	c := startCluster(t, 2, 1, nil)
+	d1 := c.devs[1]
+	waitUntil(t, 5*time.Second, "the loop to sleep in epoll_wait", d1.loopBlocked.Load)
+	d1.pollMu.Lock() // this test stands in for the loop in a round of handling
+	before := d1.polls
+	d1.loopHandles.Store(d1.clock() + int64(time.Hour)) // a round that began just now, whatever the clock does
+	young := d1.Poll() || d1.polls != before
+	d1.loopHandles.Store(max(d1.clock()-int64(time.Second), 1))
+	started, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		close(started)
+		d1.Poll()
+		close(done)
+	}()
+	<-started
+	early := false
+	for i := 0; i < 1000 && !early; i++ {
+		runtime.Gosched()
+		select {
+		case <-done:
+			early = true
+		default:
+		}
+	}
+	d1.loopHandles.Store(0)
+	d1.pollMu.Unlock() // before any Fatal: closing the device takes the lock
+	if young {
+		t.Fatal("a Poll during a young round of the loop did not leave it to the loop")
+	}
+	if early {
+		t.Fatal("a Poll during a long round of the loop returned before the round ended")
+	}
+	<-done
+	d1.pollMu.Lock()
+	after := d1.polls
+	d1.pollMu.Unlock()
+	if after != before+1 {
+		t.Fatalf("%d polls after the round, want %d: the waiting Poll did not poll", after, before+1)
 	}
 }
