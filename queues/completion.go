@@ -217,6 +217,13 @@ func (p *Policy) spinDriven(cond func() bool) bool {
 
 // Wait waits for c per the policy. It reports false if abort was closed first.
 func (c *Completion) Wait(p *Policy, abort <-chan struct{}) bool {
+	return c.WaitHelp(p, abort, nil)
+}
+
+// WaitHelp is Wait that, while it spins without a driver, calls help (if not nil) between rounds of looks: help may
+// do a share of the work the completion waits for (a large copy into the waiter's buffer that the completer shares
+// out, ranks' coop.go), on a core that would otherwise only spin.
+func (c *Completion) WaitHelp(p *Policy, abort <-chan struct{}, help func()) bool {
 	if c.state.Load() == stateDone {
 		return true
 	}
@@ -234,6 +241,9 @@ func (c *Completion) Wait(p *Policy, abort <-chan struct{}) bool {
 				if c.state.Load() == stateDone {
 					return true
 				}
+			}
+			if help != nil {
+				help()
 			}
 			now := time.Now()
 			if deadline.IsZero() {

@@ -170,7 +170,7 @@ func (rk *Rank) completed(k reqKind) *Request {
 // waitInternal waits for a pooled request of a blocking call and recycles it.
 func (rk *Rank) waitInternal(req *Request) error {
 	w := rk.w
-	if !req.done.Wait(w.waitPolicy(req.remote), w.abortCh) {
+	if !req.done.WaitHelp(w.waitPolicy(req.remote), w.abortCh, rk.helper(req.remote)) {
 		// Someone may still complete req later: never recycle it.
 		return w.abortError()
 	}
@@ -231,7 +231,7 @@ func (c *Comm) startSendMem(v Mem, enc []byte, dest, tag int, mode sendMode, int
 	}
 	{
 		if prim {
-			rr.fill(env, v)
+			rr.fill(env, v, r)
 		} else {
 			m := getMsg()
 			m.item.Env, m.typ, m.count, m.proto, m.data, m.class = env, TypeObject, 1, eagerOwned, enc, -1
@@ -268,7 +268,7 @@ unexpected:
 	}
 	sreq := c.r.sendReq(internal, pr)
 	sreq.rk, sreq.held = r, m // until a receive takes m, Cancel may withdraw it (see msg.taken)
-	m.proto, m.data, m.sview, m.soff, m.class, m.sreq = rendezvousLocal, v.Bytes(), v.view, v.off, -1, sreq
+	m.proto, m.data, m.sview, m.soff, m.class, m.sreq, m.from = rendezvousLocal, v.Bytes(), v.view, v.off, -1, sreq, c.r
 	if !prim {
 		m.proto, m.data = eagerOwned, enc // an encoded object is ours; a synchronous send still waits for the match
 	}
@@ -278,8 +278,9 @@ unexpected:
 }
 
 // fill completes a posted primitive receive with the message src (one copy, block by block where either side is
-// a View), checking type and size.
-func (rr *Request) fill(env queues.Envelope, src Mem) {
+// a View), checking type and size. A large copy is shared with waiter's rank, the receiver or the sender that waits
+// for it, if it spins meanwhile (coop.go); nil copies alone.
+func (rr *Request) fill(env queues.Envelope, src Mem, waiter *Rank) {
 	rv := rr.mem()
 	n := src.Size()
 	rr.setStatus(env.Src, env.Tag, int64(n), src.Type)
@@ -302,7 +303,7 @@ func (rr *Request) fill(env queues.Envelope, src Mem) {
 		n = rv.Size()
 		rr.bytes = int64(n)
 	}
-	CopyMem(rv, src, n)
+	copyShared(rv, src, n, waiter)
 }
 
 // bytesMem is the memory of count elements of typ held contiguously in data.
@@ -348,7 +349,11 @@ func (w *World) consume(rk *Rank, rr *Request, m *msg) {
 	if m.typ == TypeObject {
 		rr.takeObject(m) // m now belongs to rr (or was released on a type error)
 	} else {
-		rr.fill(env, m.src())
+		var waiter *Rank // the sender, waiting for its rendezvous
+		if m.proto == rendezvousLocal {
+			waiter = m.from
+		}
+		rr.fill(env, m.src(), waiter)
 		rk.recycle(m)
 	}
 	if sreq != nil {
@@ -536,7 +541,7 @@ func (c *Comm) Recv(buf any, source, tag int) (Status, error) {
 	rr := c.r.getReq(kindRecv)
 	rr.setMem(v)
 	c.postRecv(rr, source, tag)
-	if !rr.done.Wait(c.w.waitPolicy(rr.remote), c.w.abortCh) {
+	if !rr.done.WaitHelp(c.w.waitPolicy(rr.remote), c.w.abortCh, c.r.helper(rr.remote)) {
 		return Status{}, c.w.abortError() // rr may still be matched later: never recycle it
 	}
 	st, err := rr.status(), rr.err
@@ -620,7 +625,7 @@ func (c *Comm) postRecv(rr *Request, source, tag int) {
 		if m.inPlace {
 			// A small local eager message is consumed under the lock, which it then returns to the rank's list
 			// for the next sender to this rank: the copy is a few words, and no pool is touched.
-			rr.fill(m.item.Env, bytesMem(m.typ, m.count, m.data))
+			rr.fill(m.item.Env, bytesMem(m.typ, m.count, m.data), nil)
 			r.keepMsg(m)
 			r.mu.Unlock()
 			rr.done.Complete()

@@ -53,7 +53,7 @@ var errStopped = errors.New("stopped")
 func (r *Request) await(stop <-chan struct{}) error {
 	w := r.w
 	if r.kind != kindOp && stop == nil && w.orphans.n.Load() == 0 && (r.owner == nil || r.owner.ops.n.Load() == 0) {
-		if !r.done.Wait(w.waitPolicy(r.remote), w.abortCh) {
+		if !r.done.WaitHelp(w.waitPolicy(r.remote), w.abortCh, r.owner.helper(r.remote)) {
 			return w.abortError()
 		}
 		return nil

@@ -176,7 +176,7 @@ func TestSlotStaleClaim(t *testing.T) {
 	if got := r.claimSlot(queues.Envelope{Src: 0, Tag: 7}); got != rr {
 		t.Fatal("the matching claim failed")
 	}
-	rr.fill(queues.Envelope{Src: 0, Tag: 7}, Mem{Type: TypeInt64})
+	rr.fill(queues.Envelope{Src: 0, Tag: 7}, Mem{Type: TypeInt64}, nil)
 	rr.done.Complete()
 	r.putReq(rr)
 	again := recv(0, 9)

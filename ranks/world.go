@@ -117,7 +117,7 @@ type Rank struct {
 	agreeing  []*agreement               // the context agreements in flight on this rank
 	bsend     atomic.Pointer[bsendState] // the buffer attached for buffered sends (bsend.go), made on first use
 	ops       *rankOps                   // the rank's active operation requests (ops.go)
-	_         [8]byte                    // to a multiple of 64 bytes (TestRankLayout)
+	coop      *coop                      // a large copy into or out of this rank's buffers, shared (coop.go)
 }
 
 // MinUnexpectedShare is the least unexpected eager data a rank may hold from its own node, whatever
@@ -158,7 +158,7 @@ func NewWorld(o Options) (*World, error) {
 		share = UnexpectedShare(o.UnexpectedLimit, len(w.ranks))
 	}
 	for i := range w.ranks {
-		r := &Rank{w: w, id: o.Lo + i, nextCtx: 1, share: share, ops: &rankOps{}}
+		r := &Rank{w: w, id: o.Lo + i, nextCtx: 1, share: share, ops: &rankOps{}, coop: newCoop()}
 		r.world = &Comm{r: r, w: w, rank: r.id, size: o.Size, ctx: 0}
 		w.ranks[i] = r
 	}
@@ -297,6 +297,7 @@ type msg struct {
 	// held is what the message counts against its receiver's share (see Rank.reserve); 0 if it is not counted.
 	held  int64
 	sreq  *Request
+	from  *Rank // rendezvousLocal: the sending rank, whose wait may help with the copy (coop.go)
 	in    *device.Inbound
 	rts   device.Header
 	small [smallMsg]byte // the payload of a small eager message, in place
