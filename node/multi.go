@@ -205,7 +205,7 @@ func runMulti(cfg Config, body Body) error {
 	}
 	// After the policy, which compares the host's ranks with all its cores; before the worker pool, sized by
 	// GOMAXPROCS.
-	shareCores(hi-lo, rt.sameHost())
+	routes += shareCores(hi-lo, rt.sameHost())
 	var w *ranks.World
 	pool, exec, err := executor(cfg, func(err error) { w.Abort(err) })
 	if err != nil {

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"fmt"
 	"os"
 	"runtime"
 	"strconv"
@@ -26,13 +27,17 @@ func procShare(cpus, online, mine, host int, userSet bool) int {
 	return max(1, (cpus*mine+host/2)/host)
 }
 
-// shareCores applies procShare to this process; it returns the GOMAXPROCS now in force.
-func shareCores(mine, host int) int {
+// shareCores applies procShare to this process. It returns a line for the route table (`gompj info -nodes`) when
+// it changed GOMAXPROCS, else "".
+func shareCores(mine, host int) string {
 	_, userSet := os.LookupEnv("GOMAXPROCS")
-	if n := procShare(runtime.NumCPU(), onlineCPUs(), mine, host, userSet); n > 0 && n < runtime.GOMAXPROCS(0) {
-		runtime.GOMAXPROCS(n)
+	n := procShare(runtime.NumCPU(), onlineCPUs(), mine, host, userSet)
+	if n <= 0 || n >= runtime.GOMAXPROCS(0) {
+		return ""
 	}
-	return runtime.GOMAXPROCS(0)
+	runtime.GOMAXPROCS(n)
+	return fmt.Sprintf("\n  %-8s GOMAXPROCS %d: this host's %d ranks outnumber its %d CPUs, which its node processes share",
+		"cores", n, host, runtime.NumCPU())
 }
 
 // countCPUList counts the CPUs of a Linux CPU list ("0-3,8,10-11"); 0 when it is malformed.
