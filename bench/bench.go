@@ -253,10 +253,8 @@ func runRows(c *gompj.Comm, b *Benchmark, sizes []int, o *Options, rep Report, o
 			return fmt.Errorf("%s, %d bytes: %w", b.Name, size, err)
 		}
 		if b.Average {
-			for i := range row {
-				if row[i], err = average(c, row[i]); err != nil {
-					return err
-				}
+			if err = averageRow(c, row); err != nil {
+				return err
 			}
 			if b.Derive != nil {
 				b.Derive(row)
@@ -286,20 +284,34 @@ func runRows(c *gompj.Comm, b *Benchmark, sizes []int, o *Options, rep Report, o
 	return nil
 }
 
-// average returns, on rank 0, the mean of every rank's v (point-to-point, so it needs no collective).
+// average returns, on rank 0, the mean of every rank's v.
 func average(c *gompj.Comm, v float64) (float64, error) {
-	buf := []float64{v}
+	row := []float64{v}
+	err := averageRow(c, row)
+	return row[0], err
+}
+
+// averageRow replaces row, on rank 0, by the mean of every rank's row, column by column (point-to-point, so it
+// needs no collective). Each rank's row travels as one message, received from each rank in turn: averaged a
+// column at a time from any source, a rank that was ahead had sent its next column before a slower rank's figure
+// for this one arrived, and columns mixed (the halo benchmark's first column read 20-40 % high).
+func averageRow(c *gompj.Comm, row []float64) error {
 	if c.Rank() != 0 {
-		return v, c.Send(buf, 0, tagCollect)
+		return c.Send(row, 0, tagCollect)
 	}
-	sum := v
+	buf := make([]float64, len(row))
 	for i := 1; i < c.Size(); i++ {
-		if _, err := c.Recv(buf, gompj.AnySource, tagCollect); err != nil {
-			return 0, err
+		if _, err := c.Recv(buf, i, tagCollect); err != nil {
+			return err
 		}
-		sum += buf[0]
+		for k, v := range buf {
+			row[k] += v
+		}
 	}
-	return sum / float64(c.Size()), nil
+	for k := range row {
+		row[k] /= float64(c.Size())
+	}
+	return nil
 }
 
 // pageSize is the alignment of benchmark buffers, as OSU's posix_memalign gives them.

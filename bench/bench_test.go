@@ -2,11 +2,13 @@ package bench
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gompj/gompj"
@@ -153,6 +155,48 @@ func TestBandwidthAllocations(t *testing.T) {
 		t.Logf("%s: %.3f allocations per message", name, per)
 		if per > 0.3 {
 			t.Errorf("%s: %.2f allocations per message", name, per)
+		}
+	}
+}
+
+var (
+	registerAveraged sync.Once
+	averagedColumns  = &Benchmark{Name: "test-averaged-columns", Title: "test", MinRanks: 1, Average: true,
+		Sizes: []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}, Columns: []string{"a", "b", "c", "b/a"},
+		RunRow: func(c *gompj.Comm, size int, o *Options) ([]float64, error) {
+			r := float64(c.Rank() + 1)
+			return []float64{r, 10 * r, 100*r + float64(size), 0}, nil
+		},
+		Derive: func(row []float64) { row[3] = row[1] / row[0] }}
+)
+
+// TestAveragedColumns checks that a benchmark of several columns prints, per column, the mean of every rank's
+// figure for that column. Ranks that finish a row early send all of its columns at once; averaged a column at a
+// time from any source, the columns used to mix (the halo benchmark's first column read 20-40 % high).
+func TestAveragedColumns(t *testing.T) {
+	const np = 5
+	sizes := averagedColumns.Sizes
+	registerAveraged.Do(func() { Register(averagedColumns) })
+	var out bytes.Buffer
+	err := gompj.RunWith(gompj.Config{Ranks: np}, func(c *gompj.Comm) error {
+		return Run(c, "test-averaged-columns", Options{JSON: true}, &out)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("%v in %s", err, out.String())
+	}
+	if len(rep.Points) != len(sizes) {
+		t.Fatalf("%d rows, want %d", len(rep.Points), len(sizes))
+	}
+	for _, p := range rep.Points {
+		want := []float64{3, 30, 300 + float64(p.Size), 10} // the mean of 1..5 is 3
+		for k, v := range p.Values {
+			if math.Abs(v-want[k]) > 1e-9 {
+				t.Fatalf("size %d: columns %v, want %v", p.Size, p.Values, want)
+			}
 		}
 	}
 }
