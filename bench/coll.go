@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"sort"
+
 	"github.com/gompj/gompj"
 )
 
@@ -52,39 +54,12 @@ func collLatency(c *gompj.Comm, coll string, size int, o *Options, setup func(*g
 		defer c.ForceAlgorithm(coll, "")
 	}
 	iters, warmup := o.iterations(size, 1000, 100)
-	call := setup(c, size)
+	once := timedCall(c, setup(c, size))
 	if err := c.Barrier(); err != nil {
 		return 0, err
 	}
-	once := func() (float64, error) {
-		t0 := gompj.Wtime()
-		if err := call(); err != nil {
-			return 0, err
-		}
-		t := gompj.Wtime() - t0
-		return t, c.Barrier()
-	}
-	// Warm up: the given number of calls, and by default for at least minWarmup as well (rank 0's clock decides, so
-	// that every rank makes the same calls): a Go process's runtime is busy for its first milliseconds (sysmon
-	// polls every 20 us until it finds nothing to do, and each poll takes a core from a spinning rank for tens of
-	// microseconds), longer than a thousand calls of a small collective last.
-	start := gompj.Wtime()
-	for {
-		for i := 0; i < warmup; i++ {
-			if _, err := once(); err != nil {
-				return 0, err
-			}
-		}
-		more := []byte{0}
-		if o.Warmup == 0 && c.Rank() == 0 && gompj.Wtime()-start < minWarmup {
-			more[0] = 1
-		}
-		if err := c.Bcast(more, 0); err != nil {
-			return 0, err
-		}
-		if more[0] == 0 {
-			break
-		}
+	if err := warmUp(c, o, warmup, once); err != nil {
+		return 0, err
 	}
 	var total float64
 	for i := 0; i < iters; i++ {
@@ -95,6 +70,86 @@ func collLatency(c *gompj.Comm, coll string, size int, o *Options, setup func(*g
 		total += t
 	}
 	return total * 1e6 / float64(iters), nil
+}
+
+// timedCall returns a function that times one call and then waits in an untimed barrier, as OSU's loops do.
+func timedCall(c *gompj.Comm, call func() error) func() (float64, error) {
+	return func() (float64, error) {
+		t0 := gompj.Wtime()
+		if err := call(); err != nil {
+			return 0, err
+		}
+		t := gompj.Wtime() - t0
+		return t, c.Barrier()
+	}
+}
+
+// warmUp makes the given number of calls, and by default goes on for at least minWarmup (rank 0's clock decides,
+// so that every rank makes the same calls): a Go process's runtime is busy for its first milliseconds (sysmon
+// polls every 20 us until it finds nothing to do, and each poll takes a core from a spinning rank for tens of
+// microseconds), longer than a thousand calls of a small collective last.
+func warmUp(c *gompj.Comm, o *Options, warmup int, once func() (float64, error)) error {
+	start := gompj.Wtime()
+	for {
+		for i := 0; i < warmup; i++ {
+			if _, err := once(); err != nil {
+				return err
+			}
+		}
+		more := []byte{0}
+		if o.Warmup == 0 && c.Rank() == 0 && gompj.Wtime()-start < minWarmup {
+			more[0] = 1
+		}
+		if err := c.Bcast(more, 0); err != nil {
+			return err
+		}
+		if more[0] == 0 {
+			return nil
+		}
+	}
+}
+
+// interleavedLatencies times several ways of doing the same thing against each other, fairly on a machine whose
+// speed drifts: after warming each up, it runs them in turn, a batch of calls each, for rounds of batches, and
+// returns each one's median batch mean in microseconds. (Timed one after the other, as collLatency would, the
+// first and the last of them meet different states of the machine: between two such runs, the ratio of two
+// identical exchanges moved from 0.75 to 1.6 here.) Every rank makes the same calls.
+func interleavedLatencies(c *gompj.Comm, size int, o *Options, calls ...func() error) ([]float64, error) {
+	iters, warmup := o.iterations(size, 1000, 100)
+	const rounds = 15
+	batch := max(iters/rounds, 1)
+	onces := make([]func() (float64, error), len(calls))
+	for i, call := range calls {
+		onces[i] = timedCall(c, call)
+	}
+	if err := c.Barrier(); err != nil {
+		return nil, err
+	}
+	for _, once := range onces {
+		if err := warmUp(c, o, warmup, once); err != nil {
+			return nil, err
+		}
+	}
+	means := make([][]float64, len(calls))
+	for r := 0; r < rounds; r++ {
+		for i, once := range onces {
+			var total float64
+			for k := 0; k < batch; k++ {
+				t, err := once()
+				if err != nil {
+					return nil, err
+				}
+				total += t
+			}
+			means[i] = append(means[i], total*1e6/float64(batch))
+		}
+	}
+	out := make([]float64, len(calls))
+	for i, m := range means {
+		sort.Float64s(m)
+		out[i] = m[len(m)/2]
+	}
+	return out, nil
 }
 
 // minWarmup is the shortest default warm-up of a collective benchmark, in seconds.

@@ -15,8 +15,10 @@ import (
 //	       one-element column.
 //	halo   every rank of a 2D periodic process grid (DimsCreate) exchanges a block of SIZE bytes with each of its
 //	       four neighbours: by NeighborAlltoall, by the persistent NeighborAlltoallInit (Start and Wait), and by
-//	       hand with Irecv/Isend/Waitall after CartShift. Mean time per exchange over the ranks, and the ratio
-//	       NeighborAlltoall/Isend.
+//	       hand with Irecv/Isend/Waitall after CartShift. Each exchange is timed between barriers, as OSU times a
+//	       collective; the three ways take turns, a batch of exchanges each, for 15 rounds, so that a drift of the
+//	       machine's speed falls on all three alike. The figure is each way's median batch mean, averaged over the
+//	       ranks, and the ratio NeighborAlltoall/Isend.
 //
 //	gompj bench view -np 2                 # one node: ranks are goroutines of one process
 //	GOMPJ_HOST_SHM=0 gompj bench view -np 2 -nodes 2   # two node processes over TCP
@@ -185,19 +187,16 @@ func haloRow(c *gompj.Comm, size int, o *Options) ([]float64, error) {
 		}
 		return gompj.Waitall(reqs...)
 	}
-	plain := *o
-	plain.Algo = "" // -algo applies to the neighbourhood collective only
-	a, err := collLatency(g, "neighbor_alltoall", size, o, func(*gompj.Comm, int) func() error { return nbr })
+	if o.Algo != "" { // -algo applies to the neighbourhood collective only
+		if err := g.ForceAlgorithm("neighbor_alltoall", o.Algo); err != nil {
+			return nil, err
+		}
+		defer g.ForceAlgorithm("neighbor_alltoall", "")
+	}
+	t, err := interleavedLatencies(g, size, o, nbr, persistent, byHand)
 	if err != nil {
 		return nil, err
 	}
-	b, err := collLatency(g, "", size, &plain, func(*gompj.Comm, int) func() error { return persistent })
-	if err != nil {
-		return nil, err
-	}
-	h, err := collLatency(g, "", size, &plain, func(*gompj.Comm, int) func() error { return byHand })
-	if err != nil {
-		return nil, err
-	}
+	a, b, h := t[0], t[1], t[2]
 	return []float64{a, b, h, a / h}, nil
 }
