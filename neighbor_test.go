@@ -756,7 +756,7 @@ func TestNeighborAllocations(t *testing.T) {
 		t.Skip("the race detector allocates")
 	}
 	const runs = 100
-	for _, algo := range []string{"", "hybrid"} {
+	for _, algo := range []string{"p2p", "hybrid"} {
 		for _, coll := range []string{"alltoall", "allgather"} {
 			for _, views := range []bool{false, true} {
 				for _, n := range []int{1, 1 << 14} {

@@ -17,7 +17,8 @@ import (
 // The plan (nbrPlan) is built from the topology once, on a communicator's first neighbourhood collective, and kept
 // in its state: the neighbour lists, the tag of each edge, which neighbours live on this node, their
 // shared-memory slots, and a persistent request per edge. A call lays its blocks out as memory (once for a loop
-// that passes the same buffers again: the plan keeps the last layout) and then, algorithm "p2p" (the default):
+// that passes the same buffers again: the plan keeps the last layout) and then, algorithm "p2p" (the default
+// across nodes):
 //
 //   - it starts the receive of every edge, then the send of every edge, each the edge's persistent request run on
 //     the call's block under the call's tag (ranks.StartMem), and waits for them all (ranks.WaitMem). These are
@@ -25,7 +26,7 @@ import (
 //     receive already posted, else eager or rendezvous), without a request to make, check and drop per message,
 //     a Status per message, or any allocation.
 //
-// Algorithm "hybrid":
+// Algorithm "hybrid" (the default on a communicator within one node):
 //
 //   - neighbours on this node work through shared memory, as the other collectives do: a rank publishes its send
 //     buffer and the layout of its blocks in its slot under the call's sequence number; each of its local
@@ -34,12 +35,15 @@ import (
 //   - neighbours on other nodes get one message per edge, posted before the shared-memory copies start, so the
 //     network transfers overlap them.
 //
-// Why p2p is the default: hybrid makes every rank wait until each of its local destinations has arrived and
-// copied its block, where a message leaves at once (eager) or is copied by whichever end comes second
-// (rendezvous, or a receive already posted). In `gompj bench halo -np 4` (one node, a call between barriers),
-// hybrid measured 5-38 % slower than the same exchange by Isend/Irecv/Waitall, and a persistent exchange of
-// messages faster than both, although hybrid runs fewer instructions per call (callgrind, BenchmarkHalo2D).
-// p2p is that message exchange with less work per call than Isend/Irecv/Waitall: BenchmarkHalo2D under callgrind
+// Why hybrid on one node: in `gompj bench halo -np 4` (a call between barriers, the ways interleaved) hybrid took
+// 0.50-0.60x the time of the same exchange by Isend/Irecv/Waitall up to 8 KiB blocks and 0.88-1.0x at 128 KiB,
+// where p2p took 0.82-1.07x throughout; back to back (BenchmarkHalo2D, np 4) hybrid took 3.0-7.4 us per exchange
+// up to 8 KiB against p2p's 7.6-21.9 us. (An earlier reading, that hybrid was the slower, came from the benchmark
+// averaging its columns out of order.) Across nodes the two differ only in the edges inside a node, and
+// 2 node processes x 2 ranks on 2 cores told them apart no better than their noise, so the messages' p2p, which
+// needs no one to wait for a neighbour's arrival, stays. The table chooses by layout alone, not by size, so that
+// members whose counts disagree still choose alike, and get ErrTruncate rather than a hang.
+// p2p is a message exchange with less work per call than Isend/Irecv/Waitall: BenchmarkHalo2D under callgrind
 // (GOMAXPROCS=1, the difference between 2500 and 500 exchanges), instructions per exchange, NeighborAlltoall
 // against the hand-written form: one rank whose four edges lead to itself, 8 B 7.3k/8.5k, 512 B 7.6k/8.6k; four
 // ranks on a 2x2 grid, 8 B 34k/43k, 512 B 39k/46k, 8 KiB 288k/303k, 128 KiB 232k/239k.
