@@ -110,10 +110,11 @@ func warmUp(c *gompj.Comm, o *Options, warmup int, once func() (float64, error))
 }
 
 // interleavedLatencies times several ways of doing the same thing against each other, fairly on a machine whose
-// speed drifts: after warming each up, it runs them in turn, a batch of calls each, for rounds of batches, and
-// returns each one's median batch mean in microseconds. (Timed one after the other, as collLatency would, the
-// first and the last of them meet different states of the machine: between two such runs, the ratio of two
-// identical exchanges moved from 0.75 to 1.6 here.) Every rank makes the same calls.
+// speed drifts: after warming each up, it runs them in turn, a batch of calls each (after an eighth as many
+// untimed, to warm the caches again), for rounds of batches, and returns each one's median batch mean in
+// microseconds. Timed one after the other, as collLatency would, each met a different state of the machine; so a
+// drift falls on all of them alike, and the median drops a batch that a burst of other work slowed. Every rank
+// makes the same calls.
 func interleavedLatencies(c *gompj.Comm, size int, o *Options, calls ...func() error) ([]float64, error) {
 	iters, warmup := o.iterations(size, 1000, 100)
 	const rounds = 15
@@ -133,6 +134,11 @@ func interleavedLatencies(c *gompj.Comm, size int, o *Options, calls ...func() e
 	means := make([][]float64, len(calls))
 	for r := 0; r < rounds; r++ {
 		for i, once := range onces {
+			for k := 0; k < max(batch/8, 1); k++ { // untimed: caches warm again after the others
+				if _, err := once(); err != nil {
+					return nil, err
+				}
+			}
 			var total float64
 			for k := 0; k < batch; k++ {
 				t, err := once()

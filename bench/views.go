@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/gompj/gompj"
 )
@@ -10,8 +11,9 @@ import (
 //
 //	view   ranks 0 and 1 ping-pong 4096 blocks of SIZE bytes (float64s), 8 KiB apart (a stride of 1024), three
 //	       ways: the same bytes contiguously; as a Vector view, received into a Vector view; packed by hand into a
-//	       contiguous buffer, sent, and unpacked by hand. The figure is half the round trip in microseconds, and
-//	       the ratios Vector/Contiguous and Vector/Packed. SIZE 64 is "4096 blocks of 8 float64"; SIZE 8 is a
+//	       contiguous buffer, sent, and unpacked by hand. The three take turns, a batch of round trips each, for 15
+//	       rounds; the figure is each one's median batch, as half the round trip in microseconds, and the ratios
+//	       Vector/Contiguous and Vector/Packed. SIZE 64 is "4096 blocks of 8 float64"; SIZE 8 is a
 //	       one-element column.
 //	halo   every rank of a 2D periodic process grid (DimsCreate) exchanges a block of SIZE bytes with each of its
 //	       four neighbours: by NeighborAlltoall, by the persistent NeighborAlltoallInit (Start and Wait), and by
@@ -62,8 +64,8 @@ func viewRow(c *gompj.Comm, size int, o *Options) ([]float64, error) {
 		return nil, err
 	}
 	var flatAny, flatInAny any = flat, flatIn // boxed once, as a program reusing its buffers would
-	pingpong := func(send, recv any, pack, unpack func()) (float64, error) {
-		t, err := p2pLoop(c, o, iters, warmup, func() error {
+	pingpong := func(send, recv any, pack, unpack func()) func() error {
+		return func() error {
 			if c.Rank() == 0 {
 				pack()
 				if err := c.Send(send, 1, tagData); err != nil {
@@ -81,18 +83,9 @@ func viewRow(c *gompj.Comm, size int, o *Options) ([]float64, error) {
 			unpack()
 			pack()
 			return c.Send(send, 0, tagData)
-		})
-		return t * 1e6 / float64(2*iters), err
+		}
 	}
 	none := func() {}
-	contig, err := pingpong(flatAny, flatInAny, none, none)
-	if err != nil {
-		return nil, err
-	}
-	vector, err := pingpong(sv, dv, none, none)
-	if err != nil {
-		return nil, err
-	}
 	packHand := func() {
 		for b := 0; b < viewBlocks; b++ {
 			copy(flat[b*bl:(b+1)*bl], src[b*viewStride:b*viewStride+bl])
@@ -117,10 +110,12 @@ func viewRow(c *gompj.Comm, size int, o *Options) ([]float64, error) {
 			}
 		}
 	}
-	packed, err := pingpong(flatAny, flatInAny, packHand, unpackHand)
+	t, err := interleavedPingPongs(c, o, iters, warmup, pingpong(flatAny, flatInAny, none, none), pingpong(sv, dv, none, none),
+		pingpong(flatAny, flatInAny, packHand, unpackHand))
 	if err != nil {
 		return nil, err
 	}
+	contig, vector, packed := t[0], t[1], t[2]
 	if c.Rank() == 1 { // the data went through: the last receive into the view holds rank 0's blocks
 		for b := 0; b < viewBlocks; b += 97 {
 			if dst[b*viewStride] != src[b*viewStride] {
@@ -129,6 +124,41 @@ func viewRow(c *gompj.Comm, size int, o *Options) ([]float64, error) {
 		}
 	}
 	return []float64{contig, vector, packed, vector / contig, vector / packed}, nil
+}
+
+// interleavedPingPongs times ping-pong steps of ranks 0 and 1 against each other as interleavedLatencies times
+// collectives: each warmed up, then in turn, a batch of iterations each (after an eighth as many untimed, since
+// a strided batch leaves the caches and the TLB cold for a contiguous one) for rounds of batches. Each figure is the
+// median batch's half round trip in microseconds (rank 0's; other ranks return zeros).
+func interleavedPingPongs(c *gompj.Comm, o *Options, iters, warmup int, steps ...func() error) ([]float64, error) {
+	const rounds = 15
+	batch := max(iters/rounds, 1)
+	out := make([]float64, len(steps))
+	if c.Rank() > 1 {
+		return out, nil
+	}
+	for _, step := range steps {
+		if _, err := p2pLoop(c, o, 0, warmup, step); err != nil {
+			return nil, err
+		}
+	}
+	timed := *o
+	timed.Warmup = 1 // p2pLoop warms up no further
+	means := make([][]float64, len(steps))
+	for r := 0; r < rounds; r++ {
+		for i, step := range steps {
+			t, err := p2pLoop(c, &timed, batch, max(batch/8, 1), step) // caches warm again after the others
+			if err != nil {
+				return nil, err
+			}
+			means[i] = append(means[i], t*1e6/float64(2*batch))
+		}
+	}
+	for i, m := range means {
+		sort.Float64s(m)
+		out[i] = m[len(m)/2]
+	}
+	return out, nil
 }
 
 func haloRow(c *gompj.Comm, size int, o *Options) ([]float64, error) {
