@@ -12,9 +12,14 @@ import (
 func TestCopyShared(t *testing.T) {
 	rk := &Rank{coop: newCoop()}
 	const stride = 3
-	for _, elems := range []int{1, coopMin/8 - 1, coopMin / 8, coopMin/8 + 5, 5*coopChunk/8 + 3, 40000} {
-		for _, strided := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%d/%v", elems, strided), func(t *testing.T) {
+	for _, elems := range []int{1, 100, coopMin/8 - 1, coopMin / 8, coopMin/8 + 5, 5*coopChunk/8 + 3, 40000} {
+		for _, bl := range []int{0, 1, 3, 64 << 10} { // 0: contiguous; else blocks of bl elements (at most elems)
+			strided := bl > 0
+			bl := min(bl, elems)
+			if strided && elems%bl != 0 {
+				continue
+			}
+			t.Run(fmt.Sprintf("%d/%d", elems, bl), func(t *testing.T) {
 				src := make([]float64, elems*stride)
 				dstBuf := make([]float64, elems*stride)
 				for i := range src {
@@ -22,11 +27,11 @@ func TestCopyShared(t *testing.T) {
 				}
 				var dst, from Mem
 				if strided {
-					sv, err := Vector(src, elems, 1, stride)
+					sv, err := Vector(src, elems/bl, bl, stride*bl)
 					if err != nil {
 						t.Fatal(err)
 					}
-					dv, err := Vector(dstBuf, elems, 1, stride)
+					dv, err := Vector(dstBuf, elems/bl, bl, stride*bl)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -59,7 +64,7 @@ func TestCopyShared(t *testing.T) {
 				for i := 0; i < elems; i++ {
 					at := i
 					if strided {
-						at = i * stride
+						at = i/bl*stride*bl + i%bl
 					}
 					if want := float64(at + 1); dstBuf[at] != want {
 						t.Fatalf("element %d is %v, want %v", i, dstBuf[at], want)
