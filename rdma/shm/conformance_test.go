@@ -18,9 +18,9 @@ var testSecret = []byte("shm-test-secret-0123456789abcdef")
 // process), with or without CMA.
 func shmJob(noCMA bool) devicetest.Job {
 	const nodes, rpn, limit = 3, 2, 512 << 10
-	eager, cells := eagerCMA, 1024
+	eager, cells := eagerCMA, DefaultRingCells // rings large enough for 32 KiB messages
 	if noCMA {
-		eager, cells = eagerRings, DefaultRingCells // rings large enough for 32 KiB messages
+		eager = eagerRings
 	}
 	var eps sync.Map
 	grant := min(max(limit/(nodes-1)/(eager+72), 8), 256)
