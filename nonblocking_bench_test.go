@@ -153,3 +153,10 @@ func collBenchN(b *testing.B, np, n int, call func(c *gompj.Comm, s, r []float64
 		b.Fatal(err)
 	}
 }
+
+// 1 MiB twins of Ibcast at np=2 (a pure-time cell of the nonblocking-collectives issue):
+//
+//	go test -run '^$' -bench '[Bb]cast1MiB' .
+func BenchmarkIbcast1MiB(b *testing.B) { collBenchN(b, 2, 1<<17, ibcast) }
+
+func BenchmarkBcast1MiB(b *testing.B) { collBenchN(b, 2, 1<<17, bcast) }
