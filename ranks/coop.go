@@ -17,8 +17,8 @@ import (
 // publishing and the chunk counter cost more than a second core saves.
 const coopMin = 64 << 10
 
-// coopChunk is the work one take of a shared copy does, in bytes of contiguous copy; a contiguous copy's chunk
-// is that many bytes, a strided one's fewer (coopJob.chunk).
+// coopChunk is the bytes one take of a shared contiguous copy moves (a multiple of every element size); a
+// strided copy's takes are counted in blocks (stridedChunk).
 const coopChunk = 32 << 10
 
 // stridedChunk is the blocks one take of a strided copy moves. Measured (BenchmarkCopyShared, blocks 8 KiB
@@ -29,8 +29,8 @@ const stridedChunk = 512
 
 // blockWork is what a copy pays per block of a view, in bytes of contiguous copy: each block of a strided view
 // far apart from the next is a cache miss and, 8 KiB apart, a TLB miss. A one-element column of 4096 float64s
-// 8 KiB apart took about 100 us to copy here (24 ns an element) where 32 KiB of contiguous copy takes about 1;
-// 512 bytes per block errs low, so that a column of a few hundred elements is still copied alone.
+// 8 KiB apart took about 100 us to copy here (24 ns an element, as long as some 750 bytes of contiguous copy
+// take); 512 errs low. So a copy between two strided views is shared from about 64 blocks on.
 const blockWork = 512
 
 // copyWork estimates the work of copying n bytes from src to dst, in bytes of contiguous copy: the bytes, and
@@ -62,7 +62,7 @@ type coop struct {
 type coopJob struct {
 	dst, src Mem
 	n        int          // bytes
-	chunk    int          // bytes per take: coopChunk's share of the work, a multiple of every element size
+	chunk    int          // bytes per take (coopChunk, or stridedChunk blocks' worth), a multiple of every element size
 	next     atomic.Int64 // the next chunk to take
 }
 
