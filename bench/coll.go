@@ -117,8 +117,7 @@ func warmUp(c *gompj.Comm, o *Options, warmup int, once func() (float64, error))
 // makes the same calls.
 func interleavedLatencies(c *gompj.Comm, size int, o *Options, calls ...func() error) ([]float64, error) {
 	iters, warmup := o.iterations(size, 1000, 100)
-	const rounds = 15
-	batch := max(iters/rounds, 1)
+	batch := max(iters/interleaveRounds, 1)
 	onces := make([]func() (float64, error), len(calls))
 	for i, call := range calls {
 		onces[i] = timedCall(c, call)
@@ -131,29 +130,45 @@ func interleavedLatencies(c *gompj.Comm, size int, o *Options, calls ...func() e
 			return nil, err
 		}
 	}
-	means := make([][]float64, len(calls))
-	for r := 0; r < rounds; r++ {
-		for i, once := range onces {
-			for k := 0; k < max(batch/8, 1); k++ { // untimed: caches warm again after the others
-				if _, err := once(); err != nil {
-					return nil, err
-				}
+	return interleaved(len(onces), func(i int) (float64, error) {
+		once := onces[i]
+		for k := 0; k < max(batch/8, 1); k++ { // untimed: caches warm again after the others
+			if _, err := once(); err != nil {
+				return 0, err
 			}
-			var total float64
-			for k := 0; k < batch; k++ {
-				t, err := once()
-				if err != nil {
-					return nil, err
-				}
-				total += t
+		}
+		var total float64
+		for k := 0; k < batch; k++ {
+			t, err := once()
+			if err != nil {
+				return 0, err
 			}
-			means[i] = append(means[i], total*1e6/float64(batch))
+			total += t
+		}
+		return total * 1e6 / float64(batch), nil
+	})
+}
+
+// interleaveRounds is how many batches of each way interleavedLatencies and interleavedPingPongs time.
+const interleaveRounds = 15
+
+// interleaved runs batch(0), ..., batch(n-1) in turn for interleaveRounds rounds and returns the median figure of
+// each.
+func interleaved(n int, batch func(i int) (float64, error)) ([]float64, error) {
+	figs := make([][]float64, n)
+	for r := 0; r < interleaveRounds; r++ {
+		for i := range n {
+			f, err := batch(i)
+			if err != nil {
+				return nil, err
+			}
+			figs[i] = append(figs[i], f)
 		}
 	}
-	out := make([]float64, len(calls))
-	for i, m := range means {
-		sort.Float64s(m)
-		out[i] = m[len(m)/2]
+	out := make([]float64, n)
+	for i, f := range figs {
+		sort.Float64s(f)
+		out[i] = f[len(f)/2]
 	}
 	return out, nil
 }

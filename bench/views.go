@@ -2,7 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"sort"
 
 	"github.com/gompj/gompj"
 )
@@ -131,11 +130,9 @@ func viewRow(c *gompj.Comm, size int, o *Options) ([]float64, error) {
 // a strided batch leaves the caches and the TLB cold for a contiguous one) for rounds of batches. Each figure is the
 // median batch's half round trip in microseconds (rank 0's; other ranks return zeros).
 func interleavedPingPongs(c *gompj.Comm, o *Options, iters, warmup int, steps ...func() error) ([]float64, error) {
-	const rounds = 15
-	batch := max(iters/rounds, 1)
-	out := make([]float64, len(steps))
+	batch := max(iters/interleaveRounds, 1)
 	if c.Rank() > 1 {
-		return out, nil
+		return make([]float64, len(steps)), nil
 	}
 	for _, step := range steps {
 		if _, err := p2pLoop(c, o, 0, warmup, step); err != nil {
@@ -144,21 +141,10 @@ func interleavedPingPongs(c *gompj.Comm, o *Options, iters, warmup int, steps ..
 	}
 	timed := *o
 	timed.Warmup = 1 // p2pLoop warms up no further
-	means := make([][]float64, len(steps))
-	for r := 0; r < rounds; r++ {
-		for i, step := range steps {
-			t, err := p2pLoop(c, &timed, batch, max(batch/8, 1), step) // caches warm again after the others
-			if err != nil {
-				return nil, err
-			}
-			means[i] = append(means[i], t*1e6/float64(2*batch))
-		}
-	}
-	for i, m := range means {
-		sort.Float64s(m)
-		out[i] = m[len(m)/2]
-	}
-	return out, nil
+	return interleaved(len(steps), func(i int) (float64, error) {
+		t, err := p2pLoop(c, &timed, batch, max(batch/8, 1), steps[i]) // caches warm again after the others
+		return t * 1e6 / float64(2*batch), err
+	})
 }
 
 func haloRow(c *gompj.Comm, size int, o *Options) ([]float64, error) {
