@@ -61,15 +61,20 @@ func collLatency(c *gompj.Comm, coll string, size int, o *Options, setup func(*g
 	if err := warmUp(c, o, warmup, once); err != nil {
 		return 0, err
 	}
+	return meanOf(once, iters)
+}
+
+// meanOf makes n timed calls and returns their mean in microseconds.
+func meanOf(once func() (float64, error), n int) (float64, error) {
 	var total float64
-	for i := 0; i < iters; i++ {
+	for i := 0; i < n; i++ {
 		t, err := once()
 		if err != nil {
 			return 0, err
 		}
 		total += t
 	}
-	return total * 1e6 / float64(iters), nil
+	return total * 1e6 / float64(n), nil
 }
 
 // timedCall returns a function that times one call and then waits in an untimed barrier, as OSU's loops do.
@@ -131,21 +136,10 @@ func interleavedLatencies(c *gompj.Comm, size int, o *Options, calls ...func() e
 		}
 	}
 	return interleaved(len(onces), func(i int) (float64, error) {
-		once := onces[i]
-		for k := 0; k < max(batch/8, 1); k++ { // untimed: caches warm again after the others
-			if _, err := once(); err != nil {
-				return 0, err
-			}
+		if _, err := meanOf(onces[i], max(batch/8, 1)); err != nil { // untimed: caches warm again after the others
+			return 0, err
 		}
-		var total float64
-		for k := 0; k < batch; k++ {
-			t, err := once()
-			if err != nil {
-				return 0, err
-			}
-			total += t
-		}
-		return total * 1e6 / float64(batch), nil
+		return meanOf(onces[i], batch)
 	})
 }
 
