@@ -19,7 +19,10 @@ func TestMain(m *testing.M) {
 	case "exit3":
 		os.Exit(3)
 	case "parent":
-		// Start a grandchild in the same process group, print its pid, and wait for it.
+		// Start a grandchild in the same process group, print its pid, wait for it, and wait on: only a signal
+		// ends this process. (Exiting once the grandchild is gone raced the signal's delivery to this process:
+		// the group's SIGTERM could end the grandchild, and this process exit 0, before the runtime acted on its
+		// own SIGTERM, 2 runs in 500.)
 		c := exec.Command(os.Args[0])
 		c.Env = append(os.Environ(), "PROC_TEST_CHILD=sleep")
 		if err := c.Start(); err != nil {
@@ -27,11 +30,19 @@ func TestMain(m *testing.M) {
 		}
 		os.Stdout.WriteString(strconv.Itoa(c.Process.Pid) + "\n")
 		c.Wait()
-		os.Exit(0)
+		sleepForever()
 	case "sleep":
-		select {}
+		sleepForever()
 	}
 	os.Exit(m.Run())
+}
+
+// sleepForever blocks until a signal ends the process (a timer, not select{}, which the runtime would report as
+// a deadlock).
+func sleepForever() {
+	for {
+		time.Sleep(time.Hour)
+	}
 }
 
 func child(mode string) *exec.Cmd {
