@@ -161,6 +161,7 @@ func start(c *ranks.Comm, a *collectives.Call, err error, va *collectives.ViewAr
 	if va == nil {
 		keep(c, o, a, algo)
 	}
+	o.lend = o.key == nil // not kept for reuse: its scratch buffers go back when it finishes
 	o.run()
 	o.started()
 	return o.req, nil

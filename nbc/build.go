@@ -48,7 +48,7 @@ func buildP2P(s *Schedule, sp *spec) error {
 		if rank == a.Root {
 			acc = a.Recv[:len(a.Send)]
 		} else if n > 1 {
-			acc = make([]byte, len(a.Send))
+			acc = s.scratch(len(a.Send))
 		}
 		s.Copy(acc, a.Send)
 		if n > 1 {
@@ -174,7 +174,7 @@ func buildP2P(s *Schedule, sp *spec) error {
 	case "alltoall":
 		src := a.Send
 		if a.InPlace {
-			src = make([]byte, len(a.Recv)) // the blocks to send, copied when the operation starts
+			src = s.scratch(len(a.Recv)) // the blocks to send, copied when the operation starts
 			s.Copy(src, a.Recv)
 		}
 		if n == 1 {
@@ -198,7 +198,7 @@ func buildP2P(s *Schedule, sp *spec) error {
 		exclusive := a.Coll == "exscan"
 		src := a.Send
 		if exclusive && a.InPlace {
-			src = make([]byte, len(a.Send)) // rank 0's recv stays untouched, the others' is overwritten
+			src = s.scratch(len(a.Send)) // rank 0's recv stays untouched, the others' is overwritten
 			s.Copy(src, a.Send)
 		}
 		dst := a.Recv[:len(src)]
@@ -243,7 +243,7 @@ func buildReduceScatter(s *Schedule, sp *spec) error {
 		offs[i+1] = offs[i] + x*sz
 	}
 	if sp.algo == "ring" {
-		acc := make([]byte, len(a.Send))
+		acc := s.scratch(len(a.Send))
 		s.Copy(acc, a.Send)
 		piece := func(i int) []byte { return acc[offs[i]:offs[i+1]] }
 		b.ringReduceScatter(a.Kernel, acc, piece, 0, tagReduce)
@@ -252,7 +252,7 @@ func buildReduceScatter(s *Schedule, sp *spec) error {
 		return nil
 	}
 	// reduce to rank 0, which scatters the blocks
-	acc := make([]byte, len(a.Send))
+	acc := s.scratch(len(a.Send))
 	s.Copy(acc, a.Send)
 	b.binomialReduce(a.Kernel, a.Commutative, acc, 0, tagReduce)
 	var full []byte

@@ -87,6 +87,7 @@ type Schedule struct {
 	rounds []int32 // rounds[r] is the index of round r's first step
 	// comm reports whether the last round has a communication step: a local step after one opens a round
 	comm bool
+	held []*[]byte // scratch buffers from the pools (scratch.go)
 }
 
 // Round ends the current round: the next step opens a new one. Empty rounds are never made.

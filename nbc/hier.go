@@ -180,7 +180,7 @@ func (hb *hierb) reduce() error {
 	}
 	var tmp []byte
 	if hb.leader {
-		tmp = make([]byte, total)
+		tmp = hb.s.scratch(total)
 	}
 	if err := hb.phase(h.Node, red(a.Send, tmp, 0)); err != nil {
 		return err
@@ -239,7 +239,7 @@ func (hb *hierb) gather() error {
 	}
 	var nb []byte
 	if hb.leader {
-		nb = make([]byte, hb.k*blk)
+		nb = hb.s.scratch(hb.k * blk)
 	}
 	if err := hb.phase(h.Node, collectives.Call{Coll: "gather", Send: own, Recv: nb, Blk: blk, Sz: 1}); err != nil {
 		return err
@@ -249,7 +249,7 @@ func (hb *hierb) gather() error {
 		counts, displs := hb.nodeBlocks(blk)
 		var all []byte
 		if hb.mine == rootNode {
-			all = make([]byte, n*blk)
+			all = hb.s.scratch(n * blk)
 		}
 		if err := hb.phase(h.Leaders, collectives.Call{Coll: "gatherv", Send: nb, Recv: all, Counts: counts,
 			Displs: displs, Sz: 1, Root: rootNode}); err != nil {
@@ -260,7 +260,7 @@ func (hb *hierb) gather() error {
 			if hb.rank == root {
 				out = a.Recv[:n*blk]
 			} else {
-				out = make([]byte, n*blk)
+				out = hb.s.scratch(n * blk)
 			}
 			hb.s.Round()
 			hb.s.Do(func() error { hb.permute(out, all, blk, true); return nil })
@@ -289,7 +289,7 @@ func (hb *hierb) scatter() error {
 	if !a.InPlace {
 		recv = a.Recv[:blk]
 	} else if !hb.leader {
-		recv = make([]byte, blk) // an in-place root that does not lead: its block is where it was
+		recv = hb.s.scratch(blk) // an in-place root that does not lead: its block is where it was
 	}
 	if hb.rank == root && !rootLeads {
 		hb.s.Round()
@@ -297,13 +297,13 @@ func (hb *hierb) scatter() error {
 	}
 	var nb []byte
 	if hb.leader {
-		nb = make([]byte, hb.k*blk)
+		nb = hb.s.scratch(hb.k * blk)
 		var all []byte
 		if hb.mine == rootNode {
-			all = make([]byte, n*blk)
+			all = hb.s.scratch(n * blk)
 			from := a.Send
 			if hb.rank != root {
-				from = make([]byte, n*blk)
+				from = hb.s.scratch(n * blk)
 				hb.s.Round()
 				b.recv(from, root, tagHier)
 			}
@@ -334,7 +334,7 @@ func (hb *hierb) allgather() error {
 	}
 	var nb []byte
 	if hb.leader {
-		nb = make([]byte, hb.k*blk)
+		nb = hb.s.scratch(hb.k * blk)
 	}
 	if err := hb.phase(h.Node, collectives.Call{Coll: "gather", Send: own, Recv: nb, Blk: blk, Sz: 1}); err != nil {
 		return err
@@ -342,7 +342,7 @@ func (hb *hierb) allgather() error {
 	recv := a.Recv[:n*blk]
 	if hb.leader {
 		counts, displs := hb.nodeBlocks(blk)
-		all := make([]byte, n*blk)
+		all := hb.s.scratch(n * blk)
 		if err := hb.phase(h.Leaders, collectives.Call{Coll: "allgatherv", Send: nb, Recv: all, Counts: counts,
 			Displs: displs, Sz: 1}); err != nil {
 			return err
@@ -361,12 +361,12 @@ func (hb *hierb) alltoall() error {
 	n, blk, k := hb.n, a.Blk, hb.k
 	send := a.Send
 	if a.InPlace {
-		send = make([]byte, n*blk) // the blocks to send, copied when the operation starts
+		send = hb.s.scratch(n * blk) // the blocks to send, copied when the operation starts
 		hb.s.Copy(send, a.Recv[:n*blk])
 	}
 	var g, rb []byte // at the leader: every member's send buffer, then every member's receive buffer
 	if hb.leader {
-		g, rb = make([]byte, k*n*blk), make([]byte, k*n*blk)
+		g, rb = hb.s.scratch(k*n*blk), hb.s.scratch(k*n*blk)
 	}
 	if err := hb.phase(h.Node, collectives.Call{Coll: "gather", Send: send[:n*blk], Recv: g, Blk: n * blk,
 		Sz: 1}); err != nil {
@@ -385,7 +385,7 @@ func (hb *hierb) alltoall() error {
 			so += sc[b]
 			ro += rc[b]
 		}
-		sbuf, rbuf := make([]byte, so), make([]byte, ro)
+		sbuf, rbuf := hb.s.scratch(so), hb.s.scratch(ro)
 		hb.s.Round()
 		hb.s.Do(func() error {
 			// for node b: member j's blocks for b's members, member by member

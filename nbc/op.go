@@ -46,6 +46,7 @@ type op struct {
 	finish  func()   // runs once the machine has finished, before the request completes (unpacking Views)
 	onNode  bool     // every message of the op stays on this node (ranks.OpOnNode)
 	release []func() // what Release lets go of
+	lend    bool     // a one-off op: its schedules' scratch buffers go back to the pools when it finishes (scratch.go)
 
 	// reuse (cache.go)
 	key    *collectives.Call // the call the op was built for, kept for reuse; nil if it is not kept
@@ -172,8 +173,19 @@ func (o *op) step() {
 	if o.finish != nil {
 		o.finish()
 	}
+	if o.lend && err == nil {
+		o.giveBack()
+	}
 	o.done.Store(true)
 	ranks.CompleteOp(o.req, err)
+}
+
+// giveBack returns the scratch buffers of the op's schedule and phases to the pools (scratch.go).
+func (o *op) giveBack() {
+	o.m.s.giveBack()
+	for _, p := range o.phases {
+		p.s.giveBack()
+	}
 }
 
 // Spin implements ranks.Spinner: the owner's Wait on an op that is its rank's only active one, in one node, runs it

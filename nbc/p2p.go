@@ -149,7 +149,7 @@ func (b p2pb) binomialReduce(k Kernel, commute bool, acc []byte, root, base int)
 		if vr&mask == 0 {
 			if src := vr | mask; src < n {
 				if tmp == nil {
-					tmp = make([]byte, len(acc))
+					tmp = b.s.scratch(len(acc))
 				}
 				b.s.Round()
 				b.recv(tmp, (src+r0)%n, base)
@@ -219,7 +219,7 @@ func (b p2pb) unfold(acc []byte, rem int) {
 
 // recursiveDoubling allreduce on acc; keeps rank order.
 func (b p2pb) recursiveDoubling(k Kernel, commute bool, acc []byte) {
-	tmp := make([]byte, len(acc))
+	tmp := b.s.scratch(len(acc))
 	newrank, pof2, rem := b.fold(k, acc, tmp)
 	if newrank >= 0 {
 		for mask := 1; mask < pof2; mask <<= 1 {
@@ -241,7 +241,7 @@ func (b p2pb) recursiveDoubling(k Kernel, commute bool, acc []byte) {
 // step sends from send, and copies into acc only the part it keeps before it reduces into it; every other part of
 // acc is received whole in the allgather.
 func (b p2pb) rabenseifner(k Kernel, acc, send []byte, sz int) {
-	tmp := make([]byte, len(acc))
+	tmp := b.s.scratch(len(acc))
 	newrank, pof2, rem := b.fold(k, acc, tmp)
 	if newrank >= 0 {
 		disp := make([]int, pof2+1)
@@ -307,7 +307,7 @@ func (b p2pb) ringReduceScatter(k Kernel, acc []byte, piece func(i int) []byte, 
 	for i := 0; i < n; i++ {
 		most = max(most, len(piece(i)))
 	}
-	t := make([]byte, most)
+	t := b.s.scratch(most)
 	for s := 0; s < n-1; s++ {
 		si := ((b.rank-s-1+shift)%n + 2*n) % n
 		ri := ((b.rank-s-2+shift)%n + 2*n) % n
@@ -392,7 +392,7 @@ func (b p2pb) linearScatterv(send []byte, counts, displs []int, sz int, recv []b
 func (b p2pb) binomialGather(own, recv []byte, blk, root int) {
 	n := b.n
 	vr := (b.rank - root + n) % n
-	tmp := make([]byte, blk*n)
+	tmp := b.s.scratch(blk * n)
 	b.s.Copy(tmp, own)
 	have := 1
 	parent := -1
@@ -423,7 +423,7 @@ func (b p2pb) binomialGather(own, recv []byte, blk, root int) {
 func (b p2pb) binomialScatter(send, recv []byte, blk, root int) {
 	n := b.n
 	vr := (b.rank - root + n) % n
-	tmp := make([]byte, blk*n)
+	tmp := b.s.scratch(blk * n)
 	mask := 1
 	if vr == 0 {
 		for i := 0; i < n; i++ {
@@ -470,7 +470,7 @@ func (b p2pb) ringAllgatherv(recv []byte, counts, displs []int, sz, blk int) {
 // bruckAllgather: ceil(log2 n) rounds for any n; this rank's block is in place in recv.
 func (b p2pb) bruckAllgather(recv []byte, blk int) {
 	n := b.n
-	tmp := make([]byte, n*blk)
+	tmp := b.s.scratch(n * blk)
 	b.s.Copy(tmp, recv[b.rank*blk:(b.rank+1)*blk])
 	for pof := 1; pof < n; pof *= 2 {
 		cnt := min(pof, n-pof)
@@ -519,7 +519,7 @@ func (b p2pb) pairwiseAlltoallv(send []byte, scounts, sdispls []int, recv []byte
 func (b p2pb) bruckAlltoall(send, recv []byte, blk int) {
 	n := b.n
 	half := (n/2 + 1) * blk
-	tmp, pack, in := make([]byte, n*blk), make([]byte, half), make([]byte, half)
+	tmp, pack, in := b.s.scratch(n*blk), b.s.scratch(half), b.s.scratch(half)
 	for i := 0; i < n; i++ {
 		j := (b.rank + i) % n
 		b.s.Copy(tmp[i*blk:(i+1)*blk], send[j*blk:(j+1)*blk])
@@ -557,7 +557,7 @@ func (b p2pb) chainScan(k Kernel, src, dst []byte, exclusive bool) {
 	if !exclusive {
 		b.s.Copy(dst, src)
 		if b.rank > 0 {
-			tmp := make([]byte, len(src))
+			tmp := b.s.scratch(len(src))
 			b.s.Round()
 			b.recv(tmp, b.rank-1, tagScan)
 			b.s.ReduceLeft(k, dst, tmp)
@@ -573,7 +573,7 @@ func (b p2pb) chainScan(k Kernel, src, dst []byte, exclusive bool) {
 		b.s.Round()
 		b.recv(dst, b.rank-1, tagScan)
 		if b.rank < n-1 {
-			mine = make([]byte, len(src))
+			mine = b.s.scratch(len(src))
 			b.s.Copy(mine, src)
 			b.s.ReduceLeft(k, mine, dst)
 		}
