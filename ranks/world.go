@@ -383,6 +383,14 @@ func unbounce(box *[]byte) {
 	}
 }
 
+// Scratch is bounce for the layers above: a buffer of n bytes, with any contents, from the pools that carry
+// unexpected messages and packed views, and its holder for PutScratch (nil: too large to pool, made afresh).
+// Nonblocking collectives take their schedules' scratch buffers from it.
+func Scratch(n int) ([]byte, *[]byte) { return bounce(n) }
+
+// PutScratch gives back a holder from Scratch (nil is ignored); nothing may use its buffer afterwards.
+func PutScratch(box *[]byte) { unbounce(box) }
+
 // maxKeptMsgs bounds a rank's list of recycled messages.
 const maxKeptMsgs = 64
 
