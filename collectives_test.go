@@ -34,7 +34,12 @@ func matrixSizes(t *testing.T) (nps []int, counts []int) {
 		nps = append(nps, np)
 	}
 	counts = []int{0, 1, 7}
-	if testing.Short() || raceEnabled {
+	switch {
+	case raceEnabled:
+		// Without 5: np 3 already has a rank count that is neither a power of two nor a node's even share, and
+		// np 5 was the matrix's costliest row under the detector (31 of the root package's 346 s).
+		nps = []int{1, 2, 3, 8}
+	case testing.Short():
 		nps = []int{1, 2, 3, 5, 8}
 	}
 	return

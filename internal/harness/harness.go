@@ -29,13 +29,27 @@ const marker = "gompj-harness: node "
 // suite fast.
 const PureMax = 6
 
+// pureMaxRace is PureMax under the race detector, where every process runs several times slower. A pure job of 3
+// runs the same concurrent code (a rank, its device's loop and worker pool, peers in other processes) as one of 6;
+// the larger ones run in the suite without the detector. (The root package's race run is test.sh's longest step:
+// 346 s of 686 on the project's 2-vCPU box, pure mode 92 s of it.)
+const pureMaxRace = 3
+
+// pureLimit is the largest np Run's pure mode runs in this binary.
+func pureLimit() int {
+	if raceEnabled {
+		return pureMaxRace
+	}
+	return PureMax
+}
+
 // Run runs body in five subtests: "onenode" (np goroutine ranks), "nodes" (3 node processes, ranks in blocks;
-// fewer if np < 3) and "pure" (np node processes of one rank; skipped for np > PureMax), both over TCP, "shm"
-// (as "nodes", the node processes sharing memory) and "ofi" (as "nodes", over the rdma device on libfabric's tcp
-// provider; skipped in builds without -tags ofi).
+// fewer if np < 3) and "pure" (np node processes of one rank; skipped for np > PureMax, or 3 under the race
+// detector), both over TCP, "shm" (as "nodes", the node processes sharing memory) and "ofi" (as "nodes", over the
+// rdma device on libfabric's tcp provider; skipped in builds without -tags ofi).
 func Run(t *testing.T, np int, body func(c *gompj.Comm) error) {
 	t.Helper()
-	run(t, np, PureMax, body)
+	run(t, np, pureLimit(), body)
 }
 
 // RunLarge is Run with the pure mode whatever np: one process per rank for every rank, for the few tests that
