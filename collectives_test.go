@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"os"
 	"slices"
 	"strconv"
 	"testing"
 
 	. "github.com/gompj/gompj"
 	"github.com/gompj/gompj/collectives"
+	"github.com/gompj/gompj/internal/env"
 	"github.com/gompj/gompj/internal/harness"
 )
 
@@ -26,6 +28,22 @@ func runOneNode(t *testing.T, np int, body func(c *Comm) error) {
 	if err := RunWith(Config{Ranks: np}, body); err != nil {
 		t.Fatalf("np=%d: %v", np, err)
 	}
+}
+
+// onenodeSubtest runs body in subtest "onenode": one job of goroutine ranks in this process per configuration. The
+// node processes that the same test's harness subtests start run this test binary too, and skip it.
+func onenodeSubtest(t *testing.T, body func(c *Comm) error, cfgs ...Config) {
+	t.Helper()
+	t.Run("onenode", func(t *testing.T) {
+		if os.Getenv(env.HarnessJob.Name) != "" {
+			t.Skip("node process of another subtest")
+		}
+		for _, cfg := range cfgs {
+			if err := RunWith(cfg, body); err != nil {
+				t.Fatalf("%d ranks: %v", cfg.Ranks, err)
+			}
+		}
+	})
 }
 
 // The matrix is smaller in -short mode and under the race detector (see collectives_race_test.go).

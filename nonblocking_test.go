@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
-	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -31,14 +30,7 @@ func TestNonblockingCollectives(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		np, nodesNP, pureNP = 7, 7, 3
 	}
-	t.Run("onenode", func(t *testing.T) {
-		if os.Getenv(env.HarnessJob.Name) != "" {
-			t.Skip("node process of another subtest")
-		}
-		if err := RunWith(Config{Ranks: np}, nbBody(t, true)); err != nil {
-			t.Fatal(err)
-		}
-	})
+	onenodeSubtest(t, nbBody(t, true), Config{Ranks: np})
 	t.Run("nodes", func(t *testing.T) {
 		harness.Procs(t, harness.Spec{Ranks: nodesNP, Nodes: 3}, nbBody(t, true)).Check(t)
 	})
@@ -50,14 +42,7 @@ func TestNonblockingCollectives(t *testing.T) {
 // TestNonblockingNoAsyncProgress: with the worker pool off (GOMPJ_ASYNC_PROGRESS=0) the collectives move on only
 // in the calls of their ranks, and still complete in any order.
 func TestNonblockingNoAsyncProgress(t *testing.T) {
-	t.Run("onenode", func(t *testing.T) {
-		if os.Getenv(env.HarnessJob.Name) != "" {
-			t.Skip("node process of another subtest")
-		}
-		if err := RunWith(Config{Ranks: 5, NoAsyncProgress: true}, nbBody(t, false)); err != nil {
-			t.Fatal(err)
-		}
-	})
+	onenodeSubtest(t, nbBody(t, false), Config{Ranks: 5, NoAsyncProgress: true})
 	t.Run("nodes", func(t *testing.T) {
 		harness.Procs(t, harness.Spec{Ranks: 4, Nodes: 2, Env: []string{env.AsyncProgress.Name + "=0"}},
 			nbBody(t, false)).Check(t)
@@ -699,16 +684,7 @@ func TestNonblockingRepeated(t *testing.T) {
 		}
 		return nil
 	}
-	t.Run("onenode", func(t *testing.T) {
-		if os.Getenv(env.HarnessJob.Name) != "" {
-			t.Skip("node process of another subtest")
-		}
-		for _, np := range []int{1, 2, 5} {
-			if err := RunWith(Config{Ranks: np}, body); err != nil {
-				t.Fatal(err)
-			}
-		}
-	})
+	onenodeSubtest(t, body, Config{Ranks: 1}, Config{Ranks: 2}, Config{Ranks: 5})
 	t.Run("nodes", func(t *testing.T) {
 		harness.Procs(t, harness.Spec{Ranks: 5, Nodes: 2}, body).Check(t)
 	})
@@ -915,14 +891,7 @@ func TestNonblockingReuseAllocations(t *testing.T) {
 		}
 		return nil
 	}
-	t.Run("onenode", func(t *testing.T) {
-		if os.Getenv(env.HarnessJob.Name) != "" {
-			t.Skip("node process of another subtest")
-		}
-		if err := RunWith(Config{Ranks: 3}, body); err != nil {
-			t.Fatal(err)
-		}
-	})
+	onenodeSubtest(t, body, Config{Ranks: 3})
 	t.Run("nodes", func(t *testing.T) {
 		harness.Procs(t, harness.Spec{Ranks: 5, Nodes: 2}, body).Check(t)
 	})
@@ -1010,16 +979,7 @@ func TestNonblockingScratchReuse(t *testing.T) {
 		}
 		return nil
 	}
-	t.Run("onenode", func(t *testing.T) {
-		if os.Getenv(env.HarnessJob.Name) != "" {
-			t.Skip("node process of another subtest")
-		}
-		for _, np := range []int{2, 3, 4} {
-			if err := RunWith(Config{Ranks: np}, body); err != nil {
-				t.Fatal(err)
-			}
-		}
-	})
+	onenodeSubtest(t, body, Config{Ranks: 2}, Config{Ranks: 3}, Config{Ranks: 4})
 	t.Run("nodes", func(t *testing.T) {
 		harness.Procs(t, harness.Spec{Ranks: 4, Nodes: 2}, body).Check(t)
 	})

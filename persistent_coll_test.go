@@ -4,12 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
-	"os"
 	"slices"
 	"testing"
 
 	. "github.com/gompj/gompj"
-	"github.com/gompj/gompj/internal/env"
 	"github.com/gompj/gompj/internal/harness"
 )
 
@@ -22,14 +20,7 @@ func TestPersistentCollectives(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		np, pureNP = 5, 3
 	}
-	t.Run("onenode", func(t *testing.T) {
-		if os.Getenv(env.HarnessJob.Name) != "" {
-			t.Skip("node process of another subtest")
-		}
-		if err := RunWith(Config{Ranks: np}, persistentBody(t)); err != nil {
-			t.Fatal(err)
-		}
-	})
+	onenodeSubtest(t, persistentBody(t), Config{Ranks: np})
 	t.Run("nodes", func(t *testing.T) {
 		harness.Procs(t, harness.Spec{Ranks: np, Nodes: 3}, persistentBody(t)).Check(t)
 	})
