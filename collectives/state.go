@@ -12,7 +12,8 @@ import (
 
 // commState is what one rank keeps about one communicator between collective calls: its layout, its share of the
 // shared-memory structure, the node-aware sub-communicators and forced algorithms. It is reached through a
-// lock-free map keyed by a weak pointer to the Comm, so a communicator that is dropped takes its state with it.
+// lock-free map keyed by a weak pointer to the Comm, so a communicator that is dropped takes its state with it, and
+// then kept in the handle itself (ranks.Comm.Ext), where later calls find it.
 type commState struct {
 	size, rank int
 	node       int   // this rank's node
@@ -64,6 +65,18 @@ var layoutHooks sync.Map // weak.Pointer[ranks.Comm] -> func(worldRank int) int
 func slotOf(k uintptr) *atomic.Pointer[stateEntry] { return &stateCache[(k>>6^k>>16)%cacheSlots] }
 
 func stateOf(c *ranks.Comm) *commState {
+	if st, ok := c.Ext().Load().(*commState); ok {
+		return st
+	}
+	st := lookupState(c)
+	if !c.Ext().CompareAndSwap(nil, st) {
+		return c.Ext().Load().(*commState)
+	}
+	return st
+}
+
+// lookupState finds or makes c's state the first time this handle asks (stateOf keeps it in the handle).
+func lookupState(c *ranks.Comm) *commState {
 	k := uintptr(unsafe.Pointer(c))
 	slot := slotOf(k)
 	if e := slot.Load(); e != nil && e.key == k && e.wp.Value() == c {
@@ -133,6 +146,7 @@ func setLayout(c *ranks.Comm, nodeOf func(worldRank int) int) {
 	k := uintptr(unsafe.Pointer(c))
 	states.Delete(k)
 	slotOf(k).Store(nil)
+	c.Ext().Store(lookupState(c)) // a state with the new layout, in place of any the handle holds
 }
 
 // Scratch memory. The collectives run in tight loops, so what a call needs beyond the caller's buffers (copies,

@@ -35,7 +35,13 @@ type Comm struct {
 	// an intracommunicator of its own, for the local phases of its collectives. Both nil on an intracommunicator.
 	remote []int32 // remote rank -> world rank
 	local  *Comm
+	ext    atomic.Value // the collective layer's state for this handle (Ext)
 }
+
+// Ext holds the collective layer's state for this communicator handle (package collectives), which ranks never
+// looks into. Collective calls find it with one load: a map keyed by the handle cost every call a weak pointer's
+// dereference (runtime.makeStrongFromWeak: a span lookup and a sweep check), several times per nonblocking one.
+func (c *Comm) Ext() *atomic.Value { return &c.ext }
 
 // Rank is this rank's rank in the communicator.
 func (c *Comm) Rank() int { return c.rank }
