@@ -88,6 +88,28 @@ type Schedule struct {
 	// comm reports whether the last round has a communication step: a local step after one opens a round
 	comm bool
 	held []*[]byte // scratch buffers from the pools (scratch.go)
+	// shape is 0 until the first machine on the schedule looks: then shapeWaits if every step is a local one or a
+	// wait (a shared-memory operation's), else shapeRounds.
+	shape int8
+}
+
+const (
+	shapeRounds int8 = iota + 1
+	shapeWaits
+)
+
+// waitsOnly reports whether every step of s is a local step or a wait on a shared-memory condition.
+func (s *Schedule) waitsOnly() bool {
+	if s.shape == 0 {
+		s.shape = shapeWaits
+		for i := range s.Steps {
+			if k := s.Steps[i].Kind; !k.local() && k != StepWait {
+				s.shape = shapeRounds
+				break
+			}
+		}
+	}
+	return s.shape == shapeWaits
 }
 
 // Round ends the current round: the next step opens a new one. Empty rounds are never made.
@@ -201,6 +223,10 @@ type Machine struct {
 	det     []int // detached steps posted and not yet seen complete
 	err     error
 	done    bool
+	// A schedule of local steps and waits only runs step by step (progressSteps): pc is the next step, and posted
+	// says that it is a wait already posted.
+	steps bool
+	pc    int
 }
 
 // NewMachine returns a machine ready to run s.
@@ -212,7 +238,8 @@ func NewMachine(s *Schedule) *Machine {
 
 // Reset makes the machine ready to run its schedule from the start. It keeps its memory.
 func (m *Machine) Reset() {
-	m.round, m.posted, m.head, m.err, m.done = 0, false, 0, nil, false
+	m.round, m.posted, m.head, m.err, m.done, m.pc = 0, false, 0, nil, false, 0
+	m.steps = m.s.waitsOnly()
 	m.det = m.det[:0]
 	m.inround = m.inround[:0]
 }
@@ -225,6 +252,9 @@ func (m *Machine) Done() (bool, error) { return m.done, m.err }
 // After an error no new round starts, but the operation finishes only once every posted step has completed, so
 // that no transfer into or out of the caller's buffers is still under way when it returns.
 func (m *Machine) Progress(t Transport) (bool, error) {
+	if m.steps {
+		return m.progressSteps(t)
+	}
 	for !m.done {
 		if m.round < len(m.s.rounds) && m.err == nil {
 			if !m.posted {
@@ -248,6 +278,41 @@ func (m *Machine) Progress(t Transport) (bool, error) {
 		}
 		m.done = true
 	}
+	return true, m.err
+}
+
+// progressSteps is Progress for a schedule of local steps and waits only (a shared-memory operation's). It runs the
+// steps one by one in order, which comes to the same as running them by rounds: a round's local steps come before
+// its waits (Schedule.add), and a wait does nothing but join a list and test its condition (a condition may do the
+// work it waits for, as an alltoall's moves, which it does again at every test), so posting a round's waits one at a
+// time, each once the one before holds, changes nothing but when the later ones join their lists. It skips the
+// rounds' bookkeeping, most of the cost of a small shared-memory operation's run. A local step's error ends the
+// operation at once: nothing is posted then.
+func (m *Machine) progressSteps(t Transport) (bool, error) {
+	for m.pc < len(m.s.Steps) {
+		st := &m.s.Steps[m.pc]
+		if st.Kind != StepWait {
+			if err := runLocal(st); err != nil {
+				m.fail(err)
+				break
+			}
+			m.pc++
+			continue
+		}
+		if !m.posted {
+			if err := t.Post(m.pc, st); err != nil {
+				m.fail(err)
+				break
+			}
+			m.posted = true
+		}
+		if ok, _ := t.Test(m.pc, st); !ok {
+			return false, nil
+		}
+		m.posted = false
+		m.pc++
+	}
+	m.done, m.posted = true, false
 	return true, m.err
 }
 
@@ -288,6 +353,12 @@ func (m *Machine) start(t Transport) {
 // index; -1 if there is none (the machine is done, or has a round to start).
 func (m *Machine) Pending() (int, *Step) {
 	if m.done {
+		return -1, nil
+	}
+	if m.steps {
+		if m.posted {
+			return m.pc, &m.s.Steps[m.pc]
+		}
 		return -1, nil
 	}
 	if m.posted && m.head < len(m.inround) {

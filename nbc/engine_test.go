@@ -219,7 +219,7 @@ func runFake(t *testing.T, f *fakeNet, ops [][]fakeOp) [][]error {
 func fixpoint(o fakeOp) bool {
 	before := *o.m
 	o.m.Progress(o.t)
-	return before.round == o.m.round && before.posted == o.m.posted && before.head == o.m.head &&
+	return before.round == o.m.round && before.posted == o.m.posted && before.head == o.m.head && before.pc == o.m.pc &&
 		len(before.det) == len(o.m.det) && before.done == o.m.done
 }
 
