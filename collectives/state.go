@@ -4,16 +4,14 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 	"weak"
 
 	"github.com/gompj/gompj/ranks"
 )
 
 // commState is what one rank keeps about one communicator between collective calls: its layout, its share of the
-// shared-memory structure, the node-aware sub-communicators and forced algorithms. It is reached through a
-// lock-free map keyed by a weak pointer to the Comm, so a communicator that is dropped takes its state with it, and
-// then kept in the handle itself (ranks.Comm.Ext), where later calls find it.
+// shared-memory structure, the node-aware sub-communicators and forced algorithms. It lives in the Comm handle
+// (ranks.Comm.Ext), so a communicator that is dropped takes its state with it.
 type commState struct {
 	size, rank int
 	node       int   // this rank's node
@@ -42,67 +40,42 @@ type commState struct {
 	reqs  []*ranks.Request
 }
 
-// States are found through a direct-mapped cache of atomic pointers (one load and a compare on the hot path), backed
-// by a sync.Map; entries hold weak pointers, so a dead communicator's state is never returned for a new one that
-// reuses its address, and a cleanup drops it.
-type stateEntry struct {
-	key uintptr
-	wp  weak.Pointer[ranks.Comm]
-	st  *commState
-}
-
-const cacheSlots = 1024
-
-var (
-	stateCache [cacheSlots]atomic.Pointer[stateEntry]
-	states     sync.Map // uintptr -> *stateEntry
-)
-
 // layoutHooks holds the rank-to-node functions tests set on communicators before their first collective; one
 // replaces World.NodeOf for its communicator (see layoutHook).
 var layoutHooks sync.Map // weak.Pointer[ranks.Comm] -> func(worldRank int) int
 
-func slotOf(k uintptr) *atomic.Pointer[stateEntry] { return &stateCache[(k>>6^k>>16)%cacheSlots] }
-
+// stateOf returns c's state, which lives in the handle itself (ranks.Comm.Ext): one load on every call. The first
+// call on a handle makes it.
 func stateOf(c *ranks.Comm) *commState {
 	if st, ok := c.Ext().Load().(*commState); ok {
 		return st
 	}
-	st := lookupState(c)
-	if !c.Ext().CompareAndSwap(nil, st) {
+	st := makeState(c)
+	if !c.Ext().CompareAndSwap(nil, st) { // another goroutine of the rank made one first: use it
 		return c.Ext().Load().(*commState)
 	}
 	return st
 }
 
-// lookupState finds or makes c's state the first time this handle asks (stateOf keeps it in the handle).
-func lookupState(c *ranks.Comm) *commState {
-	k := uintptr(unsafe.Pointer(c))
-	slot := slotOf(k)
-	if e := slot.Load(); e != nil && e.key == k && e.wp.Value() == c {
-		return e.st
-	}
-	if v, ok := states.Load(k); ok {
-		if e := v.(*stateEntry); e.wp.Value() == c {
-			slot.Store(e)
-			return e.st
-		}
-	}
-	e := &stateEntry{key: k, wp: weak.Make(c), st: newState(c)}
-	states.Store(k, e)
-	slot.Store(e)
-	runtime.AddCleanup(c, func(e *stateEntry) {
-		states.CompareAndDelete(e.key, e)
-		slotOf(e.key).CompareAndSwap(e, nil)
-		layoutHooks.Delete(e.wp)
-		if h := e.st.hier; h != nil { // the node-aware sub-communicators die with their parent
+// makeState makes a state for c, and the cleanup that lets go of what it made when c dies: the node-aware
+// sub-communicators, and a test's layout hook. (The cleanup holds the state, which never points back at c.)
+func makeState(c *ranks.Comm) *commState {
+	st := newState(c)
+	runtime.AddCleanup(c, func(a cleanupArgs) {
+		layoutHooks.Delete(a.wp)
+		if h := a.st.hier; h != nil { // the node-aware sub-communicators die with their parent
 			h.node.Free()
 			if h.leaders != nil {
 				h.leaders.Free()
 			}
 		}
-	}, e)
-	return e.st
+	}, cleanupArgs{wp: weak.Make(c), st: st})
+	return st
+}
+
+type cleanupArgs struct {
+	wp weak.Pointer[ranks.Comm]
+	st *commState
 }
 
 func newState(c *ranks.Comm) *commState {
@@ -143,10 +116,7 @@ func newState(c *ranks.Comm) *commState {
 // one process). Every member must call it before c's first collective.
 func setLayout(c *ranks.Comm, nodeOf func(worldRank int) int) {
 	layoutHooks.Store(weak.Make(c), nodeOf)
-	k := uintptr(unsafe.Pointer(c))
-	states.Delete(k)
-	slotOf(k).Store(nil)
-	c.Ext().Store(lookupState(c)) // a state with the new layout, in place of any the handle holds
+	c.Ext().Store(makeState(c)) // a state with the new layout, in place of any the handle holds
 }
 
 // Scratch memory. The collectives run in tight loops, so what a call needs beyond the caller's buffers (copies,
