@@ -306,11 +306,16 @@ func (m *Machine) progressSteps(t Transport) (bool, error) {
 			}
 			m.posted = true
 		}
-		if ok, _ := t.Test(m.pc, st); !ok {
+		ok, err := t.Test(m.pc, st)
+		if !ok {
 			return false, nil
 		}
 		m.posted = false
 		m.pc++
+		if err != nil { // as collect: the failed step is done, and no step after it runs
+			m.fail(err)
+			break
+		}
 	}
 	m.done, m.posted = true, false
 	return true, m.err
