@@ -137,6 +137,7 @@ type Device struct {
 
 	// Driving (device.Poller).
 	drivers atomic.Int32
+	blocked atomic.Bool // the progress goroutine is in the endpoint's Wait, or about to be: Enter wakes it
 	kick    chan struct{}
 	quit    chan struct{}
 	done    chan struct{}

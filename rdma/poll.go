@@ -64,7 +64,17 @@ func (d *Device) loop() {
 		if closing || d.pending.Load() > 0 {
 			wait = time.Millisecond // a busy provider does not wake us when it frees up
 		}
+		// Enter wakes a blocked loop when it sees blocked; checking drivers after setting it closes the race (both
+		// are sequentially consistent atomics). A loop left asleep in the endpoint's Wait while a rank drives is
+		// woken by every arriving completion only to find the rank polling: over libfabric's tcp;ofi_rxm, its
+		// fi_cq_sread and the rank's fi_cq_read then took turns at the provider's locks at every message.
+		d.blocked.Store(true)
+		if !closing && d.drivers.Load() > 0 {
+			d.blocked.Store(false)
+			continue
+		}
 		d.ep.Wait(wait)
+		d.blocked.Store(false)
 	}
 }
 
@@ -80,8 +90,13 @@ func (d *Device) quiet() bool {
 	return d.inflight.Load() == 0 && d.pending.Load() == 0
 }
 
-// Enter implements device.Poller.
-func (d *Device) Enter() { d.drivers.Add(1) }
+// Enter implements device.Poller. The first driver wakes the progress goroutine if it sleeps in the endpoint's
+// Wait, so that it stands down (loop) instead of being woken by each completion the driver polls for.
+func (d *Device) Enter() {
+	if d.drivers.Add(1) == 1 && d.blocked.Load() {
+		d.ep.Wake()
+	}
+}
 
 // Leave implements device.Poller.
 func (d *Device) Leave(parking bool) {
