@@ -64,10 +64,8 @@ func (st *commState) hierarchy(c *ranks.Comm) (*hierComms, error) {
 	if err != nil {
 		return nil, err
 	}
-	if leaders != nil {
-		if hook, ok := layoutHook(c); ok {
-			setLayout(leaders, hook) // a faked layout (tests) holds for the leaders too
-		}
+	if leaders != nil && st.layout != nil {
+		setLayout(leaders, st.layout) // a faked layout (tests) holds for the leaders too
 	}
 	h.node, h.leaders = node, leaders
 	st.hier = h

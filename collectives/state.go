@@ -2,9 +2,7 @@ package collectives
 
 import (
 	"runtime"
-	"sync"
 	"sync/atomic"
-	"weak"
 
 	"github.com/gompj/gompj/ranks"
 )
@@ -14,10 +12,11 @@ import (
 // (ranks.Comm.Ext), so a communicator that is dropped takes its state with it.
 type commState struct {
 	size, rank int
-	node       int   // this rank's node
-	nodes      int   // distinct nodes among the members
-	local      bool  // every member is on this node
-	nodeOf     []int // comm rank -> node (only when !local)
+	node       int                     // this rank's node
+	nodes      int                     // distinct nodes among the members
+	local      bool                    // every member is on this node
+	nodeOf     []int                   // comm rank -> node (only when !local)
+	layout     func(worldRank int) int // a test's faked layout (setLayout), in place of World.NodeOf; nil if none
 
 	shm *shmComm // shared by the members (all on this node), when local
 	me  *shmRank // this rank's private shared-memory bookkeeping
@@ -40,51 +39,41 @@ type commState struct {
 	reqs  []*ranks.Request
 }
 
-// layoutHooks holds the rank-to-node functions tests set on communicators before their first collective; one
-// replaces World.NodeOf for its communicator (see layoutHook).
-var layoutHooks sync.Map // weak.Pointer[ranks.Comm] -> func(worldRank int) int
-
 // stateOf returns c's state, which lives in the handle itself (ranks.Comm.Ext): one load on every call. The first
 // call on a handle makes it.
 func stateOf(c *ranks.Comm) *commState {
 	if st, ok := c.Ext().Load().(*commState); ok {
 		return st
 	}
-	st := makeState(c)
+	st := makeState(c, nil)
 	if !c.Ext().CompareAndSwap(nil, st) { // another goroutine of the rank made one first: use it
 		return c.Ext().Load().(*commState)
 	}
 	return st
 }
 
-// makeState makes a state for c, and the cleanup that lets go of what it made when c dies: the node-aware
-// sub-communicators, and a test's layout hook. (The cleanup holds the state, which never points back at c.)
-func makeState(c *ranks.Comm) *commState {
-	st := newState(c)
-	runtime.AddCleanup(c, func(a cleanupArgs) {
-		layoutHooks.Delete(a.wp)
-		if h := a.st.hier; h != nil { // the node-aware sub-communicators die with their parent
+// makeState makes a state for c with the given faked layout (nil: the World's), and the cleanup that frees the
+// node-aware sub-communicators it makes when c dies. (The cleanup holds the state, which never points back at c.)
+func makeState(c *ranks.Comm, layout func(worldRank int) int) *commState {
+	st := newState(c, layout)
+	runtime.AddCleanup(c, func(st *commState) {
+		if h := st.hier; h != nil { // the node-aware sub-communicators die with their parent
 			h.node.Free()
 			if h.leaders != nil {
 				h.leaders.Free()
 			}
 		}
-	}, cleanupArgs{wp: weak.Make(c), st: st})
+	}, st)
 	return st
 }
 
-type cleanupArgs struct {
-	wp weak.Pointer[ranks.Comm]
-	st *commState
-}
-
-func newState(c *ranks.Comm) *commState {
+func newState(c *ranks.Comm, layout func(worldRank int) int) *commState {
 	w := c.World()
 	nodeOf := w.NodeOf
-	if h, ok := layoutHooks.Load(weak.Make(c)); ok {
-		nodeOf = h.(func(int) int)
+	if layout != nil {
+		nodeOf = layout
 	}
-	s := &commState{size: c.Size(), rank: c.Rank()}
+	s := &commState{size: c.Size(), rank: c.Rank(), layout: layout}
 	if c.IsInter() {
 		return s // scratch only: the local phases run on c.Local(), which has a state of its own (inter.go)
 	}
@@ -115,8 +104,7 @@ func newState(c *ranks.Comm) *commState {
 // setLayout makes c's collectives see the node of each world rank as nodeOf says (tests: fake several nodes in
 // one process). Every member must call it before c's first collective.
 func setLayout(c *ranks.Comm, nodeOf func(worldRank int) int) {
-	layoutHooks.Store(weak.Make(c), nodeOf)
-	c.Ext().Store(makeState(c)) // a state with the new layout, in place of any the handle holds
+	c.Ext().Store(makeState(c, nodeOf)) // a state with the new layout, in place of any the handle holds
 }
 
 // Scratch memory. The collectives run in tight loops, so what a call needs beyond the caller's buffers (copies,
@@ -183,12 +171,4 @@ func (s *commState) waitReqs(reqs []*ranks.Request) error {
 	clear(reqs) // the requests are done: let them go, and the buffers they received into
 	s.reqs = reqs[:0]
 	return err
-}
-
-func layoutHook(c *ranks.Comm) (func(int) int, bool) {
-	h, ok := layoutHooks.Load(weak.Make(c))
-	if !ok {
-		return nil, false
-	}
-	return h.(func(int) int), true
 }
