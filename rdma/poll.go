@@ -62,7 +62,8 @@ func (d *Device) loop() {
 		}
 		wait := 100 * time.Millisecond
 		if closing || d.pending.Load() > 0 {
-			wait = time.Millisecond // a busy provider does not wake us when it frees up
+			// A busy provider may not wake us when it frees up (libfabric's; shm does, ring.go): look again soon.
+			wait = time.Millisecond
 		}
 		// Enter wakes a blocked loop when it sees blocked; checking drivers after setting it closes the race (both
 		// are sequentially consistent atomics). A loop left asleep in the endpoint's Wait while a rank drives is

@@ -6,9 +6,14 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unsafe"
+
+	"github.com/gompj/gompj/rdma"
 )
 
 // ringMem returns heap memory for a ring of n cells, aligned to a cache line as a mapping is.
@@ -221,4 +226,116 @@ func FuzzRingConsumer(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRingWantsRoom: a producer that finds the ring full raises want; the consumer's next consume reports it once
+// (and lowers it), and the producer then sees room to retry.
+func TestRingWantsRoom(t *testing.T) {
+	const cells = 64
+	p, c := pair(t, cells)
+	m := msgOf(1, 500)
+	pushed := 0
+	for {
+		err := p.push(nil, m)
+		if err == errAgain {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		pushed++
+	}
+	if pushed == 0 || *u32(p.mem, wantOff) != 1 {
+		t.Fatalf("after %d pushes and a refusal: want %d, expected 1", pushed, *u32(p.mem, wantOff))
+	}
+	if p.room() {
+		t.Fatal("room reported before the consumer freed anything")
+	}
+	dst := make([]byte, maxMsg(cells))
+	for i := range pushed {
+		n, ok, err := c.peek()
+		if err != nil || !ok {
+			t.Fatalf("entry %d: peek %v %v", i, ok, err)
+		}
+		if wanted := c.consume(dst, n); wanted != (i == 0) {
+			t.Fatalf("consume %d reported wanted %v", i, wanted)
+		}
+		if !p.room() {
+			t.Fatalf("no room reported after consume %d", i)
+		}
+	}
+	if err := p.push(nil, m); err != nil {
+		t.Fatalf("push after the ring drained: %v", err)
+	}
+	if *u32(p.mem, wantOff) != 0 {
+		t.Fatal("want raised by a push that found room")
+	}
+}
+
+// TestFullRingWakesProducer: a node whose progress goroutine sleeps (Wait) after a push found its ring into a peer
+// full is woken when the peer frees room, not at its timeout: the device holds the message back meanwhile, and
+// without CMA a large message streams through the ring in many such waits.
+func TestFullRingWakesProducer(t *testing.T) {
+	var eps [2]*endpoint
+	for i := range 2 {
+		ep, err := Provider{}.Open(rdma.EndpointConfig{Node: i, Nodes: 2, Secret: testSecret})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ep.Close()
+		eps[i] = ep.(*endpoint)
+	}
+	for i := range 2 {
+		if err := eps[i].Connect(1-i, eps[1-i].Address()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for eps[0].peer(1) == nil || eps[1].peer(0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the endpoints did not connect within 30 s")
+		}
+		runtime.Gosched()
+	}
+	payload := make([]byte, 4000)
+	for {
+		err := eps[0].Inject(1, []byte("hdr"), payload)
+		if errors.Is(err, rdma.ErrAgain) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		eps[0].Wait(time.Minute)
+	}()
+	buf := make([]byte, 1<<20)
+	for { // asleep first, so that the wake-up is what ends the Wait
+		if state, ok := waitState(buf[:runtime.Stack(buf, true)]); ok && strings.HasPrefix(state, "IO wait") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Wait did not go to sleep within 30 s")
+		}
+		runtime.Gosched()
+	}
+	if err := eps[1].PostRecv(make([]byte, eps[1].maxMsg), nil, 1); err != nil {
+		t.Fatal(err)
+	}
+	cs := make([]rdma.Completion, 4)
+	for got := 0; got == 0; {
+		n, err := eps[1].Poll(cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = n
+	}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the producer slept on after the consumer freed room in its ring")
+	}
 }

@@ -161,6 +161,7 @@ type peer struct {
 	why     atomic.Value // error: why it was lost
 	told    atomic.Bool  // its closing or loss was reported
 	broken  atomic.Bool  // our ring into it is corrupt
+	full    atomic.Bool  // a push found our ring into it full: Wait looks for room before it sleeps
 }
 
 const (
@@ -627,6 +628,7 @@ func (e *endpoint) push(node int, call string, hdr, payload []byte) error {
 	err := p.out.push(hdr, payload)
 	switch {
 	case err == errAgain:
+		p.full.Store(true)
 		p.bell.wake() // it has work: let it drain
 		return rdma.ErrAgain
 	case errors.Is(err, ErrCorrupt):
@@ -637,6 +639,9 @@ func (e *endpoint) push(node int, call string, hdr, payload []byte) error {
 		return &rdma.OpError{Call: call, Node: node, Err: err}
 	case err != nil:
 		return &rdma.OpError{Call: call, Node: node, Err: err}
+	}
+	if p.full.Load() {
+		p.full.Store(false)
 	}
 	p.bell.wake()
 	return nil
@@ -767,7 +772,9 @@ func (e *endpoint) Poll(cs []rdma.Completion) (int, error) {
 				p.state.Store(stateLost)
 				break
 			}
-			p.in.consume(b.b, ln)
+			if p.in.consume(b.b, ln) {
+				p.bell.wake() // it waits for room in this ring (ring.go)
+			}
 			cs[n] = rdma.Completion{Op: rdma.OpRecv, Ctx: b.ctx, Node: p.node, Len: ln}
 			n++
 		}
@@ -787,7 +794,8 @@ func (e *endpoint) Poll(cs []rdma.Completion) (int, error) {
 	return n, nil
 }
 
-// work reports whether Poll would find something.
+// work reports whether Poll would find something, or a ring that was full toward a peer has room again (the
+// device then sends what it holds back).
 func (e *endpoint) work() bool {
 	if e.hasLocal.Load() {
 		return true
@@ -795,6 +803,10 @@ func (e *endpoint) work() bool {
 	if up := e.up.Load(); up != nil {
 		for _, p := range *up {
 			if !p.told.Load() && (p.in.ready() || p.state.Load() != stateUp) {
+				return true
+			}
+			if p.full.Load() && p.out.room() {
+				p.full.Store(false) // once: what the device holds back is retried now, and a failed retry raises it again
 				return true
 			}
 		}
