@@ -553,6 +553,8 @@ func Alltoall(c *ranks.Comm, send, recv any) error {
 		return hierAlltoall(c, st, src, rv.b, blk)
 	case "bruck":
 		return p.bruckAlltoall(src, rv.b, blk)
+	case "linear":
+		return p.linearAlltoallv(src, nil, nil, rv.b, nil, nil, 1, blk)
 	}
 	return p.pairwiseAlltoallv(src, nil, nil, rv.b, nil, nil, 1, blk)
 }
@@ -588,6 +590,9 @@ func Alltoallv(c *ranks.Comm, send any, sendCounts, sendDispls []int, recv any, 
 	}
 	if algo == "shm" {
 		return st.shmOp(c).Alltoallv(sv.b, sendCounts, sendDispls, rv.b, recvCounts, recvDispls, sz, 0)
+	}
+	if algo == "linear" {
+		return newP2P(c, st).linearAlltoallv(sv.b, sendCounts, sendDispls, rv.b, recvCounts, recvDispls, sz, 0)
 	}
 	return newP2P(c, st).pairwiseAlltoallv(sv.b, sendCounts, sendDispls, rv.b, recvCounts, recvDispls, sz, 0)
 }

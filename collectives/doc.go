@@ -18,7 +18,7 @@
 //   - message based (p2p.go) over the communicator's collective context (Comm.Coll), so collective traffic never
 //     matches user point-to-point messages: dissemination barrier; binomial and scatter+allgather bcast; binomial
 //     reduce; recursive doubling, Rabenseifner and ring allreduce; ring, Bruck and recursive doubling allgather;
-//     Bruck and pairwise alltoall; linear and binomial gather/scatter; chain scan. Tags stay below
+//     Bruck, linear and pairwise alltoall(v); linear and binomial gather/scatter; chain scan. Tags stay below
 //     MaxTag-ReservedTags. Every algorithm handles any communicator size.
 //   - node-aware (hier.go) for communicators spanning nodes (barrier, bcast, reduce, allreduce, gather, scatter,
 //     allgather, alltoall): a shared-memory phase inside each node, an inter-node phase among one leader per node

@@ -71,17 +71,16 @@ allgatherv     local  *     *        shm
 allgatherv     *      *     *        ring
 alltoall       local  *     *        shm
 # across nodes the node-aware alltoall saves messages but copies every block twice more (to the leader and back
-# out); from 512 KiB blocks the copies cost more than the messages (np 4 on 2 nodes, 1 MiB: 1190 against 505-733 us
-# over shared memory, 3200-4046 against 2170-2208 us over TCP; NPB FT class A 0.65 against 0.58 s)
-alltoall       multi  *     0-256K   hier
+# out). It wins for small blocks over TCP with several ranks per node (np 8 on 2 nodes, 2 KiB: 119-122 against
+# 342-435 us for linear); from 16 KiB blocks linear is as fast or faster everywhere (np 4 and 8 on 2 nodes, shared
+# memory and TCP, 16 KiB-1 MiB: 0.3-1.0x the node-aware time; gompj bench alltoall with GOMPJ_COLL_ALLTOALL)
+alltoall       multi  *     0-8K     hier
 alltoall       *      *     0-1K     bruck
-alltoall       *      *     *        pairwise
-# nonblocking alltoall across nodes: from 8 KiB blocks the node-aware schedule's copies (every member's buffer
-# gathered to its leader, packed, unpacked, scattered: package nbc has not the blocking one's direct reads) and
-# its fresh buffers cost more than the messages it saves (np 4 on 2 nodes, 1 MiB: 27-34 ms against 3.4 ms)
-ialltoall      multi  *     8K-*     pairwise
+# linear has every peer's transfer in flight at once (a window of 32); pairwise steps wait for each exchange in
+# turn (np 4 on 2 nodes, 64 KiB-1 MiB: 0.45-0.8x pairwise's time over shared memory, 0.55-0.85x over TCP)
+alltoall       *      *     *        linear
 alltoallv      local  *     *        shm
-alltoallv      *      *     *        pairwise
+alltoallv      *      *     *        linear
 reduce_scatter local  *     *        shm
 reduce_scatter *      *     *        ring
 scan           local  *     *        shm
@@ -179,8 +178,8 @@ var algorithms = map[string]map[string]applies{
 	"scatterv":       {"linear": always, "shm": needLocal},
 	"allgather":      {"ring": always, "recursive_doubling": always, "bruck": always, "shm": needLocal, "hier": needHier},
 	"allgatherv":     {"ring": always, "shm": needLocal},
-	"alltoall":       {"pairwise": always, "bruck": always, "shm": needLocal, "hier": needHier},
-	"alltoallv":      {"pairwise": always, "shm": needLocal},
+	"alltoall":       {"pairwise": always, "linear": always, "bruck": always, "shm": needLocal, "hier": needHier},
+	"alltoallv":      {"pairwise": always, "linear": always, "shm": needLocal},
 	"reduce_scatter": {"reduce_scatterv": always, "ring": needComm, "shm": needLocal},
 	"scan":           {"chain": always, "shm": needLocal},
 	"exscan":         {"chain": always, "shm": needLocal},

@@ -181,15 +181,22 @@ func buildP2P(s *Schedule, sp *spec) error {
 			s.Copy(a.Recv, src)
 			return nil
 		}
-		if sp.algo == "bruck" {
+		switch sp.algo {
+		case "bruck":
 			b.bruckAlltoall(src, a.Recv, a.Blk)
-			return nil
+		case "linear":
+			b.linearAlltoallv(src, nil, nil, a.Recv, nil, nil, 1, a.Blk)
+		default:
+			b.pairwiseAlltoallv(src, nil, nil, a.Recv, nil, nil, 1, a.Blk)
 		}
-		b.pairwiseAlltoallv(src, nil, nil, a.Recv, nil, nil, 1, a.Blk)
 	case "alltoallv":
 		sb := blockOf(a.Send, a.Counts, a.Displs, a.Sz, rank, 0)
 		if rb := blockOf(a.Recv, a.RCounts, a.RDispls, a.Sz, rank, 0); len(sb) > len(rb) {
 			return truncf("alltoallv: %d elements to self into a block of %d", len(sb)/a.Sz, len(rb)/a.Sz)
+		}
+		if sp.algo == "linear" {
+			b.linearAlltoallv(a.Send, a.Counts, a.Displs, a.Recv, a.RCounts, a.RDispls, a.Sz, 0)
+			return nil
 		}
 		b.pairwiseAlltoallvChecked(a.Send, a.Counts, a.Displs, a.Recv, a.RCounts, a.RDispls, a.Sz)
 	case "reduce_scatter":

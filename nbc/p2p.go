@@ -515,6 +515,28 @@ func (b p2pb) pairwiseAlltoallv(send []byte, scounts, sdispls []int, recv []byte
 	}
 }
 
+// linearAlltoallv is the blocking linear alltoall's schedule: this rank's own block copied (own: its bytes, which
+// the caller has checked against the block it receives into), then one round per window of peers
+// (collectives.LinearWindow) with all their receives and sends, so that each transfer goes as soon as its peer
+// gets to it.
+func (b p2pb) linearAlltoallv(send []byte, scounts, sdispls []int, recv []byte, rcounts, rdispls []int, sz, blk int) {
+	n := b.n
+	own := blockOf(send, scounts, sdispls, sz, b.rank, blk)
+	b.s.Copy(blockOf(recv, rcounts, rdispls, sz, b.rank, blk)[:len(own)], own)
+	for lo := 1; lo < n; lo += collectives.LinearWindow {
+		hi := min(lo+collectives.LinearWindow, n)
+		b.s.Round()
+		for i := lo; i < hi; i++ {
+			src := (b.rank - i + n) % n
+			b.recv(blockOf(recv, rcounts, rdispls, sz, src, blk), src, tagAlltoall)
+		}
+		for i := lo; i < hi; i++ {
+			dst := (b.rank + i) % n
+			b.sendDet(blockOf(send, scounts, sdispls, sz, dst, blk), dst, tagAlltoall)
+		}
+	}
+}
+
 // bruckAlltoall: ceil(log2 n) rounds, each moving about half the blocks; packing and unpacking are local steps.
 func (b p2pb) bruckAlltoall(send, recv []byte, blk int) {
 	n := b.n
