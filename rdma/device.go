@@ -143,6 +143,8 @@ type Device struct {
 	done    chan struct{}
 
 	pollMu     sync.Mutex // held by whoever polls (the progress goroutine or a driving rank)
+	polls      uint64     // Polls by driving ranks, under pollMu (Poll yields now and then)
+	lastYield  time.Time  // when a Poll last yielded, under pollMu
 	cq         []Completion
 	lastActive time.Time
 	busyPoll   atomic.Int64 // Config.BusyPoll, or what SetBusyPoll made it (<= 0: none)
