@@ -27,24 +27,10 @@ const (
 	directEvery = 8
 )
 
-// standDownCheck and standDownIdle are how often a progress loop that stood down for driving ranks looks again
-// whether any still drives, when no parking rank told it to resume: standDownCheck while rendezvous transfers are
-// under way (a rank that stops waiting without parking leaves them to the loop), standDownIdle otherwise. Each look
-// wakes a thread, which on a box whose cores the ranks hold preempts a spinning rank: with a look every 1 ms, a TCP
-// ping-pong's 0-byte half round trip took 6.79 against 5.23 us with 10 ms (5 interleaved pairs). Until the loop
-// looks, what arrives for a rank that neither waits nor has a transfer under way (an RTS for a receive it posted and
-// does not wait for yet) waits, as in MPIs that progress only inside calls.
-const (
-	standDownCheck = time.Millisecond
-	standDownIdle  = 10 * time.Millisecond
-)
-
-// standDownFor is how long a loop that stands down waits before it looks again.
+// standDownFor is how long a loop that stands down waits before it looks again (device.StandDownFor): the shorter
+// time while rendezvous transfers are under way.
 func (d *Device) standDownFor() time.Duration {
-	if d.inflightRdv.Load() > 0 || d.inflightRecv.Load() > 0 {
-		return standDownCheck
-	}
-	return standDownIdle
+	return device.StandDownFor(d.inflightRdv.Load() > 0 || d.inflightRecv.Load() > 0)
 }
 
 // loop is the device's progress engine: one goroutine, one epoll set holding every connection. Everything the
@@ -52,7 +38,7 @@ func (d *Device) standDownFor() time.Duration {
 // a driving rank holds during Poll.
 func (d *Device) loop() {
 	defer close(d.loopDone)
-	resume := time.NewTimer(standDownCheck)
+	resume := time.NewTimer(device.StandDownCheck)
 	resume.Stop()
 	for {
 		if d.drivers.Load() > 0 && !d.hasTasks() && d.standDownOK() {

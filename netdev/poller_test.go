@@ -189,10 +189,10 @@ func TestStandDownFor(t *testing.T) {
 		sends, recvs int64
 		want         time.Duration
 	}{
-		{0, 0, standDownIdle},
-		{1, 0, standDownCheck},
-		{0, 2, standDownCheck},
-		{3, 1, standDownCheck},
+		{0, 0, device.StandDownIdle},
+		{1, 0, device.StandDownCheck},
+		{0, 2, device.StandDownCheck},
+		{3, 1, device.StandDownCheck},
 	} {
 		d := &Device{}
 		d.inflightRdv.Store(tc.sends)

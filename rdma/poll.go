@@ -17,23 +17,10 @@ type heldMsg struct {
 // maxHeld bounds how far ahead of its turn a message may arrive: more means a peer that lies about its order.
 const maxHeld = 1 << 16
 
-// A progress goroutine that stood down for driving ranks looks again, to see whether any still drives (when no
-// parking rank told it to resume), after standDownCheck while sends are under way or held back (a rank that stops
-// waiting without parking leaves them to the loop), after standDownIdle otherwise, as netdev's loop does. Each look
-// wakes a thread, which on a box whose cores the ranks hold preempts a spinning rank; and a look that finds the
-// rank between two waits polls, busy for BusyPoll, then sleeps in the provider (over tcp;ofi_rxm, a sleep of many
-// short nanosleeps, each a context switch on the busy core).
-const (
-	standDownCheck = time.Millisecond
-	standDownIdle  = 10 * time.Millisecond
-)
-
-// standDownFor is how long a progress goroutine that stands down waits before it looks again.
+// standDownFor is how long a progress goroutine that stands down waits before it looks again
+// (device.StandDownFor): the shorter time while sends are under way or held back.
 func (d *Device) standDownFor() time.Duration {
-	if d.inflight.Load() > 0 || d.pending.Load() > 0 {
-		return standDownCheck
-	}
-	return standDownIdle
+	return device.StandDownFor(d.inflight.Load() > 0 || d.pending.Load() > 0)
 }
 
 // loop is the progress goroutine: it polls while no rank does, busy for BusyPoll after the last event, then
