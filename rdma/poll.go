@@ -123,25 +123,29 @@ func (d *Device) Leave(parking bool) {
 // a spinning rank. (An ofi ping-pong of 20000 round trips: sysmon's preemptions 254-279 -> 20-31 per node process,
 // P hand-offs 94-131 -> 7-9, its wake-ups 1190-2557 -> 198-300.) The clock is read every yieldCheck-th Poll only.
 func (d *Device) Poll() bool {
+	got, yield := d.pollDriving()
+	if yield {
+		runtime.Gosched()
+	}
+	return got
+}
+
+// pollDriving is Poll under the lock: it reports whether it got anything, and whether the caller should yield.
+func (d *Device) pollDriving() (got, yield bool) {
 	if !d.pollMu.TryLock() {
-		return false
+		return false, false
 	}
+	defer d.pollMu.Unlock()
 	if !d.started || d.closing.Load() {
-		d.pollMu.Unlock()
-		return false
+		return false, false
 	}
-	got := d.pollOnce()
-	yield := false
+	got = d.pollOnce()
 	if d.polls++; d.polls%yieldCheck == 0 {
 		if now := time.Now(); now.Sub(d.lastYield) >= yieldAfter {
 			d.lastYield, yield = now, true
 		}
 	}
-	d.pollMu.Unlock()
-	if yield {
-		runtime.Gosched()
-	}
-	return got
+	return got, yield
 }
 
 const (
