@@ -13,7 +13,9 @@
 // and advances the head. A waiting rank polls the rings itself, so a small message costs no system call: the
 // producer looks at the consumer's sleeping flag and rings the doorbell only while the consumer's progress
 // goroutine sleeps; the producer that rings lowers the flag, so one sleep costs one system call however many
-// messages arrive before the sleeper runs again. The doorbell is an eventfd, passed with the segment: the
+// messages arrive before the sleeper runs again. A producer that finds a ring full raises a flag in the ring's
+// header, and the consumer that frees room rings the producer's doorbell in turn (ring.go), so a node whose sends
+// wait for room does not sleep out a timeout. The doorbell is an eventfd, passed with the segment: the
 // sleeper reads it through Go's netpoller, so it is parked like a goroutine reading a socket and its thread and P
 // serve the ranks meanwhile (a sleep in a system call kept them until sysmon took the P back).
 //
