@@ -82,7 +82,8 @@ func TestLinearAlltoallWindows(t *testing.T) {
 	}
 }
 
-func alltoall(c *gompj.Comm, s, r []int32, nonblocking bool) error {
+// alltoall runs an alltoall of s into r, blocking, or nonblocking and waited for at once.
+func alltoall[T any](c *gompj.Comm, s, r []T, nonblocking bool) error {
 	if !nonblocking {
 		return c.Alltoall(s, r)
 	}
@@ -94,6 +95,7 @@ func alltoall(c *gompj.Comm, s, r []int32, nonblocking bool) error {
 	return err
 }
 
+// alltoallv is alltoall's v form.
 func alltoallv(c *gompj.Comm, s []int32, sc, sd []int, r []int32, rc, rd []int, nonblocking bool) error {
 	if !nonblocking {
 		return c.Alltoallv(s, sc, sd, r, rc, rd)

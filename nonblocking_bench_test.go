@@ -94,17 +94,7 @@ func bcast(c *gompj.Comm, s, _ []float64) error { return c.Bcast(s, 0) }
 // alltoallBench runs one alltoall of 8 bytes per pair (one float64 to every rank) per iteration on np ranks of one
 // node, nonblocking (start, then wait at once) or blocking.
 func alltoallBench(b *testing.B, np int, nonblocking bool) {
-	collBenchN(b, np, np, func(c *gompj.Comm, s, r []float64) error {
-		if !nonblocking {
-			return c.Alltoall(s, r)
-		}
-		q, err := c.Ialltoall(s, r)
-		if err != nil {
-			return err
-		}
-		_, err = q.Wait()
-		return err
-	})
+	collBenchN(b, np, np, func(c *gompj.Comm, s, r []float64) error { return alltoall(c, s, r, nonblocking) })
 }
 
 func BenchmarkIbarrier(b *testing.B) {
