@@ -588,10 +588,10 @@ func Alltoallv(c *ranks.Comm, send any, sendCounts, sendDispls []int, recv any, 
 	if err != nil {
 		return err
 	}
-	if algo == "shm" {
+	switch algo {
+	case "shm":
 		return st.shmOp(c).Alltoallv(sv.b, sendCounts, sendDispls, rv.b, recvCounts, recvDispls, sz, 0)
-	}
-	if algo == "linear" {
+	case "linear":
 		return newP2P(c, st).linearAlltoallv(sv.b, sendCounts, sendDispls, rv.b, recvCounts, recvDispls, sz, 0)
 	}
 	return newP2P(c, st).pairwiseAlltoallv(sv.b, sendCounts, sendDispls, rv.b, recvCounts, recvDispls, sz, 0)

@@ -2,6 +2,7 @@ package collectives
 
 import (
 	"errors"
+
 	"github.com/gompj/gompj/ranks"
 )
 
