@@ -197,6 +197,20 @@ type Registration interface {
 	Release()
 }
 
+// Lender is implemented by devices that lend memory they move faster than other memory (MPI_Alloc_mem): the rdma
+// device over shared memory lends a part of the node's segment, which the node processes of the host copy from
+// and into directly.
+type Lender interface {
+	// Alloc returns n zeroed bytes of lent memory, or ErrNoLending where the device has none to lend.
+	Alloc(n int) ([]byte, error)
+	// Free gives back memory Alloc returned (b starting where it did) and reports true; for other memory it
+	// reports false and does nothing. The memory must not be in a transfer any more.
+	Free(b []byte) (bool, error)
+}
+
+// ErrNoLending is Lender.Alloc's error where a device has no memory to lend (its provider lends none).
+var ErrNoLending = errors.New("device: no memory to lend")
+
 // Describer is implemented by devices that can say how they work, for `gompj info` and the route table: "shm
 // (CMA single copy)", "tcp".
 type Describer interface {

@@ -16,6 +16,7 @@ type Router struct {
 	devs    []Device // distinct, in the order given
 	pollers []Poller
 	regs    []Registrar
+	lenders []Lender
 	polls   atomic.Uint32
 }
 
@@ -39,6 +40,9 @@ func NewRouter(nodeOf func(rank int) int, byNode []Device, order []Device) (*Rou
 		}
 		if g, ok := d.(Registrar); ok {
 			r.regs = append(r.regs, g)
+		}
+		if l, ok := d.(Lender); ok {
+			r.lenders = append(r.lenders, l)
 		}
 	}
 	for _, d := range order {
@@ -191,6 +195,28 @@ func (r *Router) Register(b []byte) (Registration, error) {
 	return m, nil
 }
 
+// Alloc implements Lender with the first device that lends memory (the cheapest: shared memory comes first).
+func (r *Router) Alloc(n int) ([]byte, error) {
+	for _, l := range r.lenders {
+		b, err := l.Alloc(n)
+		if errors.Is(err, ErrNoLending) {
+			continue
+		}
+		return b, err
+	}
+	return nil, ErrNoLending
+}
+
+// Free implements Lender with the device that lent b.
+func (r *Router) Free(b []byte) (bool, error) {
+	for _, l := range r.lenders {
+		if ok, err := l.Free(b); ok {
+			return true, err
+		}
+	}
+	return false, nil
+}
+
 // segmentedTo returns the device serving rank if it moves segmented payloads for it.
 func (r *Router) segmentedTo(rank int32) (Segmented, error) {
 	d, err := r.to(rank)
@@ -249,5 +275,6 @@ var (
 	_ Device    = (*Router)(nil)
 	_ Poller    = (*Router)(nil)
 	_ Registrar = (*Router)(nil)
+	_ Lender    = (*Router)(nil)
 	_ Segmented = (*Router)(nil)
 )

@@ -246,6 +246,22 @@ func (d *Device) Address() []byte {
 	return append(b, pa...)
 }
 
+// Alloc implements device.Lender with the endpoint's Lender, if it is one.
+func (d *Device) Alloc(n int) ([]byte, error) {
+	if l, ok := d.ep.(Lender); ok {
+		return l.Alloc(n)
+	}
+	return nil, device.ErrNoLending
+}
+
+// Free implements device.Lender.
+func (d *Device) Free(b []byte) (bool, error) {
+	if l, ok := d.ep.(Lender); ok {
+		return l.Free(b)
+	}
+	return false, nil
+}
+
 // Describe implements device.Describer.
 func (d *Device) Describe() string {
 	if s, ok := d.ep.(interface{ Describe() string }); ok {

@@ -137,7 +137,8 @@ type Endpoint interface {
 	// PeerRMA reports whether Write and Read work toward node (shm: CMA may be refused by the kernel).
 	PeerRMA(node int) bool
 	// Register registers b (FI: fi_mr_reg). b must be Go heap or static memory, referenced by the caller for as
-	// long as the registration lives (the device's registration cache checks both).
+	// long as the registration lives (the device's registration cache checks both), or memory the endpoint lent
+	// (Lender).
 	Register(b []byte, acc Access) (MR, error)
 	// PostRecv posts b to receive one message from any node (FI: fi_recv with FI_ADDR_UNSPEC). A message that
 	// arrives while no receive is posted waits in the provider (FI_RM_ENABLED); it is never dropped.
@@ -177,6 +178,18 @@ type VectorRMA interface {
 	// Writev is Write from locals, in order, to node's memory at raddr, with Readv's rules, completed by one
 	// OpWrite. The locals are read before Writev returns.
 	Writev(node int, locals [][]byte, raddr, rkey uint64, ctx uint64) error
+}
+
+// Lender is implemented by endpoints that lend memory which peers reach more cheaply than other memory (shm: a
+// part of the node's segment, which the node processes of the host map, so that a Read or Write of it is a copy
+// between mappings rather than a CMA system call). A Lender notes what it lends (NoteLent), so that every device
+// of the process registers it: it never moves and stays mapped until Free.
+type Lender interface {
+	// Alloc returns n zeroed bytes of lent memory.
+	Alloc(n int) ([]byte, error)
+	// Free gives back memory Alloc returned (b starting where it did) and reports true; for other memory it
+	// reports false and does nothing. Lent memory must not be in a transfer when it is freed.
+	Free(b []byte) (bool, error)
 }
 
 // ErrAgain is returned by an Endpoint whose queues are full for now (FI_EAGAIN): poll, then try again.

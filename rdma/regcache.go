@@ -123,6 +123,15 @@ func (c *regCache) get(b []byte, acc Access) (*regEntry, error) {
 	c.deregister(drop)
 	c.misses.Add(1)
 
+	if isLent(b) {
+		// Lent memory (NoteLent) is registered for the transfer alone: it is not Go memory, so no collection ends
+		// it, only Free, which a transfer in flight forbids.
+		mr, err := c.ep.Register(b, acc)
+		if err != nil {
+			return nil, err
+		}
+		return &regEntry{key: k, mr: mr, refs: 1}, nil
+	}
 	id := c.nextID.Add(1)
 	cl, ok := addCleanup(p, regArg{ref: c.ref, id: id})
 	if !ok {

@@ -103,6 +103,7 @@ type endpoint struct {
 	name   string
 	ln     *net.UnixListener
 	seg    *segment
+	heap   heap      // what the program took from Alloc (heap.go)
 	door   *doorbell // where this node's progress goroutine sleeps
 	self   bell      // its ringing end, for wake-ups from this process
 	segMu  sync.Mutex
@@ -162,6 +163,12 @@ type peer struct {
 	told    atomic.Bool  // its closing or loss was reported
 	broken  atomic.Bool  // our ring into it is corrupt
 	full    atomic.Bool  // a push found our ring into it full: Wait looks for room before it sleeps
+	// segFd is our descriptor of its segment (-1 until the handshake passes it), kept for the windows that map
+	// the memory it lends (heap.go) as Reads and Writes of it come.
+	segFd    int
+	winMu    sync.Mutex
+	wins     []window
+	winsGone bool // the endpoint closed: its windows wait for the endpoint's cleanup
 }
 
 const (
@@ -217,7 +224,7 @@ func (e *endpoint) Connect(node int, addr []byte) error {
 	if len(addr) < 3 || addr[0] != 1 || int(addr[1]) != len(addr)-2 {
 		return fmt.Errorf("shm: node %d's address is not a shm address", node)
 	}
-	p := &peer{node: node, sock: string(addr[2:]), bell: bell{fd: -1}}
+	p := &peer{node: node, sock: string(addr[2:]), bell: bell{fd: -1}, segFd: -1}
 	e.mu.Lock()
 	if e.byNode[node] != nil {
 		e.mu.Unlock()
@@ -442,7 +449,12 @@ func (e *endpoint) handshake(p *peer, c *net.UnixConn) error {
 		return err
 	}
 	fd, bfd := fds[0], fds[1]
-	defer unix.Close(fd) // the mappings keep the segment
+	keep := false
+	defer func() {
+		if !keep { // the mappings keep the segment
+			unix.Close(fd)
+		}
+	}()
 	if n != helloSize || flags&unix.MSG_CTRUNC != 0 || binary.LittleEndian.Uint64(ph[0:]) != ctlMagic ||
 		int(binary.LittleEndian.Uint32(ph[8:])) != p.node {
 		unix.Close(bfd)
@@ -467,6 +479,7 @@ func (e *endpoint) handshake(p *peer, c *net.UnixConn) error {
 	// The descriptor stays open as long as the mappings do (until the endpoint is unreachable, see Close): a
 	// sender may ring with it at any time, and a closed number could be reused by another file meanwhile.
 	p.bell = bell{ctl: p.pm.ctl, fd: bfd}
+	p.segFd, keep = fd, true
 	if e.cma && ph[48] == 1 {
 		var got uint64
 		err := cmaCopy(false, p.pid, unsafe.Slice((*byte)(unsafe.Pointer(&got)), 8), binary.LittleEndian.Uint64(ph[32:]))
@@ -588,11 +601,19 @@ func (e *endpoint) peer(node int) *peer {
 
 type mr struct{}
 
-func (mr) Key() uint64                                            { return 0 }
-func (mr) Desc() unsafe.Pointer                                   { return nil }
-func (mr) Addr(p unsafe.Pointer) uint64                           { return uint64(uintptr(p)) }
-func (mr) Close() error                                           { return nil }
-func (e *endpoint) Register([]byte, rdma.Access) (rdma.MR, error) { return mr{}, nil }
+func (mr) Key() uint64                  { return 0 }
+func (mr) Desc() unsafe.Pointer         { return nil }
+func (mr) Addr(p unsafe.Pointer) uint64 { return uint64(uintptr(p)) }
+func (mr) Close() error                 { return nil }
+
+// Register implements rdma.Endpoint. Memory this endpoint lent gets a key that names its place in the segment
+// (heap.go); other memory needs no registration: CMA names it by address.
+func (e *endpoint) Register(b []byte, _ rdma.Access) (rdma.MR, error) {
+	if off, ok := e.heap.offsetOf(b); ok {
+		return lentMR{delta: off - int64(uintptr(unsafe.Pointer(unsafe.SliceData(b))))}, nil
+	}
+	return mr{}, nil
+}
 
 func (e *endpoint) PostRecv(b []byte, _ rdma.MR, ctx uint64) error {
 	e.postMu.Lock()
@@ -680,8 +701,23 @@ func (e *endpoint) cmaPeer(write bool, node int) (p *peer, call string, op rdma.
 	return p, call, op, nil
 }
 
-// rma copies with CMA, here and now, and reports the outcome as a completion.
-func (e *endpoint) rma(write bool, node int, local []byte, raddr, ctx uint64) error {
+// rma copies, here and now, and reports the outcome as a completion: between mappings where the peer's memory is
+// lent (rkey, heap.go), else with CMA.
+func (e *endpoint) rma(write bool, node int, local []byte, raddr, rkey, ctx uint64) error {
+	if p := e.peer(node); p != nil && rkey&keyLent != 0 && len(local) > 0 {
+		if w, err := p.lentRange(int64(raddr)+deltaOf(rkey), len(local)); err == nil {
+			op := rdma.OpRead
+			if write {
+				copy(w, local)
+				op = rdma.OpWrite
+			} else {
+				copy(local, w)
+			}
+			e.complete(rdma.Completion{Op: op, Ctx: ctx, Node: node})
+			return nil
+		}
+		// CMA names the same bytes by their address in the peer.
+	}
 	p, call, op, err := e.cmaPeer(write, node)
 	if err != nil {
 		return err
@@ -695,12 +731,12 @@ func (e *endpoint) rma(write bool, node int, local []byte, raddr, ctx uint64) er
 	return nil
 }
 
-func (e *endpoint) Write(node int, local []byte, _ rdma.MR, raddr, _ uint64, ctx uint64) error {
-	return e.rma(true, node, local, raddr, ctx)
+func (e *endpoint) Write(node int, local []byte, _ rdma.MR, raddr, rkey uint64, ctx uint64) error {
+	return e.rma(true, node, local, raddr, rkey, ctx)
 }
 
-func (e *endpoint) Read(node int, local []byte, _ rdma.MR, raddr, _ uint64, ctx uint64) error {
-	return e.rma(false, node, local, raddr, ctx)
+func (e *endpoint) Read(node int, local []byte, _ rdma.MR, raddr, rkey uint64, ctx uint64) error {
+	return e.rma(false, node, local, raddr, rkey, ctx)
 }
 
 // Readv implements rdma.VectorRMA: process_vm_readv into many local buffers (64 a call).
@@ -866,11 +902,22 @@ func (e *endpoint) Close() error {
 			if p.bell.fd >= 0 {
 				l.fds = append(l.fds, p.bell.fd)
 			}
+			if p.segFd >= 0 {
+				l.fds = append(l.fds, p.segFd)
+			}
+			p.winMu.Lock()
+			for _, w := range p.wins {
+				l.maps = append(l.maps, w.mem)
+			}
+			p.wins, p.winsGone = nil, true
+			p.winMu.Unlock()
 		}
 	}
+	e.segMu.Lock()
 	l.maps = append(l.maps, e.seg.maps...)
 	e.seg.maps = nil
-	e.seg.close() // the descriptor; the mappings keep the memory
+	e.seg.close() // the descriptor; the mappings keep the memory (and the leases of Alloc stay mapped)
+	e.segMu.Unlock()
 	runtime.AddCleanup(e, release, l)
 	return nil
 }

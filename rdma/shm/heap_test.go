@@ -1,0 +1,223 @@
+//go:build linux
+
+package shm
+
+import (
+	"bytes"
+	"errors"
+	"runtime"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/gompj/gompj/rdma"
+)
+
+// lendPair opens two connected endpoints in this process, without CMA (opts.NoCMA), so that whatever moves between
+// them moves through the lent-memory windows.
+func lendPair(t *testing.T, noCMA bool) [2]*endpoint {
+	t.Helper()
+	var eps [2]*endpoint
+	for i := range 2 {
+		ep, err := Provider{Opts: Options{NoCMA: noCMA}}.Open(rdma.EndpointConfig{Node: i, Nodes: 2, Secret: testSecret})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ep.Close() })
+		eps[i] = ep.(*endpoint)
+	}
+	for i := range 2 {
+		if err := eps[i].Connect(1-i, eps[1-i].Address()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := eps[0].Ready(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := eps[1].Ready(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return eps
+}
+
+// rmaDone polls ep until the completion of ctx comes, and returns its error.
+func rmaDone(t *testing.T, ep *endpoint, ctx uint64) error {
+	t.Helper()
+	cs := make([]rdma.Completion, 8)
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		n, err := ep.Poll(cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cs[:n] {
+			if c.Ctx == ctx {
+				return c.Err
+			}
+		}
+		runtime.Gosched()
+	}
+	t.Fatalf("no completion of %d within 30 s", ctx)
+	return nil
+}
+
+func pattern(b []byte, seed byte) {
+	for i := range b {
+		b[i] = byte(i*7) + seed
+	}
+}
+
+// TestLentReadWrite: memory one endpoint lent is read and written by the other through its mapping of the
+// segment, without CMA; a sub-range named by its address (a split copy's second half) lands where it should;
+// repeated transfers of one buffer map no new window.
+func TestLentReadWrite(t *testing.T) {
+	eps := lendPair(t, true)
+	buf, err := eps[0].Alloc(3<<20 + 123)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pattern(buf, 1)
+	mr, err := eps[0].Register(buf, rdma.AccessRemoteRead|rdma.AccessRemoteWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mr.Key()&keyLent == 0 {
+		t.Fatalf("the key of lent memory is %#x, without keyLent", mr.Key())
+	}
+	for i, off := range []int{0, 1, 1 << 20, 3<<20 + 100, 0} {
+		local := make([]byte, min(len(buf)-off, 1<<20+7))
+		raddr := mr.Addr(unsafe.Pointer(&buf[off]))
+		if err := eps[1].Read(0, local, nil, raddr, mr.Key(), uint64(10+i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := rmaDone(t, eps[1], uint64(10+i)); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(local, buf[off:off+len(local)]) {
+			t.Fatalf("read at %d: the bytes differ", off)
+		}
+	}
+	src := make([]byte, 5000)
+	pattern(src, 9)
+	raddr := mr.Addr(unsafe.Pointer(&buf[2<<20+3]))
+	if err := eps[1].Write(0, src, nil, raddr, mr.Key(), 99); err != nil {
+		t.Fatal(err)
+	}
+	if err := rmaDone(t, eps[1], 99); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(buf[2<<20+3:2<<20+3+len(src)], src) {
+		t.Fatal("the write did not land in the lent memory")
+	}
+	p := eps[1].peer(0)
+	p.winMu.Lock()
+	wins := len(p.wins)
+	p.winMu.Unlock()
+	if wins != 1 {
+		t.Fatalf("%d windows mapped for one 3 MiB buffer, want 1", wins)
+	}
+}
+
+// TestLentBadRange: a key and address that name memory outside the peer's segment, or its control page, fail the
+// operation with an error naming the peer (CMA, the fallback, is off), and touch nothing.
+func TestLentBadRange(t *testing.T) {
+	eps := lendPair(t, true)
+	buf, err := eps[0].Alloc(8192)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mr, _ := eps[0].Register(buf, rdma.AccessRemoteRead)
+	base := mr.Addr(unsafe.Pointer(&buf[0]))
+	local := make([]byte, 4096)
+	for i, c := range []struct {
+		name  string
+		raddr uint64
+		key   uint64
+	}{
+		{"past the segment", base + 1<<30, mr.Key()},
+		{"the control page", base, keyOf(-int64(base))},
+		{"before the segment", base, keyOf(-int64(base) - 1<<20)},
+		{"a huge offset", base, keyOf(1 << 61)},
+	} {
+		err := eps[1].Read(0, local, nil, c.raddr, c.key, uint64(i))
+		var oe *rdma.OpError
+		if !errors.As(err, &oe) || oe.Node != 0 {
+			t.Fatalf("%s: Read returned %v, want an OpError naming node 0", c.name, err)
+		}
+	}
+}
+
+// TestLentFree: Free gives the memory back: the program's slice reads zeros and no longer reaches the segment; a
+// later Alloc reuses the segment's pages, zeroed, and the peer reads the new contents at the new address.
+func TestLentFree(t *testing.T) {
+	eps := lendPair(t, true)
+	a, err := eps[0].Alloc(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pattern(a, 3)
+	if off, ok := eps[0].heap.offsetOf(a[100:200]); !ok || off < pageSize {
+		t.Fatalf("a sub-slice of lent memory is not found in the heap (%d, %v)", off, ok)
+	}
+	if _, ok := eps[0].heap.offsetOf(make([]byte, 10)); ok {
+		t.Fatal("Go memory is taken for lent memory")
+	}
+	size := eps[0].seg.size
+	if ok, err := eps[0].Free(a); !ok || err != nil {
+		t.Fatalf("Free: %v, %v", ok, err)
+	}
+	if ok, _ := eps[0].Free(a); ok {
+		t.Fatal("a second Free of the same memory reports it freed")
+	}
+	if ok, _ := eps[0].Free(make([]byte, 10)); ok {
+		t.Fatal("Free of Go memory reports it freed")
+	}
+	for i, x := range a {
+		if x != 0 {
+			t.Fatalf("freed memory still reads %d at %d", x, i)
+		}
+	}
+	a[0] = 1 // writes to nobody
+	b, err := eps[0].Alloc(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if eps[0].seg.size != size {
+		t.Fatalf("the segment grew from %d to %d although a freed part fitted", size, eps[0].seg.size)
+	}
+	for i, x := range b {
+		if x != 0 {
+			t.Fatalf("reused memory reads %d at %d", x, i)
+		}
+	}
+	pattern(b, 5)
+	mr, _ := eps[0].Register(b, rdma.AccessRemoteRead)
+	local := make([]byte, len(b))
+	if err := eps[1].Read(0, local, nil, mr.Addr(unsafe.Pointer(&b[0])), mr.Key(), 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := rmaDone(t, eps[1], 1); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(local, b) {
+		t.Fatal("the peer read other bytes than the reused memory holds")
+	}
+	if a[0] != 1 || b[0] == 1 {
+		t.Fatal("the freed slice and the new one share memory")
+	}
+	if z, err := eps[0].Alloc(0); err != nil || len(z) != 0 {
+		t.Fatalf("Alloc(0): %d bytes, %v", len(z), err)
+	}
+	if _, err := eps[0].Alloc(-1); err == nil {
+		t.Fatal("Alloc(-1) succeeded")
+	}
+}
+
+// TestKeyDelta: keyOf and deltaOf are inverse for the distances an address and an offset can have.
+func TestKeyDelta(t *testing.T) {
+	for _, d := range []int64{0, 1, -1, 4096, -0x7fff_ffff_f000, 1 << 40, -(1 << 56), 1<<62 - 1, -(1 << 62)} {
+		if k := keyOf(d); k&keyLent == 0 || deltaOf(k) != d {
+			t.Fatalf("delta %d: key %#x gives back %d", d, k, deltaOf(k))
+		}
+	}
+}
