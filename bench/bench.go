@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -23,6 +25,9 @@ type Options struct {
 	// Compute is the overlap benchmarks' computation: "busy" (OSU's: the rank spins on arithmetic) or "idle" (the
 	// rank sleeps, as when its work runs on a GPU or it waits for I/O, and leaves the cores free); "" is busy.
 	Compute string
+	// Alloc takes the benchmark's buffers from gompj.Alloc instead of make (memory that node processes of one
+	// host copy between mappings, see Alloc); latency, bw, bibw, mbw_mr and the collectives.
+	Alloc bool
 }
 
 // Benchmark is one OSU-style benchmark.
@@ -320,6 +325,57 @@ const pageSize = 4096
 // buffer returns size bytes starting on a page of their own. Go's allocator packs small objects together (two 8-byte
 // slices can share a 16-byte block), so two ranks' buffers would otherwise share a cache line and every message
 // would pay for the false sharing, which the C benchmarks it is compared with never do.
+// mem hands a benchmark its buffers: Go memory (buffer), or with Options.Alloc memory from gompj.Alloc, which
+// free gives back once the size is measured. The first failure to allocate is kept in err.
+type mem struct {
+	c    *gompj.Comm
+	lent bool
+	bufs [][]byte
+	flts [][]float64
+	err  error
+}
+
+func newMem(c *gompj.Comm, o *Options) *mem { return &mem{c: c, lent: o.Alloc} }
+
+func (m *mem) bytes(n int) []byte {
+	if !m.lent {
+		return buffer(n)
+	}
+	b, err := gompj.Alloc[byte](m.c, n)
+	if err != nil {
+		m.err = cmp.Or(m.err, err)
+		return buffer(n)
+	}
+	m.bufs = append(m.bufs, b)
+	return b
+}
+
+func (m *mem) floats(n int) []float64 {
+	if !m.lent {
+		return make([]float64, n)
+	}
+	f, err := gompj.Alloc[float64](m.c, n)
+	if err != nil {
+		m.err = cmp.Or(m.err, err)
+		return make([]float64, n)
+	}
+	m.flts = append(m.flts, f)
+	return f
+}
+
+// free gives the lent buffers back, and reports a failure in *err if nothing failed before.
+func (m *mem) free(err *error) {
+	var errs []error
+	for _, b := range m.bufs {
+		errs = append(errs, gompj.Free(m.c, b))
+	}
+	for _, f := range m.flts {
+		errs = append(errs, gompj.Free(m.c, f))
+	}
+	m.bufs, m.flts = nil, nil
+	*err = cmp.Or(*err, errors.Join(errs...))
+}
+
 func buffer(size int) []byte {
 	b := make([]byte, size+2*pageSize)
 	off := pageSize - int(uintptr(unsafe.Pointer(unsafe.SliceData(b)))%pageSize)

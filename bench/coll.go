@@ -17,7 +17,7 @@ func init() {
 	type collBench struct {
 		name, coll, title string
 		minSize           int
-		setup             func(c *gompj.Comm, size int) func() error
+		setup             func(m *mem, size int) func() error
 	}
 	for _, b := range []collBench{
 		{"barrier", "barrier", "OSU MPI Barrier Latency Test", 0, barrierSetup},
@@ -46,7 +46,7 @@ func init() {
 	}
 }
 
-func collLatency(c *gompj.Comm, coll string, size int, o *Options, setup func(*gompj.Comm, int) func() error) (float64, error) {
+func collLatency(c *gompj.Comm, coll string, size int, o *Options, setup func(*mem, int) func() error) (t float64, err error) {
 	if o.Algo != "" {
 		if err := c.ForceAlgorithm(coll, o.Algo); err != nil {
 			return 0, err
@@ -54,7 +54,13 @@ func collLatency(c *gompj.Comm, coll string, size int, o *Options, setup func(*g
 		defer c.ForceAlgorithm(coll, "")
 	}
 	iters, warmup := o.iterations(size, 1000, 100)
-	once := timedCall(c, setup(c, size))
+	m := newMem(c, o)
+	defer m.free(&err)
+	call := setup(m, size)
+	if m.err != nil {
+		return 0, m.err
+	}
+	once := timedCall(c, call)
 	if err := c.Barrier(); err != nil {
 		return 0, err
 	}
@@ -172,54 +178,62 @@ const minWarmup = 0.02
 
 func floats(size int) int { return max(size/8, 1) }
 
-func barrierSetup(c *gompj.Comm, size int) func() error { return c.Barrier }
+func barrierSetup(m *mem, size int) func() error { return m.c.Barrier }
 
-func bcastSetup(c *gompj.Comm, size int) func() error {
-	buf := buffer(size)
+func bcastSetup(m *mem, size int) func() error {
+	c := m.c
+	buf := m.bytes(size)
 	return func() error { return c.Bcast(buf, 0) }
 }
 
-func reduceSetup(c *gompj.Comm, size int) func() error {
-	s, r := make([]float64, floats(size)), make([]float64, floats(size))
+func reduceSetup(m *mem, size int) func() error {
+	c := m.c
+	s, r := m.floats(floats(size)), m.floats(floats(size))
 	return func() error { return c.Reduce(s, r, gompj.Sum, 0) }
 }
 
-func allreduceSetup(c *gompj.Comm, size int) func() error {
-	s, r := make([]float64, floats(size)), make([]float64, floats(size))
+func allreduceSetup(m *mem, size int) func() error {
+	c := m.c
+	s, r := m.floats(floats(size)), m.floats(floats(size))
 	return func() error { return c.Allreduce(s, r, gompj.Sum) }
 }
 
-func gatherSetup(c *gompj.Comm, size int) func() error {
-	s := buffer(size)
+func gatherSetup(m *mem, size int) func() error {
+	c := m.c
+	s := m.bytes(size)
 	var r []byte
 	if c.Rank() == 0 {
-		r = buffer(size * c.Size())
+		r = m.bytes(size * c.Size())
 	}
 	return func() error { return c.Gather(s, r, 0) }
 }
 
-func scatterSetup(c *gompj.Comm, size int) func() error {
+func scatterSetup(m *mem, size int) func() error {
+	c := m.c
 	var s []byte
 	if c.Rank() == 0 {
-		s = buffer(size * c.Size())
+		s = m.bytes(size * c.Size())
 	}
-	r := buffer(size)
+	r := m.bytes(size)
 	return func() error { return c.Scatter(s, r, 0) }
 }
 
-func allgatherSetup(c *gompj.Comm, size int) func() error {
-	s, r := buffer(size), buffer(size*c.Size())
+func allgatherSetup(m *mem, size int) func() error {
+	c := m.c
+	s, r := m.bytes(size), m.bytes(size*c.Size())
 	return func() error { return c.Allgather(s, r) }
 }
 
-func alltoallSetup(c *gompj.Comm, size int) func() error {
-	s, r := buffer(size*c.Size()), buffer(size*c.Size())
+func alltoallSetup(m *mem, size int) func() error {
+	c := m.c
+	s, r := m.bytes(size*c.Size()), m.bytes(size*c.Size())
 	return func() error { return c.Alltoall(s, r) }
 }
 
-func alltoallvSetup(c *gompj.Comm, size int) func() error {
+func alltoallvSetup(m *mem, size int) func() error {
+	c := m.c
 	n := c.Size()
-	s, r := buffer(size*n), buffer(size*n)
+	s, r := m.bytes(size*n), m.bytes(size*n)
 	counts, displs := make([]int, n), make([]int, n)
 	for i := range counts {
 		counts[i], displs[i] = size, i*size
@@ -227,13 +241,14 @@ func alltoallvSetup(c *gompj.Comm, size int) func() error {
 	return func() error { return c.Alltoallv(s, counts, displs, r, counts, displs) }
 }
 
-func reduceScatterSetup(c *gompj.Comm, size int) func() error {
+func reduceScatterSetup(m *mem, size int) func() error {
+	c := m.c
 	n := c.Size()
 	per := max(floats(size)/n, 1)
 	counts := make([]int, n)
 	for i := range counts {
 		counts[i] = per
 	}
-	s, r := make([]float64, per*n), make([]float64, per)
+	s, r := m.floats(per*n), m.floats(per)
 	return func() error { return c.ReduceScatter(s, r, counts, gompj.Sum) }
 }

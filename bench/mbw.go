@@ -25,7 +25,12 @@ func init() {
 func multiBandwidth(c *gompj.Comm, size int, o *Options) (mbs, msgs float64, err error) {
 	pairs, me := c.Size()/2, c.Rank()
 	iters, warmup := o.iterations(size, 100, 20)
-	var buf any = buffer(size) // boxed once (see boxing)
+	m := newMem(c, o)
+	defer m.free(&err)
+	var buf any = m.bytes(size) // boxed once (see boxing)
+	if m.err != nil {
+		return 0, 0, m.err
+	}
 	ack := buffer(4)
 	reqs := make([]*gompj.Request, o.Window)
 	step := func() error { return nil }

@@ -27,7 +27,7 @@ func init() {
 	type overlapBench struct {
 		name, coll, title string
 		minSize           int
-		setup             func(c *gompj.Comm, size int) func() (*gompj.Request, error)
+		setup             func(m *mem, size int) func() (*gompj.Request, error)
 	}
 	for _, b := range []overlapBench{
 		{"ibarrier", "barrier", "OSU MPI Non-blocking Barrier Latency Test", 0, ibarrierSetup},
@@ -50,8 +50,14 @@ func init() {
 		}
 		Register(&Benchmark{Name: b.name, Title: b.title, Column: "Overall(us)", MinRanks: 1, Sizes: sizes,
 			Average: true, Columns: []string{"Overall(us)", "Compute(us)", "Pure Comm.(us)", "Overlap(%)"},
-			RunRow: func(c *gompj.Comm, size int, o *Options) ([]float64, error) {
-				return overlapRow(c, b.coll, size, o, b.setup(c, size))
+			RunRow: func(c *gompj.Comm, size int, o *Options) (_ []float64, err error) {
+				m := newMem(c, o)
+				defer m.free(&err)
+				start := b.setup(m, size)
+				if m.err != nil {
+					return nil, m.err
+				}
+				return overlapRow(c, b.coll, size, o, start)
 			},
 			Derive: func(row []float64) { row[3] = overlapPercent(row[0], row[1], row[2]) }})
 	}
@@ -166,58 +172,66 @@ func compute(d time.Duration, idle bool) {
 	runtime.KeepAlive(x) // the arithmetic must happen
 }
 
-func ibarrierSetup(c *gompj.Comm, size int) func() (*gompj.Request, error) { return c.Ibarrier }
+func ibarrierSetup(m *mem, size int) func() (*gompj.Request, error) { return m.c.Ibarrier }
 
-func ibcastSetup(c *gompj.Comm, size int) func() (*gompj.Request, error) {
-	buf := buffer(size)
+func ibcastSetup(m *mem, size int) func() (*gompj.Request, error) {
+	c := m.c
+	buf := m.bytes(size)
 	return func() (*gompj.Request, error) { return c.Ibcast(buf, 0) }
 }
 
-func ireduceSetup(c *gompj.Comm, size int) func() (*gompj.Request, error) {
-	s, r := make([]float64, floats(size)), make([]float64, floats(size))
+func ireduceSetup(m *mem, size int) func() (*gompj.Request, error) {
+	c := m.c
+	s, r := m.floats(floats(size)), m.floats(floats(size))
 	return func() (*gompj.Request, error) { return c.Ireduce(s, r, gompj.Sum, 0) }
 }
 
-func iallreduceSetup(c *gompj.Comm, size int) func() (*gompj.Request, error) {
-	s, r := make([]float64, floats(size)), make([]float64, floats(size))
+func iallreduceSetup(m *mem, size int) func() (*gompj.Request, error) {
+	c := m.c
+	s, r := m.floats(floats(size)), m.floats(floats(size))
 	return func() (*gompj.Request, error) { return c.Iallreduce(s, r, gompj.Sum) }
 }
 
-func igatherSetup(c *gompj.Comm, size int) func() (*gompj.Request, error) {
-	s := buffer(size)
+func igatherSetup(m *mem, size int) func() (*gompj.Request, error) {
+	c := m.c
+	s := m.bytes(size)
 	var r []byte
 	if c.Rank() == 0 {
-		r = buffer(size * c.Size())
+		r = m.bytes(size * c.Size())
 	}
 	return func() (*gompj.Request, error) { return c.Igather(s, r, 0) }
 }
 
-func iscatterSetup(c *gompj.Comm, size int) func() (*gompj.Request, error) {
+func iscatterSetup(m *mem, size int) func() (*gompj.Request, error) {
+	c := m.c
 	var s []byte
 	if c.Rank() == 0 {
-		s = buffer(size * c.Size())
+		s = m.bytes(size * c.Size())
 	}
-	r := buffer(size)
+	r := m.bytes(size)
 	return func() (*gompj.Request, error) { return c.Iscatter(s, r, 0) }
 }
 
-func iallgatherSetup(c *gompj.Comm, size int) func() (*gompj.Request, error) {
-	s, r := buffer(size), buffer(size*c.Size())
+func iallgatherSetup(m *mem, size int) func() (*gompj.Request, error) {
+	c := m.c
+	s, r := m.bytes(size), m.bytes(size*c.Size())
 	return func() (*gompj.Request, error) { return c.Iallgather(s, r) }
 }
 
-func ialltoallSetup(c *gompj.Comm, size int) func() (*gompj.Request, error) {
-	s, r := buffer(size*c.Size()), buffer(size*c.Size())
+func ialltoallSetup(m *mem, size int) func() (*gompj.Request, error) {
+	c := m.c
+	s, r := m.bytes(size*c.Size()), m.bytes(size*c.Size())
 	return func() (*gompj.Request, error) { return c.Ialltoall(s, r) }
 }
 
-func ireduceScatterSetup(c *gompj.Comm, size int) func() (*gompj.Request, error) {
+func ireduceScatterSetup(m *mem, size int) func() (*gompj.Request, error) {
+	c := m.c
 	n := c.Size()
 	per := max(floats(size)/n, 1)
 	counts := make([]int, n)
 	for i := range counts {
 		counts[i] = per
 	}
-	s, r := make([]float64, per*n), make([]float64, per)
+	s, r := m.floats(per*n), m.floats(per)
 	return func() (*gompj.Request, error) { return c.IreduceScatter(s, r, counts, gompj.Sum) }
 }

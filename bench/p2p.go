@@ -70,9 +70,14 @@ func p2pLoop(c *gompj.Comm, o *Options, iters, warmup int, step func() error) (f
 func latency(c *gompj.Comm, size int, o *Options) (float64, error) { return pingpong(c, size, o, 1) }
 
 // pingpong times the ping-pong with rank 0 receiving from source (1, or AnySource).
-func pingpong(c *gompj.Comm, size int, o *Options, source int) (float64, error) {
+func pingpong(c *gompj.Comm, size int, o *Options, source int) (_ float64, err error) {
 	iters, warmup := o.iterations(size, 10000, 1000)
-	sbuf, rbuf := buffer(size), buffer(size)
+	m := newMem(c, o)
+	defer m.free(&err)
+	sbuf, rbuf := m.bytes(size), m.bytes(size)
+	if m.err != nil {
+		return 0, m.err
+	}
 	t, err := p2pLoop(c, o, iters, warmup, func() error {
 		if c.Rank() == 0 {
 			if err := c.Send(sbuf, 1, tagData); err != nil {
@@ -91,9 +96,14 @@ func pingpong(c *gompj.Comm, size int, o *Options, source int) (float64, error) 
 
 // bandwidth is osu_bw: rank 0 posts a window of Isends from one buffer, rank 1 a window of Irecvs into one
 // buffer, then rank 1 acknowledges; MB/s is 1e6 bytes per second.
-func bandwidth(c *gompj.Comm, size int, o *Options) (float64, error) {
+func bandwidth(c *gompj.Comm, size int, o *Options) (_ float64, err error) {
 	iters, warmup := o.iterations(size, 100, 20)
-	var buf any = buffer(size) // boxed once (see boxing)
+	m := newMem(c, o)
+	defer m.free(&err)
+	var buf any = m.bytes(size) // boxed once (see boxing)
+	if m.err != nil {
+		return 0, m.err
+	}
 	ack := buffer(4)
 	reqs := make([]*gompj.Request, o.Window)
 	t, err := p2pLoop(c, o, iters, warmup, func() error {
@@ -121,9 +131,14 @@ func bandwidth(c *gompj.Comm, size int, o *Options) (float64, error) {
 }
 
 // bibandwidth is osu_bibw: both ranks post a window of Irecvs and a window of Isends at once.
-func bibandwidth(c *gompj.Comm, size int, o *Options) (float64, error) {
+func bibandwidth(c *gompj.Comm, size int, o *Options) (_ float64, err error) {
 	iters, warmup := o.iterations(size, 100, 20)
-	var sbuf, rbuf any = buffer(size), buffer(size) // boxed once (see boxing)
+	m := newMem(c, o)
+	defer m.free(&err)
+	var sbuf, rbuf any = m.bytes(size), m.bytes(size) // boxed once (see boxing)
+	if m.err != nil {
+		return 0, m.err
+	}
 	reqs := make([]*gompj.Request, 2*o.Window)
 	peer := 1 - c.Rank()
 	t, err := p2pLoop(c, o, iters, warmup, func() error {

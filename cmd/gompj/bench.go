@@ -28,6 +28,7 @@ type benchOpts struct {
 	algo    string
 	json    bool
 	compute string
+	alloc   bool
 }
 
 func (b *benchOpts) addFlags(fs *flag.FlagSet) {
@@ -38,12 +39,13 @@ func (b *benchOpts) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&b.algo, "algo", "", "collective algorithm to force")
 	fs.BoolVar(&b.json, "json", false, "print JSON instead of OSU's text")
 	fs.StringVar(&b.compute, "compute", "busy", "overlap benchmarks (i...): the computation, busy (OSU's spinning loop) or idle (a sleep: the cores stay free)")
+	fs.BoolVar(&b.alloc, "alloc", false, "buffers from gompj.Alloc (shared with the node processes of the host) instead of make")
 }
 
 // args turns the options back into flags for the node processes of a multi-node benchmark.
 func (b *benchOpts) args() []string {
 	a := []string{"-iters", strconv.Itoa(b.iters), "-warmup", strconv.Itoa(b.warmup), "-window", strconv.Itoa(b.window),
-		"-algo", b.algo, "-json=" + strconv.FormatBool(b.json), "-compute", b.compute}
+		"-algo", b.algo, "-json=" + strconv.FormatBool(b.json), "-compute", b.compute, "-alloc=" + strconv.FormatBool(b.alloc)}
 	if b.sizes != "" {
 		a = append(a, "-sizes", b.sizes)
 	}
@@ -52,7 +54,7 @@ func (b *benchOpts) args() []string {
 
 func (b *benchOpts) options() (bench.Options, error) {
 	o := bench.Options{Iters: b.iters, Warmup: b.warmup, Window: b.window, Algo: b.algo, JSON: b.json,
-		Compute: b.compute}
+		Compute: b.compute, Alloc: b.alloc}
 	if b.compute != "busy" && b.compute != "idle" {
 		return o, fmt.Errorf("-compute %q: want busy or idle", b.compute)
 	}
