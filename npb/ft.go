@@ -1,6 +1,7 @@
 package npb
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -92,15 +93,20 @@ type ftRank struct {
 	sums               []complex128
 }
 
-func newFTRank(c *gompj.Comm, p ftClass) *ftRank {
+func newFTRank(c *gompj.Comm, p ftClass) (*ftRank, error) {
 	np := c.Size()
 	f := &ftRank{c: c, p: p, np: np, me: c.Rank(), nx: p.nx, ny: p.ny, nz: p.nz}
 	f.yl, f.zl = p.ny/np, p.nz/np
 	f.planX, f.planY, f.planZ = newFFTPlan(p.nx), newFFTPlan(p.ny), newFFTPlan(p.nz)
 	local := p.nx * p.ny * p.nz / np
-	f.u0 = make([]complex128, local)
-	f.u1 = make([]complex128, local)
-	f.u2 = make([]complex128, local)
+	// u0, u1 and u2 are what Alltoall moves: memory from gompj.Alloc (see lend.go).
+	for _, u := range []*[]complex128{&f.u0, &f.u1, &f.u2} {
+		var err error
+		if *u, err = gompj.Alloc[complex128](c, local); err != nil {
+			f.free()
+			return nil, err
+		}
+	}
 	f.tw = make([]float64, local)
 	maxn := max(p.nx, p.ny, p.nz)
 	f.rowBatch = max(1, min(ftRowBatch, ftBatchElems/p.nx))
@@ -111,7 +117,12 @@ func newFTRank(c *gompj.Comm, p ftClass) *ftRank {
 	f.randRow = make([]float64, 2*p.nx)
 	f.rowOff = make([]int, maxn)
 	f.sums = make([]complex128, p.niter)
-	return f
+	return f, nil
+}
+
+// free gives back the exchange buffers.
+func (f *ftRank) free() error {
+	return errors.Join(gompj.Free(f.c, f.u0), gompj.Free(f.c, f.u1), gompj.Free(f.c, f.u2))
 }
 
 // row returns the offset of row (b, zloc, yloc).
@@ -314,7 +325,11 @@ func RunFT(c *gompj.Comm, class byte) (*Result, error) {
 	if np > p.ny || np > p.nz {
 		return nil, fmt.Errorf("%w: FT class %c allows at most %d ranks", ErrProcs, class, min(p.ny, p.nz))
 	}
-	f := newFTRank(c, p)
+	f, err := newFTRank(c, p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.free()
 
 	// Untimed pass over setup and the forward transform, as NPB does, and
 	// a first touch of u1 (NPB's untimed pass writes all three arrays).

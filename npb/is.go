@@ -1,6 +1,7 @@
 package npb
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/gompj/gompj"
@@ -126,7 +127,7 @@ type isRank struct {
 	lastMinKey int
 }
 
-func newISRank(c *gompj.Comm, class byte, p isClass) *isRank {
+func newISRank(c *gompj.Comm, class byte, p isClass) (*isRank, error) {
 	np := c.Size()
 	totalKeys := 1 << p.totalKeysLog2
 	r := &isRank{
@@ -140,8 +141,15 @@ func newISRank(c *gompj.Comm, class byte, p isClass) *isRank {
 	// buff1 is also the histogram of the rank's key range, which is about
 	// maxKey/np long for ranks in the middle of the key distribution and
 	// longer at its thin ends; rank grows it when the range does not fit.
-	r.buff1 = make([]int32, r.numKeys)
-	r.buff2 = make([]int32, r.numKeys+r.numKeys/2+1)
+	// buff1 and buff2 are what Alltoallv moves: memory from gompj.Alloc (see lend).
+	var err error
+	if r.buff1, err = gompj.Alloc[int32](c, r.numKeys); err != nil {
+		return nil, err
+	}
+	if r.buff2, err = gompj.Alloc[int32](c, r.numKeys+r.numKeys/2+1); err != nil {
+		gompj.Free(c, r.buff1)
+		return nil, err
+	}
 	r.bsize = make([]int32, max(r.nBuckets, isMaxBuckets)+isTestSize)
 	r.btotal = make([]int32, r.nBuckets+isTestSize)
 	r.bptr = new([isMaxBuckets]uint32)
@@ -151,7 +159,12 @@ func newISRank(c *gompj.Comm, class byte, p isClass) *isRank {
 	r.sendDispl = make([]int, np)
 	r.recvCount = make([]int, np)
 	r.recvDispl = make([]int, np)
-	return r
+	return r, nil
+}
+
+// free gives back the exchange buffers.
+func (r *isRank) free() error {
+	return errors.Join(gompj.Free(r.c, r.buff1), gompj.Free(r.c, r.buff2))
 }
 
 // rank performs one ranking iteration.
@@ -227,7 +240,10 @@ func (r *isRank) rank(iteration int) error {
 	}
 	total := r.recvDispl[r.np-1] + r.recvCount[r.np-1]
 	if total > len(r.buff2) {
-		r.buff2 = make([]int32, total+total/4)
+		var err error
+		if r.buff2, err = regrow(r.c, r.buff2, total+total/4); err != nil {
+			return err
+		}
 	}
 	if err := r.c.Alltoallv(r.buff1, r.sendCount, r.sendDispl, r.buff2, r.recvCount, r.recvDispl); err != nil {
 		return err
@@ -252,7 +268,10 @@ func (r *isRank) rank(iteration int) error {
 		span = 0
 	}
 	if span > len(r.buff1) {
-		r.buff1 = make([]int32, span+span/4)
+		var err error
+		if r.buff1, err = regrow(r.c, r.buff1, span+span/4); err != nil {
+			return err
+		}
 	}
 	hist := r.buff1[:span]
 	for i := range hist {
@@ -405,7 +424,11 @@ func RunIS(c *gompj.Comm, class byte) (*Result, error) {
 	if np > 1<<p.bucketsLog2 || np > 1<<(p.totalKeysLog2-2) {
 		return nil, fmt.Errorf("%w: IS class %c allows at most %d ranks", ErrProcs, class, 1<<p.bucketsLog2)
 	}
-	r := newISRank(c, class, p)
+	r, err := newISRank(c, class, p)
+	if err != nil {
+		return nil, err
+	}
+	defer r.free()
 	isGenerateKeys(r.keys, r.maxKey, r.me)
 
 	// One untimed iteration, as NPB does, to touch code and data.
