@@ -72,7 +72,7 @@ func benchFlags(o *runOpts, b *benchOpts) (*flagSet, *flag.FlagSet) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	o.addFlags(fs, 2)
 	b.addFlags(fs)
-	return &flagSet{FlagSet: fs, synopsis: "gompj bench NAME [-np 2] [-nodes K | -hosts ...] [-ranks-per-node K] [-sizes ...] [-iters N] [-window W] [-algo A] [-compute busy|idle] [-json]",
+	return &flagSet{FlagSet: fs, synopsis: "gompj bench NAME [-np 2] [-nodes K | -hosts ...] [-ranks-per-node K] [-sizes ...] [-iters N] [-window W] [-algo A] [-compute busy|idle] [-alloc] [-json]",
 		extra: "NAME is one of: " + strings.Join(bench.Names(), ", ") + `.
 Point-to-point benchmarks measure between ranks 0 and 1 (with -nodes 2 -np 2 they are on different node processes;
 with -nodes 2 -np 4 both are on node 0), except mbw_mr, osu_mbw_mr: every rank i < np/2 streams windows to
@@ -83,7 +83,9 @@ ireduce_scatter) print OSU's "# Size  Overall(us)  Compute(us)  Pure Comm.(us)  
 started, the rank computes for as long as the collective alone takes (-compute busy: a spinning loop; idle: a
 sleep), then waits; -algo forces the nonblocking algorithm. view ping-pongs 4096 blocks of SIZE bytes 8 KiB apart
 as a Vector view, against the same bytes contiguous and packed by hand (SIZE 8: a column); halo times a 2D halo
-exchange of SIZE bytes per neighbour by NeighborAlltoall, its persistent form and Isend/Irecv/Waitall.`}, fs
+exchange of SIZE bytes per neighbour by NeighborAlltoall, its persistent form and Isend/Irecv/Waitall. -alloc
+takes the buffers of latency, bw, bibw, mbw_mr and the collectives from gompj.Alloc, which node processes of one
+host copy straight between mappings.`}, fs
 }
 
 func benchCmd(args []string) int {
