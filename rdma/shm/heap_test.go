@@ -15,7 +15,7 @@ import (
 
 // lendPair opens two connected endpoints in this process, without CMA (opts.NoCMA), so that whatever moves between
 // them moves through the lent-memory windows.
-func lendPair(t *testing.T, noCMA bool) [2]*endpoint {
+func lendPair(t testing.TB, noCMA bool) [2]*endpoint {
 	t.Helper()
 	var eps [2]*endpoint
 	for i := range 2 {
@@ -220,4 +220,36 @@ func TestKeyDelta(t *testing.T) {
 			t.Fatalf("delta %d: key %#x gives back %d", d, k, deltaOf(k))
 		}
 	}
+}
+
+// FuzzLentRange feeds a peer's window mapping arbitrary offsets and lengths, as a forged or corrupt key and
+// address would give it: it maps only what lies inside the peer's segment past its control page, returns exactly
+// the bytes asked for (the lent memory's own where the range falls in it), and never panics.
+func FuzzLentRange(f *testing.F) {
+	eps := lendPair(f, true)
+	buf, err := eps[0].Alloc(64 << 10)
+	if err != nil {
+		f.Fatal(err)
+	}
+	pattern(buf, 7)
+	base, _ := eps[0].heap.offsetOf(buf)
+	p := eps[1].peer(0)
+	for _, seed := range []struct {
+		off int64
+		n   int
+	}{{base, 100}, {base + 60<<10, 8 << 10}, {0, 10}, {pageSize - 1, 2}, {1 << 40, 1}, {-5, 10}, {base, -1}, {base, 0}} {
+		f.Add(seed.off, seed.n)
+	}
+	f.Fuzz(func(t *testing.T, off int64, n int) {
+		w, err := p.lentRange(off, n)
+		if err != nil {
+			return
+		}
+		if len(w) != n || off < pageSize || off+int64(n) > eps[0].seg.size {
+			t.Fatalf("lentRange(%d, %d) gave %d bytes of a segment of %d", off, n, len(w), eps[0].seg.size)
+		}
+		if off >= base && off+int64(n) <= base+int64(len(buf)) && !bytes.Equal(w, buf[off-base:off-base+int64(n)]) {
+			t.Fatalf("lentRange(%d, %d) inside the lent buffer: other bytes", off, n)
+		}
+	})
 }
