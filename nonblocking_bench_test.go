@@ -119,10 +119,22 @@ func collBench(b *testing.B, np int, call func(c *gompj.Comm, s, r []float64) er
 
 // collBenchN is collBench with n float64s in and out.
 func collBenchN(b *testing.B, np, n int, call func(c *gompj.Comm, s, r []float64) error) {
-	err := gompj.RunWith(gompj.Config{Ranks: np}, func(c *gompj.Comm) error {
+	rankBench(b, np, func(c *gompj.Comm) (func() error, error) {
 		s, r := make([]float64, n), make([]float64, n)
-		for i := 0; i < 100; i++ { // warm: caches, slots, pools
-			if err := call(c, s, r); err != nil {
+		return func() error { return call(c, s, r) }, nil
+	})
+}
+
+// rankBench times b.N calls of once, which setup makes for each of np ranks of one node, after 100 untimed ones
+// (caches, slots, pools warm).
+func rankBench(b *testing.B, np int, setup func(c *gompj.Comm) (once func() error, err error)) {
+	err := gompj.RunWith(gompj.Config{Ranks: np}, func(c *gompj.Comm) error {
+		once, err := setup(c)
+		if err != nil {
+			return err
+		}
+		for i := 0; i < 100; i++ {
+			if err := once(); err != nil {
 				return err
 			}
 		}
@@ -133,7 +145,7 @@ func collBenchN(b *testing.B, np, n int, call func(c *gompj.Comm, s, r []float64
 			b.ResetTimer()
 		}
 		for i := 0; i < b.N; i++ {
-			if err := call(c, s, r); err != nil {
+			if err := once(); err != nil {
 				return err
 			}
 		}
@@ -155,39 +167,17 @@ func BenchmarkBcast1MiB(b *testing.B) { collBenchN(b, 2, 1<<17, bcast) }
 // request built once, so the two differ by what a nonblocking call costs to start (resolving its arguments, a new
 // request) above the run of the same schedule.
 func BenchmarkAllreduceInit8B(b *testing.B) {
-	err := gompj.RunWith(gompj.Config{Ranks: 2}, func(c *gompj.Comm) error {
-		s, r := make([]float64, 1), make([]float64, 1)
-		q, err := c.AllreduceInit(s, r, gompj.Sum)
+	rankBench(b, 2, func(c *gompj.Comm) (func() error, error) {
+		q, err := c.AllreduceInit(make([]float64, 1), make([]float64, 1), gompj.Sum)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		defer q.Free()
-		run := func() error {
+		return func() error {
 			if err := q.Start(); err != nil {
 				return err
 			}
 			_, err := q.Wait()
 			return err
-		}
-		for i := 0; i < 100; i++ {
-			if err := run(); err != nil {
-				return err
-			}
-		}
-		if err := c.Barrier(); err != nil {
-			return err
-		}
-		if c.Rank() == 0 {
-			b.ResetTimer()
-		}
-		for i := 0; i < b.N; i++ {
-			if err := run(); err != nil {
-				return err
-			}
-		}
-		return nil
+		}, nil
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
 }

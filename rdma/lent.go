@@ -1,6 +1,7 @@
 package rdma
 
 import (
+	"cmp"
 	"slices"
 	"sync"
 	"unsafe"
@@ -25,7 +26,7 @@ func NoteLent(b []byte) {
 	}
 	s := spanOf(b)
 	lentMem.mu.Lock()
-	i, _ := slices.BinarySearchFunc(lentMem.spans, s.lo, func(x lentSpan, p uintptr) int { return cmpPtr(x.lo, p) })
+	i, _ := slices.BinarySearchFunc(lentMem.spans, s.lo, func(x lentSpan, p uintptr) int { return cmp.Compare(x.lo, p) })
 	lentMem.spans = slices.Insert(lentMem.spans, i, s)
 	lentMem.mu.Unlock()
 }
@@ -37,7 +38,7 @@ func ForgetLent(b []byte) {
 	}
 	lo := spanOf(b).lo
 	lentMem.mu.Lock()
-	if i, ok := slices.BinarySearchFunc(lentMem.spans, lo, func(x lentSpan, p uintptr) int { return cmpPtr(x.lo, p) }); ok {
+	if i, ok := slices.BinarySearchFunc(lentMem.spans, lo, func(x lentSpan, p uintptr) int { return cmp.Compare(x.lo, p) }); ok {
 		lentMem.spans = slices.Delete(lentMem.spans, i, i+1)
 	}
 	lentMem.mu.Unlock()
@@ -54,7 +55,7 @@ func isLent(b []byte) bool {
 	if len(lentMem.spans) == 0 {
 		return false
 	}
-	i, ok := slices.BinarySearchFunc(lentMem.spans, s.lo, func(x lentSpan, p uintptr) int { return cmpPtr(x.lo, p) })
+	i, ok := slices.BinarySearchFunc(lentMem.spans, s.lo, func(x lentSpan, p uintptr) int { return cmp.Compare(x.lo, p) })
 	if !ok {
 		i-- // the last span starting before b
 	}
@@ -64,14 +65,4 @@ func isLent(b []byte) bool {
 func spanOf(b []byte) lentSpan {
 	lo := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	return lentSpan{lo, lo + uintptr(len(b))}
-}
-
-func cmpPtr(a, b uintptr) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"errors"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -40,16 +39,7 @@ func TestLentMemoryRegisters(t *testing.T) {
 	if err := devs[1].ClearToSend(rts, dst, recv); err != nil {
 		t.Fatalf("ClearToSend into lent memory: %v", err)
 	}
-	for _, c := range []doneCh{recv, sent} {
-		select {
-		case err := <-c:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("the rendezvous did not complete")
-		}
-	}
+	waitDone(t, recv, sent)
 	if !bytes.Equal(src, dst) {
 		t.Fatal("the lent receive buffer does not hold what was sent")
 	}

@@ -32,6 +32,21 @@ type doneCh chan error
 
 func (c doneCh) Complete(err error) { c <- err }
 
+// waitDone waits for each completion in turn and fails t if one fails or does not come within 10 s.
+func waitDone(t *testing.T, cs ...doneCh) {
+	t.Helper()
+	for _, c := range cs {
+		select {
+		case err := <-c:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the rendezvous did not complete")
+		}
+	}
+}
+
 // twoNodes starts two rma-capable devices over an in-memory fabric.
 func twoNodes(t *testing.T) ([2]*rdma.Device, [2]*recSink) {
 	devs, sinks, _ := twoNodesEPs(t)
@@ -99,16 +114,7 @@ func TestStackMemoryNeverLeaves(t *testing.T) {
 	if err := devs[1].ClearToSend(rts, into, recv); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []doneCh{recv, sent} {
-		select {
-		case err := <-c:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("the rendezvous did not complete")
-		}
-	}
+	waitDone(t, recv, sent)
 	if !bytes.Equal(into, want) {
 		t.Fatal("the payload that arrived is not what the stack held at the send")
 	}

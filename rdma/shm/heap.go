@@ -3,6 +3,7 @@
 package shm
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -153,7 +154,7 @@ func (h *heap) takeHole(sz int64) (int64, bool) {
 
 func (h *heap) add(l lease) {
 	h.mu.Lock()
-	i, _ := slices.BinarySearchFunc(h.leases, uintptr(l.addr), func(x lease, p uintptr) int { return cmpAddr(uintptr(x.addr), p) })
+	i, _ := slices.BinarySearchFunc(h.leases, uintptr(l.addr), func(x lease, p uintptr) int { return cmp.Compare(uintptr(x.addr), p) })
 	h.leases = slices.Insert(h.leases, i, l)
 	h.mu.Unlock()
 }
@@ -161,7 +162,7 @@ func (h *heap) add(l lease) {
 func (h *heap) remove(p unsafe.Pointer) (lease, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	i, ok := slices.BinarySearchFunc(h.leases, uintptr(p), func(x lease, p uintptr) int { return cmpAddr(uintptr(x.addr), p) })
+	i, ok := slices.BinarySearchFunc(h.leases, uintptr(p), func(x lease, p uintptr) int { return cmp.Compare(uintptr(x.addr), p) })
 	if !ok {
 		return lease{}, false
 	}
@@ -179,7 +180,7 @@ func (h *heap) offsetOf(b []byte) (int64, bool) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	// the last lease starting at or before p
-	i, ok := slices.BinarySearchFunc(h.leases, p, func(x lease, p uintptr) int { return cmpAddr(uintptr(x.addr), p) })
+	i, ok := slices.BinarySearchFunc(h.leases, p, func(x lease, p uintptr) int { return cmp.Compare(uintptr(x.addr), p) })
 	if !ok {
 		i--
 	}
@@ -192,16 +193,6 @@ func (h *heap) offsetOf(b []byte) (int64, bool) {
 		return 0, false
 	}
 	return l.off + int64(p-start), true
-}
-
-func cmpAddr(a, b uintptr) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // window is a part of a peer's segment mapped here.
