@@ -163,6 +163,7 @@ type peer struct {
 	owed   atomic.Int32 // eager credits to return to it
 	grant  int32        // the credits it grants us
 	rma    atomic.Bool  // Write and Read work toward it (known once connected)
+	lent   atomic.Bool  // Write and Read of lent memory work toward it, whether or not rma does (LentRMA)
 	// Sizes of the peer's receive buffers (from its address): what it accepts.
 	eagerMax int
 	chunk    int
@@ -336,6 +337,9 @@ func (d *Device) WaitConnected(timeout time.Duration) error {
 	}
 	for _, p := range d.active {
 		p.rma.Store(d.caps.RMA && d.ep.PeerRMA(p.id))
+		if l, ok := d.ep.(LentRMA); ok {
+			p.lent.Store(l.LentRMA(p.id))
+		}
 	}
 	return nil
 }

@@ -448,7 +448,7 @@ func (d *Device) cleared(p *peer, h *hdr) {
 			h.rkey, ctxWrite|s.id)
 		s.writing = len(writes)
 	case h.Flags&flagRMA != 0:
-		if !s.needFin || !p.rma.Load() || h.offset >= h.Length {
+		if !s.needFin || !(p.rma.Load() || p.lent.Load()) || h.offset >= h.Length {
 			p.mu.Unlock()
 			d.failPeer(p, &PeerError{Node: p.id, Kind: ErrPeerLost, Err: badf(p.id, "CTS asking for a write of message %d that was not offered", h.Seq)}, true)
 			return

@@ -192,6 +192,13 @@ type Lender interface {
 	Free(b []byte) (bool, error)
 }
 
+// LentRMA is implemented by endpoints whose Read and Write of memory a peer lent (NoteLent) work even where
+// PeerRMA does not (shm: a copy between mappings of the peer's segment needs no CMA). The device then moves lent
+// memory by Read and Write toward such a peer, and streams the rest.
+type LentRMA interface {
+	LentRMA(node int) bool
+}
+
 // ErrAgain is returned by an Endpoint whose queues are full for now (FI_EAGAIN): poll, then try again.
 var ErrAgain = errors.New("rdma: provider busy (try again)")
 

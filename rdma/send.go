@@ -216,7 +216,7 @@ func (d *Device) rendezvous(p *peer, h *device.Header, payload []byte, owned boo
 		}
 		s.reg = e
 		s.pin.Pin(&s.payload[0])
-		if p.rma.Load() && len(payload) > p.eagerMax {
+		if (p.rma.Load() || p.lent.Load() && isLent(s.payload)) && len(payload) > p.eagerMax {
 			rh.Flags |= flagRMA
 			rh.raddr = e.mr.Addr(unsafePtr(s.payload))
 			rh.rkey = e.mr.Key()
@@ -306,9 +306,12 @@ func (d *Device) clearToSend(rts *device.Header, dst device.Payload, done device
 	p.mu.Unlock()
 
 	r := &rdvRecv{p: p, h: info.Header, n: n, done: done}
-	rma := info.Flags&flagRMA != 0 && p.rma.Load()
+	// Without RMA toward the peer, a payload it lent is still Read (LentRMA): plainly, with nothing Written into our
+	// buffer unless that is lent too.
+	anyRMA := p.rma.Load()
+	rma := info.Flags&flagRMA != 0 && (anyRMA || p.lent.Load())
 	buf := dst.Bytes                     // the contiguous buffer the transfer fills: the receive's own, or a staging buffer
-	pieces := info.Flags&flagPieces != 0 // the sender Writes the payload into our buffer
+	pieces := info.Flags&flagPieces != 0 // the sender Writes the payload into our buffer (only ever with RMA)
 	if dst.Segmented() && n > 0 {
 		r.segs = dst
 		switch {
@@ -318,7 +321,7 @@ func (d *Device) clearToSend(rts *device.Header, dst device.Payload, done device
 			buf = (*r.stage)[:n]
 		case !rma:
 			// Streamed DATA is scattered straight into the pieces.
-		case !d.caps.LocalMR && !d.tinyPieces(dst):
+		case !d.caps.LocalMR && !d.tinyPieces(dst) && anyRMA:
 			r.direct = true
 		default:
 			r.stage = getStage(n)
@@ -364,7 +367,7 @@ func (d *Device) clearToSend(rts *device.Header, dst device.Payload, done device
 		r.reading = len(reads)
 	case rma:
 		readLen := n
-		if d.caps.SplitCopy && n >= d.cfg.SplitMin {
+		if d.caps.SplitCopy && n >= d.cfg.SplitMin && (anyRMA || isLent(buf)) {
 			readLen = (n / 2) &^ 63
 		}
 		r.id = d.opID.Add(1)

@@ -40,9 +40,10 @@
 // Memory the program took from Alloc (gompj.Alloc, heap.go) is a part of the segment, which every peer already
 // holds: its registration's key carries the offset, and a Read or Write of it is a plain copy between the peer's
 // mapping of that part and the local buffer, with no system call and no page pinning (CMA pins every 4 KiB page).
-// A peer maps what it reads or writes once, in windows on a 4 MiB grid; an offset past the segment, or more windows
-// than the bound, goes by CMA, which names the same bytes by address. Free punches the part out of the segment for
-// a later Alloc and leaves private zero pages where it was mapped.
+// A peer maps the whole segment (again, twice as long, when it has grown past the mapping); an offset past the
+// segment goes by CMA, which names the same bytes by address. This needs no CMA: where the kernel refuses CMA,
+// lent memory still moves in one copy (LentRMA), and only other memory is streamed through the rings. Free punches
+// the part out of the segment for a later Alloc and leaves private zero pages where it was mapped.
 // Messages up to 32 KiB still go eager, through the rings: two copies, but no round trip of RTS and FIN, whose
 // cost is more than a second copy of that much (`gompj bench latency -np 2 -nodes 2`: 8 KiB 2.7 µs eager against
 // 16 µs by rendezvous, 32 KiB 8-10 against 26-34 µs; with a 64 KiB limit, 64 KiB went no faster). The peer's pid comes from the socket's credentials, and each end checks at connect time that it can read the

@@ -24,17 +24,17 @@ import (
 // A registration of lent memory (Register) carries the segment offset in its key: keyLent, and below it the
 // distance from the address to the offset, so that the peer finds the offset of any address inside the region
 // (the device names sub-ranges by address: a split copy's second half). The peer checks the range against the
-// segment's size and maps it in windows on a fixed grid, kept until the endpoint goes; anything it cannot map
-// (a range past the segment, more windows than maxWindows) goes by CMA, which names the same bytes by address.
+// segment's size and copies through its mapping of the whole segment (lentRange); a range it cannot reach (past
+// the segment) goes by CMA, which names the same bytes by address, where CMA works. Where it does not, Read and
+// Write of lent memory still work (LentRMA): the device moves lent memory so, and streams the rest.
 //
 // Free gives the segment's pages back (a hole punched in the file, reused by a later Alloc, cleared then) and
 // puts private zero pages where the program's mapping was: a slice kept past Free reads zeros and writes to
 // nobody, never to memory lent again.
 
 const (
-	keyLent    = uint64(1) << 63 // an MR key of lent memory
-	winGrid    = 4 << 20         // a peer's segment is mapped in windows aligned to this
-	maxWindows = 256             // windows mapped per peer
+	keyLent = uint64(1) << 63 // an MR key of lent memory
+	winMin  = 64 << 20        // the first mapping of a peer's segment (lentRange) is at least this long
 )
 
 // keyOf is the MR key of lent memory whose offset in the segment is delta bytes after its address.
@@ -195,13 +195,14 @@ func (h *heap) offsetOf(b []byte) (int64, bool) {
 	return l.off + int64(p-start), true
 }
 
-// window is a part of a peer's segment mapped here.
-type window struct {
-	off int64
-	mem []byte
-}
-
 // lentRange returns n bytes of the peer's segment at off, mapped here, for a Read or Write of memory it lent.
+//
+// The peer's whole segment is mapped, from its start, in a mapping a power of two long, at least the segment's
+// size when it was made: mmap allows a mapping past the end of a file, and only bytes below the size fstat last
+// reported are ever touched (the file is sealed against shrinking, so they stay valid). A range past that mapping,
+// once the peer's segment has grown, takes a new one twice as long; the old ones stay until the endpoint's
+// cleanup, as a copy may still be running in them. So a peer's segment costs a handful of mappings, however many
+// buffers it lends.
 func (p *peer) lentRange(off int64, n int) ([]byte, error) {
 	if off < pageSize || n <= 0 || off > 1<<56 || n > 1<<40 {
 		return nil, fmt.Errorf("%d bytes at %d are not memory of the peer's heap", n, off)
@@ -209,13 +210,11 @@ func (p *peer) lentRange(off int64, n int) ([]byte, error) {
 	end := off + int64(n)
 	p.winMu.Lock()
 	defer p.winMu.Unlock()
-	for _, w := range p.wins {
-		if w.off <= off && end <= w.off+int64(len(w.mem)) {
-			return w.mem[off-w.off : end-w.off : end-w.off], nil
-		}
+	if end <= p.seen {
+		return p.win[off:end:end], nil
 	}
-	if p.segFd < 0 || p.winsGone || len(p.wins) >= maxWindows {
-		return nil, errors.New("no window into the peer's segment")
+	if p.segFd < 0 || p.winsGone {
+		return nil, errors.New("no mapping of the peer's segment")
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(p.segFd, &st); err != nil {
@@ -224,13 +223,29 @@ func (p *peer) lentRange(off int64, n int) ([]byte, error) {
 	if end > st.Size {
 		return nil, fmt.Errorf("%d bytes at %d, past the peer's segment of %d", n, off, st.Size)
 	}
-	lo, hi := off&^(winGrid-1), min((end+winGrid-1)&^(winGrid-1), st.Size)
-	mem, err := mmap(p.segFd, lo, int(hi-lo))
-	if err != nil {
-		return nil, err
+	if st.Size > int64(len(p.win)) {
+		size := int64(winMin)
+		for size < st.Size {
+			size *= 2
+		}
+		w, err := mmap(p.segFd, 0, int(size)) // unix.Mmap: the endpoint's cleanup unmaps it with unix.Munmap
+		if err != nil {
+			return nil, err
+		}
+		p.win = w
+		p.wins = append(p.wins, w)
 	}
-	p.wins = append(p.wins, window{lo, mem})
-	return mem[off-lo : end-lo : end-lo], nil
+	p.seen = st.Size
+	return p.win[off:end:end], nil
 }
 
-var _ rdma.Lender = (*endpoint)(nil)
+// LentRMA implements rdma.LentRMA: the peer passed its segment in the handshake.
+func (e *endpoint) LentRMA(node int) bool {
+	p := e.peer(node)
+	return p != nil && p.segFd >= 0
+}
+
+var (
+	_ rdma.Lender  = (*endpoint)(nil)
+	_ rdma.LentRMA = (*endpoint)(nil)
+)

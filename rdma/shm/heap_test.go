@@ -10,6 +10,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gompj/gompj/device"
+	"github.com/gompj/gompj/device/devicetest"
 	"github.com/gompj/gompj/rdma"
 )
 
@@ -114,7 +116,7 @@ func TestLentReadWrite(t *testing.T) {
 	wins := len(p.wins)
 	p.winMu.Unlock()
 	if wins != 1 {
-		t.Fatalf("%d windows mapped for one 3 MiB buffer, want 1", wins)
+		t.Fatalf("%d mappings of the peer's segment for one 3 MiB buffer, want 1", wins)
 	}
 }
 
@@ -252,4 +254,82 @@ func FuzzLentRange(f *testing.F) {
 			t.Fatalf("lentRange(%d, %d) inside the lent buffer: other bytes", off, n)
 		}
 	})
+}
+
+// TestLentRendezvousWithoutCMA: between devices whose provider has no CMA (as in a container that refuses it), a
+// rendezvous of lent memory still goes by Read and Write through the mapping of the peer's segment: into a lent
+// receive buffer (split between both ends, each writing or reading through its mapping), and into Go memory (read
+// whole by the receiver). The payload arrives intact, and the mappings of the segments show the way it took. A
+// payload of Go memory is streamed through the rings, as before.
+func TestLentRendezvousWithoutCMA(t *testing.T) {
+	const size = 1<<20 + 40 // past the split limit
+	var devs [2]*rdma.Device
+	var eps [2]*endpoint
+	var sinks [2]*pingSink
+	for i := range 2 {
+		ep, err := Provider{Opts: Options{NoCMA: true}}.Open(rdma.EndpointConfig{Node: i, Nodes: 2, Secret: testSecret})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := rdma.New(ep, rdma.Config{Node: i, Nodes: 2, Ranks: 2, NodeOf: func(r int) int { return r }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		devs[i], eps[i] = d, ep.(*endpoint)
+		t.Cleanup(func() { d.Close() })
+	}
+	lentDst, err := eps[1].Alloc(size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sinks[0] = &pingSink{d: devs[0], buf: make([]byte, size)}
+	sinks[1] = &pingSink{d: devs[1], buf: lentDst}
+	devicetest.Connect(t, []device.Transport{devs[0], devs[1]}, []device.Sink{sinks[0], sinks[1]}, 10*time.Second)
+	src, err := eps[0].Alloc(size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	goDst := make([]byte, size)
+	goSrc := make([]byte, size)
+	maps := func(e *endpoint, node int) bool { // e has mapped node's segment
+		p := e.peer(node)
+		p.winMu.Lock()
+		defer p.winMu.Unlock()
+		return len(p.wins) > 0
+	}
+	for k, c := range []struct {
+		name     string
+		from, to []byte
+		way      func() bool // how the payload went, seen afterwards
+	}{
+		// The receiver Reads all: it maps the sender's segment.
+		{"lent into Go memory", src, goDst, func() bool { return maps(eps[1], 0) && !maps(eps[0], 1) }},
+		// Split: the sender Writes its half into the receiver's segment, which it maps.
+		{"lent into lent", src, lentDst, func() bool { return maps(eps[0], 1) }},
+		{"Go memory into Go memory", goSrc, goDst, func() bool { return true }},
+	} {
+		pattern(c.from, byte(k+1))
+		clear(c.to)
+		sinks[1].buf = c.to
+		var sent doneFlag
+		want := sinks[1].got.Load() + 1 // before the send: the devices' own goroutines may complete it at once
+		h := &device.Header{Kind: device.KindRTS, Type: 1, Source: 0, Dest: 1, Length: size}
+		if err := devs[0].SendRendezvous(h, c.from, &sent); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for sinks[1].got.Load() < want || sent.n.Load() < 1 {
+			devs[0].Poll()
+			devs[1].Poll()
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the rendezvous did not complete within 30 s (received %d of %d, sent %d)", c.name, sinks[1].got.Load(), want, sent.n.Load())
+			}
+		}
+		if !bytes.Equal(c.to, c.from) {
+			t.Fatalf("%s: the bytes differ", c.name)
+		}
+		if !c.way() {
+			t.Fatalf("%s: the payload did not go through the mappings of the lent memory", c.name)
+		}
+	}
 }

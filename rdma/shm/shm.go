@@ -167,8 +167,10 @@ type peer struct {
 	// the memory it lends (heap.go) as Reads and Writes of it come.
 	segFd    int
 	winMu    sync.Mutex
-	wins     []window
-	winsGone bool // the endpoint closed: its windows wait for the endpoint's cleanup
+	win      []byte   // the newest mapping of its segment, from offset 0 (lentRange)
+	seen     int64    // its segment's size when last looked at: win's bytes below it may be touched
+	wins     [][]byte // every mapping made, for the endpoint's cleanup
+	winsGone bool     // the endpoint closed: the mappings wait for the endpoint's cleanup
 }
 
 const (
@@ -906,10 +908,8 @@ func (e *endpoint) Close() error {
 				l.fds = append(l.fds, p.segFd)
 			}
 			p.winMu.Lock()
-			for _, w := range p.wins {
-				l.maps = append(l.maps, w.mem)
-			}
-			p.wins, p.winsGone = nil, true
+			l.maps = append(l.maps, p.wins...)
+			p.wins, p.win, p.seen, p.winsGone = nil, nil, 0, true
 			p.winMu.Unlock()
 		}
 	}
