@@ -5,7 +5,9 @@ package shm
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -265,7 +267,7 @@ func TestLentRendezvousWithoutCMA(t *testing.T) {
 	const size = 1<<20 + 40 // past the split limit
 	var devs [2]*rdma.Device
 	var eps [2]*endpoint
-	var sinks [2]*pingSink
+	var sinks [2]*lentSink
 	for i := range 2 {
 		ep, err := Provider{Opts: Options{NoCMA: true}}.Open(rdma.EndpointConfig{Node: i, Nodes: 2, Secret: testSecret})
 		if err != nil {
@@ -282,8 +284,9 @@ func TestLentRendezvousWithoutCMA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sinks[0] = &pingSink{d: devs[0], buf: make([]byte, size)}
-	sinks[1] = &pingSink{d: devs[1], buf: lentDst}
+	for i := range sinks {
+		sinks[i] = &lentSink{d: devs[i]}
+	}
 	devicetest.Connect(t, []device.Transport{devs[0], devs[1]}, []device.Sink{sinks[0], sinks[1]}, 10*time.Second)
 	src, err := eps[0].Alloc(size)
 	if err != nil {
@@ -310,7 +313,7 @@ func TestLentRendezvousWithoutCMA(t *testing.T) {
 	} {
 		pattern(c.from, byte(k+1))
 		clear(c.to)
-		sinks[1].buf = c.to
+		sinks[1].buf.Store(&c.to)
 		var sent doneFlag
 		want := sinks[1].got.Load() + 1 // before the send: the devices' own goroutines may complete it at once
 		h := &device.Header{Kind: device.KindRTS, Type: 1, Source: 0, Dest: 1, Length: size}
@@ -332,4 +335,26 @@ func TestLentRendezvousWithoutCMA(t *testing.T) {
 			t.Fatalf("%s: the payload did not go through the mappings of the lent memory", c.name)
 		}
 	}
+}
+
+// lentSink clears every RTS into the buffer last stored in buf (which the test changes between messages, while the
+// device's goroutine reads it) and counts completed receives.
+type lentSink struct {
+	d   *rdma.Device
+	buf atomic.Pointer[[]byte]
+	got atomic.Int64
+}
+
+func (s *lentSink) DeliverEager(in *device.Inbound) { in.Done() }
+func (s *lentSink) DeliverRTS(h *device.Header) {
+	if err := s.d.ClearToSend(h, (*s.buf.Load())[:h.Length], s); err != nil {
+		panic(err)
+	}
+}
+func (s *lentSink) PeerLost(node int, err error) { panic(fmt.Sprint("lost ", node, err)) }
+func (s *lentSink) Complete(err error) {
+	if err != nil {
+		panic(err)
+	}
+	s.got.Add(1)
 }
