@@ -49,18 +49,9 @@ func BenchmarkPingPong(b *testing.B) {
 }
 
 func pingPong(b *testing.B, noCMA bool, size int) {
-	var devs [2]*rdma.Device
+	devs, _ := devicePair(b, Options{NoCMA: noCMA})
 	var sinks [2]*pingSink
-	for i := range 2 {
-		ep, err := Provider{Opts: Options{NoCMA: noCMA}}.Open(rdma.EndpointConfig{Node: i, Nodes: 2, Secret: testSecret})
-		if err != nil {
-			b.Fatal(err)
-		}
-		d, err := rdma.New(ep, rdma.Config{Node: i, Nodes: 2, Ranks: 2, NodeOf: func(r int) int { return r }})
-		if err != nil {
-			b.Fatal(err)
-		}
-		devs[i] = d
+	for i, d := range devs {
 		sinks[i] = &pingSink{d: d, buf: make([]byte, size)}
 	}
 	devicetest.Connect(b, []device.Transport{devs[0], devs[1]}, []device.Sink{sinks[0], sinks[1]}, 10*time.Second)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/gompj/gompj/device"
 	"github.com/gompj/gompj/device/devicetest"
-	"github.com/gompj/gompj/rdma"
 )
 
 type lostSink struct {
@@ -29,20 +28,8 @@ func (s *lostSink) PeerLost(node int, err error) {
 // TestCorruptEntryLosesPeer: garbage in a peer's ring (a sequence number no correct producer writes) makes the
 // receiving device report that peer lost, naming it, instead of reading anything out of bounds.
 func TestCorruptEntryLosesPeer(t *testing.T) {
-	var devs [2]*rdma.Device
-	var eps [2]*endpoint
+	devs, eps := devicePair(t, Options{})
 	sinks := [2]*lostSink{{lost: make(chan error, 1)}, {lost: make(chan error, 1)}}
-	for i := range 2 {
-		ep, err := Provider{}.Open(rdma.EndpointConfig{Node: i, Nodes: 2, Secret: testSecret})
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := rdma.New(ep, rdma.Config{Node: i, Nodes: 2, Ranks: 2, NodeOf: func(r int) int { return r }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		devs[i], eps[i] = d, ep.(*endpoint)
-	}
 	devicetest.Connect(t, []device.Transport{devs[0], devs[1]}, []device.Sink{sinks[0], sinks[1]}, 10*time.Second)
 	// A message goes through; then node 0 "writes" garbage where its next entry would be.
 	if err := devs[0].SendEager(&device.Header{Kind: device.KindEager, Type: 1, Source: 0, Dest: 1}, []byte("ok"), nil); err != nil {

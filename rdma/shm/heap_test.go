@@ -265,21 +265,8 @@ func FuzzLentRange(f *testing.F) {
 // payload of Go memory is streamed through the rings, as before.
 func TestLentRendezvousWithoutCMA(t *testing.T) {
 	const size = 1<<20 + 40 // past the split limit
-	var devs [2]*rdma.Device
-	var eps [2]*endpoint
+	devs, eps := devicePair(t, Options{NoCMA: true})
 	var sinks [2]*lentSink
-	for i := range 2 {
-		ep, err := Provider{Opts: Options{NoCMA: true}}.Open(rdma.EndpointConfig{Node: i, Nodes: 2, Secret: testSecret})
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := rdma.New(ep, rdma.Config{Node: i, Nodes: 2, Ranks: 2, NodeOf: func(r int) int { return r }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		devs[i], eps[i] = d, ep.(*endpoint)
-		t.Cleanup(func() { d.Close() })
-	}
 	lentDst, err := eps[1].Alloc(size)
 	if err != nil {
 		t.Fatal(err)
@@ -335,6 +322,27 @@ func TestLentRendezvousWithoutCMA(t *testing.T) {
 			t.Fatalf("%s: the payload did not go through the mappings of the lent memory", c.name)
 		}
 	}
+}
+
+// devicePair opens two endpoints of this process with opts and an rdma device over each (2 nodes of one rank),
+// closed when the test ends; the caller connects them to its sinks (devicetest.Connect).
+func devicePair(t testing.TB, opts Options) ([2]*rdma.Device, [2]*endpoint) {
+	t.Helper()
+	var devs [2]*rdma.Device
+	var eps [2]*endpoint
+	for i := range 2 {
+		ep, err := Provider{Opts: opts}.Open(rdma.EndpointConfig{Node: i, Nodes: 2, Secret: testSecret})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := rdma.New(ep, rdma.Config{Node: i, Nodes: 2, Ranks: 2, NodeOf: func(r int) int { return r }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		devs[i], eps[i] = d, ep.(*endpoint)
+		t.Cleanup(func() { d.Close() })
+	}
+	return devs, eps
 }
 
 // lentSink clears every RTS into the buffer last stored in buf (which the test changes between messages, while the
