@@ -13,16 +13,17 @@ import (
 	"github.com/gompj/gompj/rdma"
 )
 
-// pingSink counts deliveries and clears every RTS into its buffer.
+// pingSink counts deliveries and clears every RTS into its buffer (atomic: a test may change it between messages,
+// while the device's goroutine reads it).
 type pingSink struct {
 	d   *rdma.Device
-	buf []byte
+	buf atomic.Pointer[[]byte]
 	got atomic.Int64
 }
 
 func (s *pingSink) DeliverEager(in *device.Inbound) { in.Done(); s.got.Add(1) }
 func (s *pingSink) DeliverRTS(h *device.Header) {
-	if err := s.d.ClearToSend(h, s.buf[:h.Length], s); err != nil {
+	if err := s.d.ClearToSend(h, (*s.buf.Load())[:h.Length], s); err != nil {
 		panic(err)
 	}
 }
@@ -52,7 +53,9 @@ func pingPong(b *testing.B, noCMA bool, size int) {
 	devs, _ := devicePair(b, Options{NoCMA: noCMA})
 	var sinks [2]*pingSink
 	for i, d := range devs {
-		sinks[i] = &pingSink{d: d, buf: make([]byte, size)}
+		sinks[i] = &pingSink{d: d}
+		buf := make([]byte, size)
+		sinks[i].buf.Store(&buf)
 	}
 	devicetest.Connect(b, []device.Transport{devs[0], devs[1]}, []device.Sink{sinks[0], sinks[1]}, 10*time.Second)
 	payload := make([]byte, size)

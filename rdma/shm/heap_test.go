@@ -5,9 +5,7 @@ package shm
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"runtime"
-	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -266,13 +264,13 @@ func FuzzLentRange(f *testing.F) {
 func TestLentRendezvousWithoutCMA(t *testing.T) {
 	const size = 1<<20 + 40 // past the split limit
 	devs, eps := devicePair(t, Options{NoCMA: true})
-	var sinks [2]*lentSink
+	var sinks [2]*pingSink
 	lentDst, err := eps[1].Alloc(size)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range sinks {
-		sinks[i] = &lentSink{d: devs[i]}
+		sinks[i] = &pingSink{d: devs[i]}
 	}
 	devicetest.Connect(t, []device.Transport{devs[0], devs[1]}, []device.Sink{sinks[0], sinks[1]}, 10*time.Second)
 	src, err := eps[0].Alloc(size)
@@ -343,26 +341,4 @@ func devicePair(t testing.TB, opts Options) ([2]*rdma.Device, [2]*endpoint) {
 		t.Cleanup(func() { d.Close() })
 	}
 	return devs, eps
-}
-
-// lentSink clears every RTS into the buffer last stored in buf (which the test changes between messages, while the
-// device's goroutine reads it) and counts completed receives.
-type lentSink struct {
-	d   *rdma.Device
-	buf atomic.Pointer[[]byte]
-	got atomic.Int64
-}
-
-func (s *lentSink) DeliverEager(in *device.Inbound) { in.Done() }
-func (s *lentSink) DeliverRTS(h *device.Header) {
-	if err := s.d.ClearToSend(h, (*s.buf.Load())[:h.Length], s); err != nil {
-		panic(err)
-	}
-}
-func (s *lentSink) PeerLost(node int, err error) { panic(fmt.Sprint("lost ", node, err)) }
-func (s *lentSink) Complete(err error) {
-	if err != nil {
-		panic(err)
-	}
-	s.got.Add(1)
 }
