@@ -208,3 +208,36 @@ func ExampleNewOp() {
 	}
 	// Output: [10 21 32 43]
 }
+
+// Alloc gives the big buffers a code exchanges again and again memory that node processes of one host copy
+// between mappings, instead of by a system call per message (in a job of one node process, as here, it is Go
+// memory). Give it back with Free.
+func ExampleAlloc() {
+	err := gompj.RunWith(gompj.Config{Ranks: 4}, func(c *gompj.Comm) error {
+		n := 1 << 16 // float64s per peer
+		send, err := gompj.Alloc[float64](c, n*c.Size())
+		if err != nil {
+			return err
+		}
+		defer gompj.Free(c, send)
+		recv, err := gompj.Alloc[float64](c, n*c.Size())
+		if err != nil {
+			return err
+		}
+		defer gompj.Free(c, recv)
+		for i := range send {
+			send[i] = float64(c.Rank())
+		}
+		if err := c.Alltoall(send, recv); err != nil {
+			return err
+		}
+		if c.Rank() == 0 {
+			fmt.Println("from rank 3:", recv[3*n])
+		}
+		return nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Output: from rank 3: 3
+}
