@@ -27,8 +27,8 @@ func TestLentMemoryRegisters(t *testing.T) {
 	for i := range src {
 		src[i] = byte(i * 13)
 	}
-	rdma.NoteLent(src)
-	rdma.NoteLent(dst)
+	rdma.NoteLent(src, nil, 0)
+	rdma.NoteLent(dst, nil, 0)
 	devs, sinks := twoNodes(t)
 	sent, recv := make(doneCh, 1), make(doneCh, 1)
 	h := &device.Header{Kind: device.KindRTS, Type: 1, Source: 0, Dest: 1, Length: size}
@@ -44,7 +44,7 @@ func TestLentMemoryRegisters(t *testing.T) {
 		t.Fatal("the lent receive buffer does not hold what was sent")
 	}
 
-	rdma.ForgetLent(dst)
+	rdma.ForgetLent(dst, nil)
 	if err := devs[0].SendRendezvous(h, src, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -52,5 +52,5 @@ func TestLentMemoryRegisters(t *testing.T) {
 	if err := devs[1].ClearToSend(rts, dst, recv); !errors.Is(err, rdma.ErrNotHeap) {
 		t.Fatalf("ClearToSend into forgotten lent memory: %v, want ErrNotHeap", err)
 	}
-	rdma.ForgetLent(src)
+	rdma.ForgetLent(src, nil)
 }

@@ -3,11 +3,9 @@
 package shm
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"unsafe"
 
 	"github.com/gompj/gompj/rdma"
@@ -43,20 +41,12 @@ func keyOf(delta int64) uint64 { return keyLent | uint64(delta)&(keyLent-1) }
 // deltaOf is the inverse of keyOf: the 63 bits below keyLent, sign-extended.
 func deltaOf(key uint64) int64 { return int64(key<<1) >> 1 }
 
-// lease is one Alloc: n bytes (whole pages) at addr, which are the segment's bytes at off.
-type lease struct {
-	addr unsafe.Pointer
-	n    int
-	off  int64
-}
-
 type span struct{ off, n int64 }
 
-// heap is what the endpoint has lent: its leases, by address, and the holes Free left in the segment.
+// heap is the holes Free left in the segment, guarded by the endpoint's segMu with the segment's size. What the
+// endpoint has lent is in the process's record of lent memory (rdma.NoteLent), with each piece's segment offset.
 type heap struct {
-	mu     sync.RWMutex
-	leases []lease // sorted by addr
-	holes  []span  // guarded by the endpoint's segMu, with the segment's size
+	holes []span
 }
 
 // lentMR is the registration of lent memory.
@@ -105,35 +95,30 @@ func (e *endpoint) Alloc(n int) ([]byte, error) {
 	if reused {
 		clear(m) // a hole reads as zeros, unless a peer wrote into it after Free (a transfer into freed memory)
 	}
-	e.heap.add(lease{addr: unsafe.Pointer(&m[0]), n: int(sz), off: off})
-	rdma.NoteLent(m)
+	rdma.NoteLent(m, e, off)
 	return m[:n:n], nil
 }
 
 // Free implements rdma.Lender: it gives back memory Alloc returned (b starts where it did), and reports false
 // for any other memory.
 func (e *endpoint) Free(b []byte) (bool, error) {
-	if cap(b) == 0 {
-		return false, nil
-	}
-	l, ok := e.heap.remove(unsafe.Pointer(unsafe.SliceData(b)))
+	m, off, ok := rdma.ForgetLent(b, e)
 	if !ok {
 		return false, nil
 	}
-	rdma.ForgetLent(unsafe.Slice((*byte)(l.addr), l.n))
-	if _, err := unix.MmapPtr(-1, 0, l.addr, uintptr(l.n), unix.PROT_READ|unix.PROT_WRITE,
+	if _, err := unix.MmapPtr(-1, 0, unsafe.Pointer(&m[0]), uintptr(len(m)), unix.PROT_READ|unix.PROT_WRITE,
 		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED); err != nil {
-		return true, fmt.Errorf("shm: unmapping %d freed bytes: %w", l.n, err)
+		return true, fmt.Errorf("shm: unmapping %d freed bytes: %w", len(m), err)
 	}
 	e.segMu.Lock()
 	defer e.segMu.Unlock()
 	if e.seg.fd < 0 {
 		return true, nil // closed: the segment goes with its last mapping
 	}
-	if err := unix.Fallocate(e.seg.fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, l.off, int64(l.n)); err != nil {
-		return true, fmt.Errorf("shm: giving back %d freed bytes of the segment: %w", l.n, err)
+	if err := unix.Fallocate(e.seg.fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, int64(len(m))); err != nil {
+		return true, fmt.Errorf("shm: giving back %d freed bytes of the segment: %w", len(m), err)
 	}
-	e.heap.holes = append(e.heap.holes, span{l.off, int64(l.n)})
+	e.heap.holes = append(e.heap.holes, span{off, int64(len(m))})
 	return true, nil
 }
 
@@ -152,48 +137,8 @@ func (h *heap) takeHole(sz int64) (int64, bool) {
 	return 0, false
 }
 
-func (h *heap) add(l lease) {
-	h.mu.Lock()
-	i, _ := slices.BinarySearchFunc(h.leases, uintptr(l.addr), func(x lease, p uintptr) int { return cmp.Compare(uintptr(x.addr), p) })
-	h.leases = slices.Insert(h.leases, i, l)
-	h.mu.Unlock()
-}
-
-func (h *heap) remove(p unsafe.Pointer) (lease, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	i, ok := slices.BinarySearchFunc(h.leases, uintptr(p), func(x lease, p uintptr) int { return cmp.Compare(uintptr(x.addr), p) })
-	if !ok {
-		return lease{}, false
-	}
-	l := h.leases[i]
-	h.leases = slices.Delete(h.leases, i, i+1)
-	return l, true
-}
-
-// offsetOf returns the segment offset of b's first byte, if all of b lies in one lease.
-func (h *heap) offsetOf(b []byte) (int64, bool) {
-	if len(b) == 0 {
-		return 0, false
-	}
-	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	// the last lease starting at or before p
-	i, ok := slices.BinarySearchFunc(h.leases, p, func(x lease, p uintptr) int { return cmp.Compare(uintptr(x.addr), p) })
-	if !ok {
-		i--
-	}
-	if i < 0 {
-		return 0, false
-	}
-	l := h.leases[i]
-	start := uintptr(l.addr)
-	if p-start+uintptr(len(b)) > uintptr(l.n) {
-		return 0, false
-	}
-	return l.off + int64(p-start), true
-}
+// offsetOf returns the segment offset of b's first byte, if all of b lies in one piece this endpoint lent.
+func (e *endpoint) offsetOf(b []byte) (int64, bool) { return rdma.LentBy(b, e) }
 
 // lentRange returns n bytes of the peer's segment at off, mapped here, for a Read or Write of memory it lent.
 //

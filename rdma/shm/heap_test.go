@@ -158,10 +158,10 @@ func TestLentFree(t *testing.T) {
 		t.Fatal(err)
 	}
 	pattern(a, 3)
-	if off, ok := eps[0].heap.offsetOf(a[100:200]); !ok || off < pageSize {
+	if off, ok := eps[0].offsetOf(a[100:200]); !ok || off < pageSize {
 		t.Fatalf("a sub-slice of lent memory is not found in the heap (%d, %v)", off, ok)
 	}
-	if _, ok := eps[0].heap.offsetOf(make([]byte, 10)); ok {
+	if _, ok := eps[0].offsetOf(make([]byte, 10)); ok {
 		t.Fatal("Go memory is taken for lent memory")
 	}
 	size := eps[0].seg.size
@@ -234,7 +234,7 @@ func FuzzLentRange(f *testing.F) {
 		f.Fatal(err)
 	}
 	pattern(buf, 7)
-	base, _ := eps[0].heap.offsetOf(buf)
+	base, _ := eps[0].offsetOf(buf)
 	p := eps[1].peer(0)
 	for _, seed := range []struct {
 		off int64

@@ -103,7 +103,7 @@ type endpoint struct {
 	name   string
 	ln     *net.UnixListener
 	seg    *segment
-	heap   heap      // what the program took from Alloc (heap.go)
+	heap   heap      // the holes Free left in the segment (heap.go)
 	door   *doorbell // where this node's progress goroutine sleeps
 	self   bell      // its ringing end, for wake-ups from this process
 	segMu  sync.Mutex
@@ -611,7 +611,7 @@ func (mr) Close() error                 { return nil }
 // Register implements rdma.Endpoint. Memory this endpoint lent gets a key that names its place in the segment
 // (heap.go); other memory needs no registration: CMA names it by address.
 func (e *endpoint) Register(b []byte, _ rdma.Access) (rdma.MR, error) {
-	if off, ok := e.heap.offsetOf(b); ok {
+	if off, ok := e.offsetOf(b); ok {
 		return lentMR{delta: off - int64(uintptr(unsafe.Pointer(unsafe.SliceData(b))))}, nil
 	}
 	return mr{}, nil
