@@ -91,7 +91,8 @@ func (in *Inbound) Done() {
 //
 // # Memory
 //
-// SendEager's payload may be reused as soon as SendEager returns. The payloads of SendRendezvous and ClearToSend
+// A Header passed to any method is read during the call only: a device copies what it keeps, so callers may reuse
+// one header for every message. SendEager's payload may be reused as soon as SendEager returns. The payloads of SendRendezvous and ClearToSend
 // belong to the device until the Completer runs: the caller keeps them referenced and untouched. They must be Go
 // heap (or static) memory, never a goroutine's stack: a device may hand their addresses to another process (CMA)
 // or to a NIC, which would read or write them while the owning goroutine is parked and its stack may move. The rank

@@ -434,9 +434,13 @@ func truncRemote(rr *Request, rv Mem, m *msg, length uint64) int {
 }
 
 func (c *Comm) sendRemote(env queues.Envelope, wdest int, v Mem, object bool, mode sendMode, internal bool, pr *Request) (*Request, error) {
-	dev := c.w.dev
-	h := device.Header{Kind: device.KindEager, Type: uint8(v.Type), Context: env.Ctx, Source: int32(c.r.id),
+	// The header comes from the rank, not the stack: behind the device's interface it would escape, an allocation
+	// per message. The device reads it during the call only (device.Device, memory).
+	h := c.r.header()
+	defer c.r.putHeader(h)
+	*h = device.Header{Kind: device.KindEager, Type: uint8(v.Type), Context: env.Ctx, Source: int32(c.r.id),
 		Dest: int32(wdest), SrcRank: env.Src, Tag: env.Tag, Length: uint64(v.Size())}
+	dev := c.w.dev
 	// EagerLimit 0 means "no credit toward that node": rendezvous, even for an empty message.
 	lim := dev.EagerLimit(wdest)
 	eager := lim > 0 && v.Size() <= lim
@@ -444,7 +448,7 @@ func (c *Comm) sendRemote(env queues.Envelope, wdest int, v Mem, object bool, mo
 		return c.sendRemoteView(h, wdest, v, eager, mode, internal, pr)
 	}
 	if mode == standard && eager {
-		if err := dev.SendEager(&h, v.Bytes(), nil); err != nil {
+		if err := dev.SendEager(h, v.Bytes(), nil); err != nil {
 			return nil, c.w.deviceError(err)
 		}
 		return nil, nil
@@ -454,21 +458,20 @@ func (c *Comm) sendRemote(env queues.Envelope, wdest int, v Mem, object bool, mo
 	var err error
 	if eager {
 		h.Flags |= device.FlagSync
-		err = dev.SendEager(&h, v.Bytes(), sreq.completer())
+		err = dev.SendEager(h, v.Bytes(), sreq.completer())
 	} else {
 		h.Kind = device.KindRTS
-		err = dev.SendRendezvous(&h, v.Bytes(), sreq.completer())
+		err = dev.SendRendezvous(h, v.Bytes(), sreq.completer())
 	}
 	if err != nil {
 		return nil, c.w.deviceError(err)
 	}
-	_ = object
 	return sreq, nil
 }
 
 // sendRemoteView is sendRemote of a View: its blocks go to the device as pieces where the device serving dest
 // moves them itself (device.Segmented), else packed into a pooled buffer (given back once the device is done).
-func (c *Comm) sendRemoteView(h device.Header, wdest int, v Mem, eager bool, mode sendMode, internal bool, pr *Request) (*Request, error) {
+func (c *Comm) sendRemoteView(h *device.Header, wdest int, v Mem, eager bool, mode sendMode, internal bool, pr *Request) (*Request, error) {
 	var sreq *Request
 	var done device.Completer
 	if mode != standard || !eager {
@@ -486,19 +489,19 @@ func (c *Comm) sendRemoteView(h device.Header, wdest int, v Mem, eager bool, mod
 	if segs := c.w.segs; segs != nil && segs.Segments(wdest) {
 		p := v.payload()
 		if eager {
-			err = segs.SendEagerv(&h, p, done)
+			err = segs.SendEagerv(h, p, done)
 		} else {
-			err = segs.SendRendezvousv(&h, p, done)
+			err = segs.SendRendezvousv(h, p, done)
 		}
 	} else {
 		b, box := bounce(v.Size())
 		v.CopyTo(b)
 		if eager {
-			err = c.w.dev.SendEager(&h, b, done)
+			err = c.w.dev.SendEager(h, b, done)
 			unbounce(box) // an eager payload may be reused once SendEager returns
 		} else {
 			sreq.scratch, sreq.box = b, box
-			if err = c.w.dev.SendRendezvous(&h, b, done); err != nil {
+			if err = c.w.dev.SendRendezvous(h, b, done); err != nil {
 				sreq.scratch, sreq.box = nil, nil
 				unbounce(box)
 			}

@@ -105,7 +105,8 @@ type Rank struct {
 	msgs    []*msg   // recycled messages for senders to this rank (see takeMsg)
 	_       [16]byte // the owner's cold fields start a line of their own
 
-	spare  atomic.Pointer[Request] // a request for the blocking calls of one goroutine, without the lock
+	spare  atomic.Pointer[Request]       // a request for the blocking calls of one goroutine, without the lock
+	hdr    atomic.Pointer[device.Header] // a header for sends to other nodes (see header)
 	freeMu sync.Mutex
 	free   []*Request               // the rank's own recycled requests beyond the spare (see getReq)
 	chunk  atomic.Pointer[reqChunk] // where the rank's nonblocking calls get their requests (see newReq)
@@ -118,6 +119,7 @@ type Rank struct {
 	bsend     atomic.Pointer[bsendState] // the buffer attached for buffered sends (bsend.go), made on first use
 	ops       *rankOps                   // the rank's active operation requests (ops.go)
 	coop      *coop                      // a large copy into or out of this rank's buffers, shared (coop.go)
+	_         [56]byte                   // to a whole number of lines (TestRankLayout)
 }
 
 // MinUnexpectedShare is the least unexpected eager data a rank may hold from its own node, whatever
@@ -586,3 +588,15 @@ func (r *Rank) post(rr *Request, e queues.Envelope) {
 	rr.item.Env = e
 	r.posted.Push(&rr.item)
 }
+
+// header returns a header for a send to another node: the rank's spare, or a new one while another goroutine
+// acting for the rank (a worker running its nonblocking collective) holds that. Give it back with putHeader.
+func (rk *Rank) header() *device.Header {
+	if h := rk.hdr.Swap(nil); h != nil {
+		return h
+	}
+	return new(device.Header)
+}
+
+// putHeader makes h the rank's spare header; the device is done with it.
+func (rk *Rank) putHeader(h *device.Header) { rk.hdr.Store(h) }

@@ -111,11 +111,13 @@ type Device struct {
 	ranks    int
 	rankNode []int32
 	sink     device.Sink
-	peers    []*peer // nil for this node and for nodes the device does not serve
-	active   []*peer // the served peers
-	bufSize  int     // receive buffer size: header and payload
-	credits  int32   // eager credits granted to each peer
-	batch    int32   // owed credits that make a credit message
+	claimer  device.EagerClaimer // the sink, if it matches eager messages at their header (process)
+	claimHdr device.Header       // the header process offers claimer (pollMu)
+	peers    []*peer             // nil for this node and for nodes the device does not serve
+	active   []*peer             // the served peers
+	bufSize  int                 // receive buffer size: header and payload
+	credits  int32               // eager credits granted to each peer
+	batch    int32               // owed credits that make a credit message
 
 	started  bool
 	seq      atomic.Uint64
@@ -286,6 +288,7 @@ func (d *Device) Start(sink device.Sink, addrs [][]byte) error {
 		return fmt.Errorf("rdma: %d addresses for %d nodes", len(addrs), d.cfg.Nodes)
 	}
 	d.sink = sink
+	d.claimer, _ = sink.(device.EagerClaimer)
 	d.peers = make([]*peer, d.cfg.Nodes)
 	for n, a := range addrs {
 		if n == d.self || a == nil {

@@ -303,6 +303,22 @@ func (d *Device) process(p *peer, h *hdr, payload []byte, rb *rxBuf) {
 		}
 	}
 	if h.Kind == device.KindEager {
+		if d.claimer != nil {
+			// A receive already posted takes the payload straight from the receive buffer, which goes back to the
+			// provider at once: no Inbound for the sink to hold and release, one copy as on the usual path.
+			// The header goes by way of the device's own copy: h, behind an interface call, would escape (an
+			// allocation per message in received). Only the poller gets here (pollMu), and no sink keeps it.
+			d.claimHdr = h.Header
+			if dst, done, ok := d.claimer.ClaimEager(&d.claimHdr); ok {
+				copy(dst, payload)
+				done.Complete(nil)
+				if rb != nil {
+					d.rx.repost(rb)
+				}
+				d.owe(p)
+				return
+			}
+		}
 		var in *device.Inbound
 		if rb != nil {
 			rb.peer = p.id
@@ -579,10 +595,16 @@ func (d *Device) releaseInbound(in *device.Inbound) {
 	rb := inboundBuf(in)
 	in.Release = nil
 	in.Payload = nil
-	p := d.peerByNode(rb.peer)
+	p := d.peerByNode(rb.peer) // before the repost: then the poller may fill rb with the next message
 	if !rb.copied {
 		d.rx.repost(rb)
 	}
+	d.owe(p)
+}
+
+// owe counts an eager message from p as taken, its credit owed back: returned once a batch is owed, in a credit
+// message unless traffic toward p carries it first.
+func (d *Device) owe(p *peer) {
 	if p == nil {
 		return
 	}

@@ -53,9 +53,11 @@ func Run(t *testing.T, j Job) {
 		j.Timeout = 20 * time.Second
 	}
 	t.Run("Lifecycle", func(t *testing.T) { testLifecycle(t, &j) })
-	t.Run("OrderAndReentry", func(t *testing.T) { testOrder(t, &j) })
+	t.Run("OrderAndReentry", func(t *testing.T) { testOrder(t, &j, false) })
+	t.Run("OrderClaimed", func(t *testing.T) { testOrder(t, &j, true) })
 	t.Run("Errors", func(t *testing.T) { testErrors(t, &j) })
 	t.Run("FlowControl", func(t *testing.T) { testFlow(t, &j) })
+	t.Run("ClaimCredit", func(t *testing.T) { testClaimCredit(t, &j) })
 	t.Run("Poller", func(t *testing.T) { testPoller(t, &j) })
 	t.Run("Registrar", func(t *testing.T) { testRegistrar(t, &j) })
 	t.Run("Segments", func(t *testing.T) { testSegments(t, &j) })
@@ -74,6 +76,22 @@ type Sink struct {
 	changed chan struct{}
 	onEager func(*device.Inbound) bool
 	onRTS   func(*device.Header) bool
+	onClaim func(*device.Header) ([]byte, device.Completer, bool)
+}
+
+// claimSink is a Sink that also claims eager messages at their header (device.EagerClaimer), through its onClaim
+// hook; the plain Sink does not, so that devices are tested both ways.
+type claimSink struct{ *Sink }
+
+// ClaimEager implements device.EagerClaimer.
+func (s claimSink) ClaimEager(h *device.Header) ([]byte, device.Completer, bool) {
+	s.mu.Lock()
+	f := s.onClaim
+	s.mu.Unlock()
+	if f == nil {
+		return nil, nil, false
+	}
+	return f(h)
 }
 
 func newSink() *Sink { return &Sink{changed: make(chan struct{}, 1), lost: map[int][]error{}} }
@@ -158,7 +176,10 @@ type cluster struct {
 	sinks []*Sink
 }
 
-func start(t *testing.T, j *Job) *cluster {
+func start(t *testing.T, j *Job) *cluster { t.Helper(); return startWith(t, j, false) }
+
+// startWith is start, with sinks that claim eager messages (claimSink) if claiming.
+func startWith(t *testing.T, j *Job, claiming bool) *cluster {
 	t.Helper()
 	c := &cluster{j: j}
 	for i := range j.Nodes {
@@ -170,7 +191,13 @@ func start(t *testing.T, j *Job) *cluster {
 			t.Fatalf("node %d: address blob of %d bytes (1..%d)", i, len(a), device.MaxAddress)
 		}
 	}
-	Connect(t, c.trs, sinks(c.sinks), j.Timeout)
+	ss := sinks(c.sinks)
+	if claiming {
+		for i, s := range c.sinks {
+			ss[i] = claimSink{s}
+		}
+	}
+	Connect(t, c.trs, ss, j.Timeout)
 	return c
 }
 
@@ -304,9 +331,13 @@ func testLifecycle(t *testing.T, j *Job) {
 // testOrder: every rank sends to every rank of the other nodes at once, mixing eager, synchronous eager and
 // rendezvous messages of many sizes. Each receiving sink checks, per (source, dest), that messages come in the
 // order sent and carry their payload; it acknowledges synchronous messages and clears rendezvous ones from inside
-// its callbacks (re-entry) or later from other goroutines, and releases inbound buffers now or later.
-func testOrder(t *testing.T, j *Job) {
-	c := start(t, j)
+// its callbacks (re-entry) or later from other goroutines, and releases inbound buffers now or later. Senders
+// scribble on each header once its call returns (a device reads it during the call only). With claim, the sinks
+// also claim every third eager message at its header (device.EagerClaimer): claims and deliveries keep the order
+// between them, each claim completes once with its payload, and a claimed message's credit comes back though no
+// Inbound is released.
+func testOrder(t *testing.T, j *Job, claim bool) {
+	c := startWith(t, j, claim)
 	const per = 36
 	sizes := []int{0, 1, 63, 64, 1000, j.EagerMax, j.EagerMax + 1, 3*j.EagerMax + 17, 100}
 	bigEvery := 12 // message i%bigEvery == 5 is 1 MiB + 3 bytes
@@ -371,6 +402,38 @@ func testOrder(t *testing.T, j *Job) {
 			pending.Done()
 			return true
 		}, nil)
+		if claim {
+			c.sinks[n].mu.Lock()
+			c.sinks[n].onClaim = func(h *device.Header) ([]byte, device.Completer, bool) {
+				if h.Tag%3 != 1 {
+					return nil, nil, false
+				}
+				i := order(h)
+				src, dst := h.Source, h.Dest
+				if h.Kind != device.KindEager || h.Length != uint64(sizeOf(i)) {
+					e.add("node %d: claim %+v for message %d of %d bytes", n, *h, i, sizeOf(i))
+				}
+				if h.Flags&device.FlagSync != 0 {
+					if !syncOf(i) {
+						e.add("node %d: message %d carries FlagSync", n, i)
+					}
+					if err := tr.Ack(h); err != nil {
+						e.add("node %d: Ack: %v", n, err)
+					}
+				}
+				buf := make([]byte, h.Length)
+				want := payload(src, dst, i, sizeOf(i))
+				return buf, completer(func(err error) {
+					if err != nil {
+						e.add("node %d: claimed %d->%d #%d: %v", n, src, dst, i, err)
+					} else if !bytes.Equal(buf, want) {
+						e.add("node %d: claimed %d->%d #%d: payload differs", n, src, dst, i)
+					}
+					pending.Done()
+				}), true
+			}
+			c.sinks[n].mu.Unlock()
+		}
 		c.sinks[n].hooks(nil, func(rts *device.Header) bool {
 			i := order(rts)
 			if rts.Kind != device.KindRTS || rts.Length != uint64(sizeOf(i)) {
@@ -451,6 +514,7 @@ func testOrder(t *testing.T, j *Job) {
 							e.add("send %d->%d #%d: %v", src, dst, i, err)
 							return
 						}
+						*h = device.Header{Kind: device.KindData, Source: -1, Dest: -1, Tag: -1, Length: 1 << 40}
 						if eager {
 							clear(p) // SendEager's payload is free once it returns
 						}
@@ -582,6 +646,52 @@ func testFlow(t *testing.T, j *Job) {
 	s.eager = nil
 	s.mu.Unlock()
 	waitFor(t, j.Timeout, "the credit to come back", func() bool { return tr.EagerLimit(int(dst)) == j.EagerMax })
+}
+
+// testClaimCredit: eager messages the receiving sink claims at their header (device.EagerClaimer) release no
+// Inbound, yet their credit comes back: a stream of four times the flow-control bound gets through, each message
+// waiting for credit, and every claim completes with its payload.
+func testClaimCredit(t *testing.T, j *Job) {
+	if j.HeldBound == 0 || j.EagerMax == 0 {
+		t.Skip("no flow-control bound given")
+	}
+	c := startWith(t, j, true)
+	src, dst := j.rank(0, 0), j.rank(1, 0)
+	tr, s := c.trs[0], c.sinks[1]
+	var e errs
+	var claimed sync.WaitGroup
+	s.mu.Lock()
+	s.onClaim = func(h *device.Header) ([]byte, device.Completer, bool) {
+		i := int(h.Tag)
+		buf := make([]byte, h.Length)
+		return buf, completer(func(err error) {
+			if err != nil || !bytes.Equal(buf, payload(src, dst, i, j.EagerMax)) {
+				e.add("claimed message %d: %v, or its payload differs", i, err)
+			}
+			claimed.Done()
+		}), true
+	}
+	s.mu.Unlock()
+	n := int(4*j.HeldBound/int64(j.EagerMax)) + 1
+	for i := range n {
+		waitFor(t, j.Timeout, fmt.Sprintf("credit for message %d of %d (claimed messages give theirs back)", i, n),
+			func() bool { return tr.EagerLimit(int(dst)) >= j.EagerMax })
+		claimed.Add(1)
+		if err := tr.SendEager(header(src, dst, i), payload(src, dst, i, j.EagerMax), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all := make(chan struct{})
+	go func() { claimed.Wait(); close(all) }()
+	select {
+	case <-all:
+	case <-time.After(j.Timeout):
+		t.Fatal("not every claimed message completed")
+	}
+	e.check(t)
+	if len(s.eager) != 0 {
+		t.Fatalf("%d messages were delivered, not claimed", len(s.eager))
+	}
 }
 
 // waitFor polls cond (state with no event to wait on, such as returned credit) until it holds.

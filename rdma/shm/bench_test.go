@@ -10,6 +10,8 @@ import (
 
 	"github.com/gompj/gompj/device"
 	"github.com/gompj/gompj/device/devicetest"
+	"github.com/gompj/gompj/queues"
+	"github.com/gompj/gompj/ranks"
 	"github.com/gompj/gompj/rdma"
 )
 
@@ -146,4 +148,62 @@ func TestEagerAllocs(t *testing.T) {
 	if a := testing.AllocsPerRun(1000, round); a != 0 {
 		t.Fatalf("%v allocations per eager message", a)
 	}
+}
+
+// BenchmarkRankPingPong0B is BenchmarkPingPong's 0-byte case through the whole stack: two worlds of one rank each,
+// as two node processes of one host, over the pair of devices (routed as a node routes them), their ranks calling
+// Send and Recv. One op is a half round trip: go test -run X -bench RankPingPong ./rdma/shm
+func BenchmarkRankPingPong0B(b *testing.B) {
+	devs, _ := devicePair(b, Options{})
+	var worlds [2]*ranks.World
+	var sinks [2]device.Sink
+	var trs [2]device.Transport
+	for i := range 2 {
+		byNode := make([]device.Device, 2)
+		byNode[1-i] = devs[i]
+		r, err := device.NewRouter(func(r int) int { return r }, byNode, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		w, err := ranks.NewWorld(ranks.Options{Size: 2, Lo: i, Hi: i + 1, EagerLimit: 64 << 10,
+			Policy: queues.DefaultPolicy(1), Device: r, NodeOf: func(r int) int { return r }})
+		if err != nil {
+			b.Fatal(err)
+		}
+		worlds[i], sinks[i], trs[i] = w, w, devs[i]
+	}
+	devicetest.Connect(b, trs[:], sinks[:], 10*time.Second)
+	iters := b.N + 1000
+	echo := make(chan error, 1)
+	go func() {
+		c := worlds[1].Comm(1)
+		for range iters {
+			if _, err := c.Recv([]byte{}, 0, 0); err != nil {
+				echo <- err
+				return
+			}
+			if err := c.Send([]byte{}, 0, 0); err != nil {
+				echo <- err
+				return
+			}
+		}
+		echo <- nil
+	}()
+	c := worlds[0].Comm(0)
+	for k := range iters {
+		if k == 1000 {
+			b.ResetTimer()
+		}
+		if err := c.Send([]byte{}, 1, 0); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Recv([]byte{}, 1, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if err := <-echo; err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(2*b.N)/1000, "us/half-rt")
 }
