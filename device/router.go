@@ -68,6 +68,17 @@ func (r *Router) to(rank int32) (Device, error) {
 	return r.byNode[n], nil
 }
 
+// DeviceFor returns the device that serves world rank rank, or nil if none does (a rank of this node, or out of
+// range). A caller that sends often may look it up once and call that device itself: the device then checks the
+// message as when the router passes it on.
+func (r *Router) DeviceFor(rank int) Device {
+	d, err := r.to(int32(rank))
+	if err != nil {
+		return nil
+	}
+	return d
+}
+
 // SendEager implements Device.
 func (r *Router) SendEager(h *Header, payload []byte, done Completer) error {
 	if h == nil {

@@ -56,6 +56,11 @@ func TestRouter(t *testing.T) {
 	if shm.eager.Load() != 1 || tcp.eager.Load() != 1 || tcp.rdv.Load() != 1 || shm.cts.Load() != 1 || tcp.ack.Load() != 1 {
 		t.Errorf("routing: shm %d/%d tcp %d/%d/%d", shm.eager.Load(), shm.cts.Load(), tcp.eager.Load(), tcp.rdv.Load(), tcp.ack.Load())
 	}
+	for rank, want := range map[int]Device{0: nil, 1: nil, 2: shm, 3: shm, 4: tcp, 7: tcp, 8: nil, -1: nil} {
+		if got := r.DeviceFor(rank); got != want {
+			t.Errorf("DeviceFor(%d) = %v, want %v", rank, got, want)
+		}
+	}
 	if r.EagerLimit(3) != 4096 || r.EagerLimit(6) != 1<<17 || r.EagerLimit(0) != 0 || r.EagerLimit(-1) != 0 {
 		t.Error("EagerLimit not routed")
 	}

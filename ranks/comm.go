@@ -440,7 +440,7 @@ func (c *Comm) sendRemote(env queues.Envelope, wdest int, v Mem, object bool, mo
 	defer c.r.putHeader(h)
 	*h = device.Header{Kind: device.KindEager, Type: uint8(v.Type), Context: env.Ctx, Source: int32(c.r.id),
 		Dest: int32(wdest), SrcRank: env.Src, Tag: env.Tag, Length: uint64(v.Size())}
-	dev := c.w.dev
+	dev := c.w.sendDev(wdest)
 	// EagerLimit 0 means "no credit toward that node": rendezvous, even for an empty message.
 	lim := dev.EagerLimit(wdest)
 	eager := lim > 0 && v.Size() <= lim

@@ -45,6 +45,7 @@ type World struct {
 	ranks  []*Rank
 	dev    device.Device
 	segs   device.Segmented // dev, when it moves segmented payloads (views) itself
+	devOf  []device.Device  // by world rank, the device dev routes that rank's messages to (nil: none, or ask dev)
 	nodeOf func(int) int
 	eager  int
 	policy queues.Policy
@@ -145,6 +146,16 @@ func NewWorld(o Options) (*World, error) {
 		nbcSlots: o.NbcSlots, routes: o.Routes}
 	w.netPolicy = w.policy
 	w.segs, _ = o.Device.(device.Segmented)
+	if r, ok := o.Device.(deviceRouter); ok {
+		// Each send to another node goes to the device serving it straight away, not through the router's lookup at
+		// every call (twice per eager message: EagerLimit, SendEager).
+		w.devOf = make([]device.Device, o.Size)
+		for k := range w.devOf {
+			if k < o.Lo || k >= o.Hi {
+				w.devOf[k] = r.DeviceFor(k)
+			}
+		}
+	}
 	if p, ok := o.Device.(device.Poller); ok {
 		w.netPolicy = w.policy.Driven(p)
 	}
@@ -600,3 +611,18 @@ func (rk *Rank) header() *device.Header {
 
 // putHeader makes h the rank's spare header; the device is done with it.
 func (rk *Rank) putHeader(h *device.Header) { rk.hdr.Store(h) }
+
+// deviceRouter is a device that passes messages on to other devices by destination (device.Router).
+type deviceRouter interface {
+	DeviceFor(rank int) device.Device
+}
+
+// sendDev returns the device a message to world rank dest goes to: the one dev routes it to, if known.
+func (w *World) sendDev(dest int) device.Device {
+	if dest >= 0 && dest < len(w.devOf) {
+		if d := w.devOf[dest]; d != nil {
+			return d
+		}
+	}
+	return w.dev
+}
