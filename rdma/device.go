@@ -113,11 +113,13 @@ type Device struct {
 	sink     device.Sink
 	claimer  device.EagerClaimer // the sink, if it matches eager messages at their header (process)
 	claimHdr device.Header       // the header process offers claimer (pollMu)
-	peers    []*peer             // nil for this node and for nodes the device does not serve
-	active   []*peer             // the served peers
-	bufSize  int                 // receive buffer size: header and payload
-	credits  int32               // eager credits granted to each peer
-	batch    int32               // owed credits that make a credit message
+	// tookInPlace: takeInPlace took a message during the endpoint's Poll under way (pollMu)
+	tookInPlace bool
+	peers       []*peer // nil for this node and for nodes the device does not serve
+	active      []*peer // the served peers
+	bufSize     int     // receive buffer size: header and payload
+	credits     int32   // eager credits granted to each peer
+	batch       int32   // owed credits that make a credit message
 
 	started  bool
 	seq      atomic.Uint64
@@ -289,6 +291,9 @@ func (d *Device) Start(sink device.Sink, addrs [][]byte) error {
 	}
 	d.sink = sink
 	d.claimer, _ = sink.(device.EagerClaimer)
+	if ip, ok := d.ep.(InPlacer); ok && d.claimer != nil && d.caps.Ordered {
+		ip.OfferInPlace(d.takeInPlace)
+	}
 	d.peers = make([]*peer, d.cfg.Nodes)
 	for n, a := range addrs {
 		if n == d.self || a == nil {

@@ -175,7 +175,8 @@ func (d *Device) pollOnce() bool {
 		d.handle(&d.cq[i])
 		d.cq[i] = Completion{}
 	}
-	got := n > 0
+	got := n > 0 || d.tookInPlace
+	d.tookInPlace = false
 	if d.hasLoc.Load() {
 		d.localMu.Lock()
 		loc := d.local
@@ -251,6 +252,37 @@ func (d *Device) handle(c *Completion) {
 			d.failPeer(p, &PeerError{Node: p.id, Kind: ErrPeerClosed, Err: fmt.Errorf("it closed its device")}, false)
 		}
 	}
+}
+
+// takeInPlace is the device's offer to an endpoint that shows messages where they lie (InPlacer): an eager
+// message that a posted receive claims at its header (device.EagerClaimer) is copied from there straight into
+// that receive's buffer, and its credit is owed back at once. Anything else (another kind, no such receive, a
+// header that fails its checks) is left to the usual path, which decodes it again and reports what is wrong.
+// Called by the poller (pollMu), from the endpoint's Poll; only for ordered endpoints (see received).
+func (d *Device) takeInPlace(node int, m []byte) bool {
+	p := d.peerByNode(node)
+	if p == nil || p.failed {
+		return false
+	}
+	h, payload, err := decode(m, &p.lim)
+	if err != nil || h.Kind != device.KindEager || h.credit > uint32(p.grant) {
+		return false
+	}
+	d.claimHdr = h.Header
+	dst, done, ok := d.claimer.ClaimEager(&d.claimHdr)
+	if !ok {
+		return false
+	}
+	d.tookInPlace = true
+	p.pseqIn++
+	copy(dst, payload)
+	done.Complete(nil)
+	if h.credit > 0 && p.credit.Add(int32(h.credit)) > p.grant {
+		d.failPeer(p, &PeerError{Node: p.id, Kind: ErrPeerLost, Err: badf(p.id, "returned %d credits, more than it was granted", h.credit)}, true)
+		return true
+	}
+	d.owe(p)
+	return true
 }
 
 // fatal: the provider itself misbehaves; every peer is lost.

@@ -180,6 +180,19 @@ type VectorRMA interface {
 	Writev(node int, locals [][]byte, raddr, rkey uint64, ctx uint64) error
 }
 
+// InPlacer is implemented by endpoints whose incoming messages lie in memory the device may read where they are
+// (shm: the peers' rings). Poll then offers each message to the device's callback before it copies it into a
+// posted receive: a message the callback takes costs no receive buffer and no copy into one. The callback sees a
+// message only after every earlier one from the same node was taken by it or completed by Poll, so the order of
+// each node's messages holds.
+type InPlacer interface {
+	// OfferInPlace installs take, once, before the first Poll. Poll calls take(node, m) by the polling goroutine,
+	// with m valid only until take returns (a peer may scribble on it meanwhile: take reads what it keeps once, and
+	// checks it); take reports whether it took the message. One that it does not take is received as usual, and
+	// so is every later one from node in the same Poll.
+	OfferInPlace(take func(node int, m []byte) bool)
+}
+
 // Lender is implemented by endpoints that lend memory which peers reach more cheaply than other memory (shm: a
 // part of the node's segment, which the node processes of the host map, so that a Read or Write of it is a copy
 // between mappings rather than a CMA system call). A Lender notes what it lends (NoteLent), so that every device

@@ -200,6 +200,26 @@ func (c *consumer) consume(dst []byte, n int) (wanted bool) {
 	}
 	m := copy(dst[:n], c.mem[off:min(end, off+uint64(n))])
 	copy(dst[m:n], c.mem[ringHdr:])
+	return c.free(k)
+}
+
+// view returns the n bytes of the entry at the head (as peek said) where they lie in the ring, if they do not wrap
+// around its end. They stay there until free.
+func (c *consumer) view(n int) ([]byte, bool) {
+	off := ringHdr + (c.head%c.cells)*cellSize + entryHdr
+	end := uint64(ringHdr) + c.cells*cellSize
+	if off+uint64(n) > end {
+		return nil, false
+	}
+	return c.mem[off : off+uint64(n) : off+uint64(n)], true
+}
+
+// release frees the entry at the head, of n bytes (as peek said), and advances the head, as consume does once it
+// has copied it out. It reports whether a producer waits for room (see consume).
+func (c *consumer) release(n int) (wanted bool) { return c.free(entryCells(n)) }
+
+// free clears the seq word of each of the k cells at the head, advances the head past them and lowers want.
+func (c *consumer) free(k uint64) (wanted bool) {
 	for i := range k {
 		atomic.StoreUint64(u64(c.mem, ringHdr+((c.head+i)%c.cells)*cellSize), 0)
 	}

@@ -103,9 +103,10 @@ type endpoint struct {
 	name   string
 	ln     *net.UnixListener
 	seg    *segment
-	heap   heap      // the holes Free left in the segment (heap.go)
-	door   *doorbell // where this node's progress goroutine sleeps
-	self   bell      // its ringing end, for wake-ups from this process
+	heap   heap                          // the holes Free left in the segment (heap.go)
+	door   *doorbell                     // where this node's progress goroutine sleeps
+	take   func(node int, m []byte) bool // the device's offer for messages in place (OfferInPlace), or nil
+	self   bell                          // its ringing end, for wake-ups from this process
 	segMu  sync.Mutex
 	probe  *uint64
 	cma    bool
@@ -790,6 +791,7 @@ func (e *endpoint) Poll(cs []rdma.Completion) (int, error) {
 		if p.told.Load() {
 			continue
 		}
+		inPlace := e.take != nil
 		for n < len(cs) {
 			ln, ok, err := p.in.peek()
 			if err != nil {
@@ -799,6 +801,15 @@ func (e *endpoint) Poll(cs []rdma.Completion) (int, error) {
 			}
 			if !ok {
 				break
+			}
+			if inPlace {
+				if m, ok := p.in.view(ln); ok && e.take(p.node, m) {
+					if p.in.release(ln) {
+						p.bell.wake() // it waits for room in this ring (ring.go)
+					}
+					continue
+				}
+				inPlace = false // this one is received as usual, and so is the rest of the ring: in order
 			}
 			b, have := e.takePosted()
 			if !have {
@@ -831,6 +842,11 @@ func (e *endpoint) Poll(cs []rdma.Completion) (int, error) {
 	e.next++
 	return n, nil
 }
+
+var _ rdma.InPlacer = (*endpoint)(nil)
+
+// OfferInPlace implements rdma.InPlacer: Poll offers take each message where it lies in its ring first.
+func (e *endpoint) OfferInPlace(take func(node int, m []byte) bool) { e.take = take }
 
 // work reports whether Poll would find something, or a ring that was full toward a peer has room again (the
 // device then sends what it holds back).
