@@ -15,7 +15,7 @@ import (
 //	offset  size  field
 //	0       8     head: cells the consumer has consumed (consumer writes, producers read)
 //	64      4     want: a producer found no room and waits for some (producers set it, the consumer clears it)
-//	128     N*64  cells
+//	128     N*64  cells (N a power of two: a position's cell is a mask away, not a division)
 //
 // A message is an entry of k consecutive cells (wrapping at the end): the first cell starts with
 //
@@ -92,7 +92,11 @@ func ringCells(mem []byte) (uint64, error) {
 		uintptr(unsafe.Pointer(&mem[0]))%cellSize != 0 {
 		return 0, fmt.Errorf("shm: a ring of %d bytes", len(mem))
 	}
-	return uint64(len(mem)-ringHdr) / cellSize, nil
+	n := uint64(len(mem)-ringHdr) / cellSize
+	if n&(n-1) != 0 {
+		return 0, fmt.Errorf("shm: a ring of %d cells, not a power of two", n)
+	}
+	return n, nil
 }
 
 // maxMsg is the largest message a ring of n cells carries: a quarter of it, so that a few fit at once.
@@ -145,7 +149,7 @@ func (p *producer) push(hdr, payload []byte) error {
 			break
 		}
 	}
-	first := ringHdr + (t%p.cells)*cellSize
+	first := ringHdr + (t&(p.cells-1))*cellSize
 	p.put(first+entryHdr, hdr)
 	p.put(first+entryHdr+uint64(len(hdr)), payload)
 	*(*uint32)(unsafe.Pointer(&p.mem[first+8])) = uint32(n)
@@ -170,7 +174,7 @@ func (p *producer) put(off uint64, b []byte) {
 // peek reports the length of the entry at the head, if one is published. An entry that no correct producer
 // writes is an error wrapping ErrCorrupt.
 func (c *consumer) peek() (n int, ok bool, err error) {
-	first := ringHdr + (c.head%c.cells)*cellSize
+	first := ringHdr + (c.head&(c.cells-1))*cellSize
 	s := atomic.LoadUint64(u64(c.mem, first))
 	if s == 0 {
 		return 0, false, nil
@@ -191,7 +195,7 @@ func (c *consumer) peek() (n int, ok bool, err error) {
 // rejects, but nothing outside dst and the ring is touched. It reports whether a producer waits for room (want,
 // which it lowers): the caller wakes the producer's node.
 func (c *consumer) consume(dst []byte, n int) (wanted bool) {
-	first := ringHdr + (c.head%c.cells)*cellSize
+	first := ringHdr + (c.head&(c.cells-1))*cellSize
 	k := entryCells(n)
 	end := uint64(ringHdr) + c.cells*cellSize
 	off := first + entryHdr
@@ -206,7 +210,7 @@ func (c *consumer) consume(dst []byte, n int) (wanted bool) {
 // view returns the n bytes of the entry at the head (as peek said) where they lie in the ring, if they do not wrap
 // around its end. They stay there until free.
 func (c *consumer) view(n int) ([]byte, bool) {
-	off := ringHdr + (c.head%c.cells)*cellSize + entryHdr
+	off := ringHdr + (c.head&(c.cells-1))*cellSize + entryHdr
 	end := uint64(ringHdr) + c.cells*cellSize
 	if off+uint64(n) > end {
 		return nil, false
@@ -221,7 +225,7 @@ func (c *consumer) release(n int) (wanted bool) { return c.free(entryCells(n)) }
 // free clears the seq word of each of the k cells at the head, advances the head past them and lowers want.
 func (c *consumer) free(k uint64) (wanted bool) {
 	for i := range k {
-		atomic.StoreUint64(u64(c.mem, ringHdr+((c.head+i)%c.cells)*cellSize), 0)
+		atomic.StoreUint64(u64(c.mem, ringHdr+((c.head+i)&(c.cells-1))*cellSize), 0)
 	}
 	c.head += k
 	atomic.StoreUint64(u64(c.mem, 0), c.head)
@@ -239,7 +243,7 @@ func (p *producer) room() bool {
 // head as published, so any goroutine may ask while the consuming one works.
 func (c *consumer) ready() bool {
 	h := atomic.LoadUint64(u64(c.mem, 0))
-	return atomic.LoadUint64(u64(c.mem, ringHdr+(h%c.cells)*cellSize)) != 0
+	return atomic.LoadUint64(u64(c.mem, ringHdr+(h&(c.cells-1))*cellSize)) != 0
 }
 
 var errAgain = errors.New("shm: ring full")

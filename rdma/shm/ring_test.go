@@ -339,3 +339,18 @@ func TestFullRingWakesProducer(t *testing.T) {
 		t.Fatal("the producer slept on after the consumer freed room in its ring")
 	}
 }
+
+// TestRingPowerOfTwo: a ring whose cells are not a power of two is refused, by either end and by Options (a
+// position's cell is found with a mask).
+func TestRingPowerOfTwo(t *testing.T) {
+	m := ringMem(96)
+	if _, err := newProducer(m); err == nil {
+		t.Error("a producer took a ring of 96 cells")
+	}
+	if _, err := newConsumer(m, maxMsg(96)); err == nil {
+		t.Error("a consumer took a ring of 96 cells")
+	}
+	if _, err := (Provider{Opts: Options{RingCells: 3000}}).Open(rdma.EndpointConfig{Node: 0, Nodes: 2, Secret: testSecret}); err == nil {
+		t.Error("Open took 3000 cells per ring")
+	}
+}

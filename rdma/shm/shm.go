@@ -37,7 +37,7 @@ const (
 // Options configure the provider.
 type Options struct {
 	NoCMA            bool // copy large messages through the rings even where CMA works (GOMPJ_CMA=0)
-	RingCells        int  // cells of each inbound ring (default 4096, 256 KiB)
+	RingCells        int  // cells of each inbound ring, a power of two (default 4096, 256 KiB)
 	HandshakeTimeout time.Duration
 	ConnectTimeout   time.Duration
 }
@@ -61,8 +61,8 @@ func (pr Provider) Open(cfg rdma.EndpointConfig) (rdma.Endpoint, error) {
 	if o.ConnectTimeout == 0 {
 		o.ConnectTimeout = DefaultConnectTimeout
 	}
-	if o.RingCells < minCells || ringBytes(o.RingCells) > maxRingLen {
-		return nil, fmt.Errorf("shm: %d cells per ring", o.RingCells)
+	if o.RingCells < minCells || ringBytes(o.RingCells) > maxRingLen || o.RingCells&(o.RingCells-1) != 0 {
+		return nil, fmt.Errorf("shm: %d cells per ring (a power of two from %d)", o.RingCells, minCells)
 	}
 	if cfg.Nodes <= 0 || cfg.Node < 0 || cfg.Node >= cfg.Nodes {
 		return nil, fmt.Errorf("shm: node %d of %d", cfg.Node, cfg.Nodes)
