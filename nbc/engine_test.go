@@ -768,3 +768,54 @@ func (s *scriptTransport) Post(i int, st *Step) error {
 }
 
 func (s *scriptTransport) Test(i int, st *Step) (bool, error) { return s.done[i], s.errs[i] }
+
+// pollSub is a sub-operation that counts its polls and is done once told.
+type pollSub struct {
+	polls int
+	done  bool
+}
+
+func (p *pollSub) Begin() error        { return nil }
+func (p *pollSub) Poll() (bool, error) { p.polls++; return p.done, nil }
+
+// subTransport is scriptTransport that polls sub-operations, as the real transport does.
+type subTransport struct{ scriptTransport }
+
+func (s *subTransport) Test(i int, st *Step) (bool, error) {
+	if st.Kind == StepSub {
+		return st.Sub.Poll()
+	}
+	return s.scriptTransport.Test(i, st)
+}
+
+// TestSubsRunBeside: the sub-operations of one round move together: one after a sub-operation still pending is
+// polled too (its first sends go out at once), and the round ends once both are done.
+func TestSubsRunBeside(t *testing.T) {
+	first, second := &pollSub{}, &pollSub{}
+	s := &Schedule{}
+	s.Run(first)
+	s.Run(second)
+	s.Round()
+	s.Send(nil, 1, 1)
+	m := NewMachine(s)
+	tr := &subTransport{scriptTransport{done: map[int]bool{}, errs: map[int]error{}}}
+	for range 3 {
+		if done, _ := m.Progress(tr); done {
+			t.Fatal("done with the first sub-operation pending")
+		}
+	}
+	if second.polls < 3 {
+		t.Fatalf("the second sub-operation was polled %d times in 3 runs while the first was pending", second.polls)
+	}
+	if slices.Contains(tr.posted, 2) {
+		t.Fatal("the next round started with the first sub-operation pending")
+	}
+	first.done, second.done = true, true
+	if done, _ := m.Progress(tr); done || !slices.Contains(tr.posted, 2) {
+		t.Fatalf("done=%v posted %v: the next round should be posted and pending", done, tr.posted)
+	}
+	tr.done[2] = true
+	if done, err := m.Progress(tr); !done || err != nil {
+		t.Fatalf("done=%v err=%v", done, err)
+	}
+}
