@@ -224,7 +224,7 @@ func (c *Comm) startSendMem(v Mem, enc []byte, dest, tag int, mode sendMode, int
 	wdest := c.peerWorld(dest)
 	r := c.w.local(wdest)
 	if r == nil {
-		return c.sendRemote(env, wdest, v, enc != nil, mode, internal, pr)
+		return c.sendRemote(env, wdest, v, mode, internal, pr)
 	}
 
 	rr := r.claimSlot(env)
@@ -433,7 +433,7 @@ func truncRemote(rr *Request, rv Mem, m *msg, length uint64) int {
 	return rv.Size()
 }
 
-func (c *Comm) sendRemote(env queues.Envelope, wdest int, v Mem, object bool, mode sendMode, internal bool, pr *Request) (*Request, error) {
+func (c *Comm) sendRemote(env queues.Envelope, wdest int, v Mem, mode sendMode, internal bool, pr *Request) (*Request, error) {
 	// The header comes from the rank, not the stack: behind the device's interface it would escape, an allocation
 	// per message. The device reads it during the call only (device.Device, memory).
 	h := c.r.header()

@@ -268,20 +268,34 @@ func (d *Device) takeInPlace(node int, m []byte) bool {
 	if err != nil || h.Kind != device.KindEager || h.credit > uint32(p.grant) {
 		return false
 	}
-	d.claimHdr = h.Header
-	dst, done, ok := d.claimer.ClaimEager(&d.claimHdr)
-	if !ok {
+	if !d.claim(&h, payload) {
 		return false
 	}
 	d.tookInPlace = true
 	p.pseqIn++
-	copy(dst, payload)
-	done.Complete(nil)
 	if h.credit > 0 && p.credit.Add(int32(h.credit)) > p.grant {
 		d.failPeer(p, &PeerError{Node: p.id, Kind: ErrPeerLost, Err: badf(p.id, "returned %d credits, more than it was granted", h.credit)}, true)
 		return true
 	}
 	d.owe(p)
+	return true
+}
+
+// claim offers the eager message h to the sink (device.EagerClaimer): if a posted receive takes it, the payload is
+// copied into that receive's buffer and the receive completed. The header goes by way of the device's own copy:
+// h, behind an interface call, would escape (an allocation per message). Only the poller calls it (pollMu), and no
+// sink keeps the header.
+func (d *Device) claim(h *hdr, payload []byte) bool {
+	if d.claimer == nil {
+		return false
+	}
+	d.claimHdr = h.Header
+	dst, done, ok := d.claimer.ClaimEager(&d.claimHdr)
+	if !ok {
+		return false
+	}
+	copy(dst, payload)
+	done.Complete(nil)
 	return true
 }
 
@@ -335,21 +349,14 @@ func (d *Device) process(p *peer, h *hdr, payload []byte, rb *rxBuf) {
 		}
 	}
 	if h.Kind == device.KindEager {
-		if d.claimer != nil {
-			// A receive already posted takes the payload straight from the receive buffer, which goes back to the
-			// provider at once: no Inbound for the sink to hold and release, one copy as on the usual path.
-			// The header goes by way of the device's own copy: h, behind an interface call, would escape (an
-			// allocation per message in received). Only the poller gets here (pollMu), and no sink keeps it.
-			d.claimHdr = h.Header
-			if dst, done, ok := d.claimer.ClaimEager(&d.claimHdr); ok {
-				copy(dst, payload)
-				done.Complete(nil)
-				if rb != nil {
-					d.rx.repost(rb)
-				}
-				d.owe(p)
-				return
+		// A receive already posted takes the payload straight from the receive buffer, which goes back to the
+		// provider at once: no Inbound for the sink to hold and release, one copy as on the usual path.
+		if d.claim(h, payload) {
+			if rb != nil {
+				d.rx.repost(rb)
 			}
+			d.owe(p)
+			return
 		}
 		var in *device.Inbound
 		if rb != nil {

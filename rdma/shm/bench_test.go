@@ -51,15 +51,21 @@ func BenchmarkPingPong(b *testing.B) {
 	}
 }
 
-func pingPong(b *testing.B, noCMA bool, size int) {
-	devs, _ := devicePair(b, Options{NoCMA: noCMA})
+// connectPing connects a pair of devices, each with a pingSink clearing RTSs into a buffer of size bytes.
+func connectPing(t testing.TB, devs [2]*rdma.Device, size int) [2]*pingSink {
 	var sinks [2]*pingSink
 	for i, d := range devs {
 		sinks[i] = &pingSink{d: d}
 		buf := make([]byte, size)
 		sinks[i].buf.Store(&buf)
 	}
-	devicetest.Connect(b, []device.Transport{devs[0], devs[1]}, []device.Sink{sinks[0], sinks[1]}, 10*time.Second)
+	devicetest.Connect(t, []device.Transport{devs[0], devs[1]}, []device.Sink{sinks[0], sinks[1]}, 10*time.Second)
+	return sinks
+}
+
+func pingPong(b *testing.B, noCMA bool, size int) {
+	devs, _ := devicePair(b, Options{NoCMA: noCMA})
+	sinks := connectPing(b, devs, size)
 	payload := make([]byte, size)
 	send := func(i int, done *doneFlag) {
 		d := devs[i]
@@ -175,6 +181,25 @@ func rankPair(t testing.TB) (c0, c1 *ranks.Comm) {
 	return worlds[0].Comm(0), worlds[1].Comm(1)
 }
 
+// echo answers n messages from rank 0 on c, each sent back as received into buf; the channel says how it ended.
+func echo(c *ranks.Comm, buf any, n int) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		for range n {
+			if _, err := c.Recv(buf, 0, 0); err != nil {
+				done <- err
+				return
+			}
+			if err := c.Send(buf, 0, 0); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	return done
+}
+
 // TestRankPingPongAllocs: a round trip of small messages between the ranks of two worlds over shm devices, each
 // received into a receive posted first (claimed where it lies in the ring), allocates nothing at steady state, on
 // either side.
@@ -182,20 +207,7 @@ func TestRankPingPongAllocs(t *testing.T) {
 	c0, c1 := rankPair(t)
 	var b0, b1 any = make([]float64, 4), make([]float64, 4)
 	const rounds = 200
-	echo := make(chan error, 1)
-	go func() {
-		for range rounds + 1 {
-			if _, err := c1.Recv(b1, 0, 0); err != nil {
-				echo <- err
-				return
-			}
-			if err := c1.Send(b1, 0, 0); err != nil {
-				echo <- err
-				return
-			}
-		}
-		echo <- nil
-	}()
+	echoed := echo(c1, b1, rounds+1) // AllocsPerRun runs the round once more, first
 	var err error
 	allocs := testing.AllocsPerRun(rounds, func() {
 		if err == nil {
@@ -208,7 +220,7 @@ func TestRankPingPongAllocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := <-echo; err != nil {
+	if err := <-echoed; err != nil {
 		t.Fatal(err)
 	}
 	if allocs != 0 {
@@ -223,20 +235,7 @@ func BenchmarkRankPingPong0B(b *testing.B) {
 	c0, c1 := rankPair(b)
 	var buf any = []byte{}
 	iters := b.N + 1000
-	echo := make(chan error, 1)
-	go func() {
-		for range iters {
-			if _, err := c1.Recv(buf, 0, 0); err != nil {
-				echo <- err
-				return
-			}
-			if err := c1.Send(buf, 0, 0); err != nil {
-				echo <- err
-				return
-			}
-		}
-		echo <- nil
-	}()
+	echoed := echo(c1, buf, iters)
 	for k := range iters {
 		if k == 1000 {
 			b.ResetTimer()
@@ -249,7 +248,7 @@ func BenchmarkRankPingPong0B(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	if err := <-echo; err != nil {
+	if err := <-echoed; err != nil {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(2*b.N)/1000, "us/half-rt")

@@ -11,7 +11,6 @@ import (
 	"unsafe"
 
 	"github.com/gompj/gompj/device"
-	"github.com/gompj/gompj/device/devicetest"
 	"github.com/gompj/gompj/rdma"
 )
 
@@ -264,15 +263,11 @@ func FuzzLentRange(f *testing.F) {
 func TestLentRendezvousWithoutCMA(t *testing.T) {
 	const size = 1<<20 + 40 // past the split limit
 	devs, eps := devicePair(t, Options{NoCMA: true})
-	var sinks [2]*pingSink
 	lentDst, err := eps[1].Alloc(size)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range sinks {
-		sinks[i] = &pingSink{d: devs[i]}
-	}
-	devicetest.Connect(t, []device.Transport{devs[0], devs[1]}, []device.Sink{sinks[0], sinks[1]}, 10*time.Second)
+	sinks := connectPing(t, devs, 0)
 	src, err := eps[0].Alloc(size)
 	if err != nil {
 		t.Fatal(err)

@@ -5,10 +5,8 @@ package shm
 import (
 	"runtime"
 	"testing"
-	"time"
 
 	"github.com/gompj/gompj/device"
-	"github.com/gompj/gompj/device/devicetest"
 )
 
 // Not under the race detector: there sync.Pool drops a share of what it is given back, by design.
@@ -18,13 +16,7 @@ import (
 // less than their bytes (only the backlog's small entries remain).
 func TestBacklogCopiesPooled(t *testing.T) {
 	devs, _ := devicePair(t, Options{})
-	var sinks [2]*pingSink
-	for i, d := range devs {
-		sinks[i] = &pingSink{d: d}
-		buf := []byte{}
-		sinks[i].buf.Store(&buf)
-	}
-	devicetest.Connect(t, []device.Transport{devs[0], devs[1]}, []device.Sink{sinks[0], sinks[1]}, 10*time.Second)
+	sinks := connectPing(t, devs, 0)
 	const window, size = 64, 32 << 10
 	payload := make([]byte, size)
 	h := &device.Header{Kind: device.KindEager, Type: 1, Source: 0, Dest: 1}
