@@ -48,7 +48,7 @@ func (c *Completion) Reset() {
 
 // arm registers w to be woken on completion; it returns false if the completion is already done.
 func (c *Completion) arm(w *Waker) bool {
-	c.waker.Store(w)
+	c.setWaker(w)
 	for {
 		s := c.state.Load()
 		if s == stateDone {
@@ -56,6 +56,31 @@ func (c *Completion) arm(w *Waker) bool {
 		}
 		if c.state.CompareAndSwap(s, stateParked) {
 			return true
+		}
+	}
+}
+
+// setWaker makes w the waker of c. A hook replaces what was there (OnComplete's contract). A parked waiter joins any
+// other parked waiter instead: two goroutines may wait on one request at once (two Waitany over the same requests,
+// MPI_THREAD_MULTIPLE), and if the second displaced the first, the first would sleep through the completion and,
+// once the second had reported it, never wake. Contention turns the waker into a fan, allocated then only.
+func (c *Completion) setWaker(w *Waker) {
+	for {
+		old := c.waker.Load()
+		switch {
+		case old == w:
+			return
+		case old == nil || w.fn != nil:
+			if c.waker.CompareAndSwap(old, w) {
+				return
+			}
+		case old.fan != nil:
+			old.fan.add(w)
+			return
+		default:
+			if c.waker.CompareAndSwap(old, newFan(old, w)) {
+				return
+			}
 		}
 	}
 }
@@ -68,8 +93,43 @@ func (c *Completion) OnComplete(h *Waker) bool { return c.arm(h) }
 // Waker parks a goroutine until some completion it armed fires. Tokens are idempotent, so spurious wake-ups are
 // possible and every waiter re-checks its condition. A hook is a Waker that runs a function instead.
 type Waker struct {
-	ch chan struct{}
-	fn func()
+	ch  chan struct{}
+	fn  func()
+	fan *fan // set on a fan's own waker
+}
+
+// fan is the waker of a completion that several goroutines wait on: it wakes them all. The list only grows until
+// the completion is reset (which drops the fan); a waker in it whose goroutine has left is woken spuriously, which
+// waiters allow for. Adds copy the list, so that waking reads a snapshot without the lock.
+type fan struct {
+	mu   sync.Mutex
+	list atomic.Pointer[[]*Waker]
+}
+
+func newFan(a, b *Waker) *Waker {
+	f := &fan{}
+	l := []*Waker{a, b}
+	f.list.Store(&l)
+	return &Waker{fn: f.wake, fan: f}
+}
+
+func (f *fan) add(w *Waker) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	old := *f.list.Load()
+	for _, x := range old {
+		if x == w {
+			return
+		}
+	}
+	l := append(old[:len(old):len(old)], w)
+	f.list.Store(&l)
+}
+
+func (f *fan) wake() {
+	for _, w := range *f.list.Load() {
+		w.Wake()
+	}
 }
 
 // NewHook returns a Waker that runs fn whenever it is woken, on the waking goroutine. fn must be quick and must

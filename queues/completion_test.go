@@ -95,6 +95,64 @@ func TestWaitAny(t *testing.T) {
 	}
 }
 
+// Two goroutines park on the same completions (two Waitany over one set of requests): the second must not
+// displace the first, which would then sleep through the completion. Both wake when it fires.
+func TestTwoWaitersOneCompletion(t *testing.T) {
+	p := Policy{} // park at once
+	cs := []*Completion{new(Completion), new(Completion)}
+	abort := make(chan struct{})
+	got := make(chan int, 2)
+	go func() { got <- WaitAny(cs, &p, abort) }()
+	waitParked(t, cs[1]) // armed in order: the first waiter is parked on both
+	first := cs[1].waker.Load()
+	go func() { got <- WaitAny(cs, &p, abort) }()
+	start := time.Now()
+	for cs[1].waker.Load() == first { // the second waiter has armed both
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("the second waiter never armed")
+		}
+		runtime.Gosched()
+	}
+	cs[0].Complete()
+	for k := 0; k < 2; k++ {
+		select {
+		case i := <-got:
+			if i != 0 {
+				t.Fatalf("WaitAny = %d, want 0", i)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("waiter %d of 2 was never woken", 2-k)
+		}
+	}
+	// A lone Wait beside a WaitAny, both parked: both see the completion; Reset drops the fan.
+	var c Completion
+	go func() { got <- WaitAny([]*Completion{&c}, &p, abort) }()
+	waitParked(t, &c)
+	w := c.waker.Load()
+	waited := make(chan bool, 1)
+	go func() { waited <- c.Wait(&p, abort) }()
+	for c.waker.Load() == w {
+		runtime.Gosched()
+	}
+	c.Complete()
+	if <-got != 0 || !<-waited {
+		t.Fatal("a waiter missed the completion")
+	}
+	c.Reset()
+	if c.waker.Load() != nil {
+		t.Fatal("Reset kept the fan")
+	}
+	// A waiter that parks on a completion with a hook armed joins the hook: both run.
+	runs := 0
+	c.OnComplete(NewHook(func() { runs++ }))
+	go func() { waited <- c.Wait(&p, abort) }()
+	waitParked(t, &c)
+	c.Complete()
+	if !<-waited || runs != 1 {
+		t.Fatalf("hook ran %d times beside a parked waiter", runs)
+	}
+}
+
 // A hook armed on a completion runs once, on the completing goroutine; arming a done completion reports it and
 // runs nothing; Reset disarms.
 func TestCompletionHook(t *testing.T) {
