@@ -17,7 +17,7 @@ import (
 const (
 	DefaultEagerLimit      = 16 << 10
 	DefaultUnexpectedLimit = 64 << 20
-	DefaultSplitMin        = 256 << 10
+	DefaultSplitMin        = 64 << 10
 	DefaultMaxMessage      = 1 << 40
 	DefaultBusyPoll        = 50 * time.Microsecond
 	DefaultCloseTimeout    = 10 * time.Second
@@ -42,7 +42,7 @@ type Config struct {
 	Name            string        // how Describe names the device ("shm"; default: the provider's name)
 	EagerLimit      int           // largest eager payload (default: the provider's suggestion, else 16 KiB)
 	UnexpectedLimit int64         // eager bytes this node holds unreleased, over all peers (default 64 MiB)
-	SplitMin        int           // a rendezvous this long is split between both ends when the provider copies by CPU (default 256 KiB)
+	SplitMin        int           // a rendezvous this long is split between both ends when the provider copies by CPU and offers claim words (default 64 KiB)
 	MaxMessage      uint64        // largest rendezvous message accepted (default 1 TiB)
 	BusyPoll        time.Duration // the progress goroutine polls this long after the last event before it sleeps (default 50µs; <0: no busy polling)
 	CloseTimeout    time.Duration // how long Close waits for traffic in flight (default 10 s)
@@ -106,6 +106,7 @@ func (c *Config) fill(caps Caps) error {
 type Device struct {
 	cfg      Config
 	ep       Endpoint
+	splitter Claimer // splits large rendezvous between both ends (Caps.SplitCopy with claim words), or nil
 	caps     Caps
 	self     int
 	ranks    int
@@ -227,6 +228,9 @@ func New(ep Endpoint, cfg Config) (*Device, error) {
 	d.cache = newRegCache(ep, cfg.RegCache, cfg.RegCacheBytes)
 	if rv, ok := ep.(VectorRMA); ok && !caps.LocalMR {
 		d.vec = rv
+	}
+	if cl, ok := ep.(Claimer); ok && caps.SplitCopy {
+		d.splitter = cl
 	}
 	return d, nil
 }

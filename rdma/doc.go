@@ -14,7 +14,8 @@
 //	offset size field
 //	0      1    kind     1 eager, 2 RTS, 3 CTS, 4 DATA, 5 ACK (device.Kind); 0x20 credit, 0x22 FIN, 0x23 WDONE
 //	1      1    flags    bit 0 sync (device.FlagSync); bit 1 rma (RTS, CTS: address and key below are valid);
-//	                     bit 2 pieces (RTS: the sender Writes its payload, which is in pieces)
+//	                     bit 2 pieces (RTS: the sender Writes its payload, which is in pieces);
+//	                     bit 3 claim (RTS with rma: offset below names the sender's claim word for a split)
 //	2      1    type     element type code (opaque)
 //	3      1    version  1
 //	4      4    context  u32
@@ -29,7 +30,8 @@
 //	44     4    pseq     u32 number of the message among those from its node to the receiving node
 //	48     8    raddr    RTS: where the sender's payload is; CTS: where the sender writes its part
 //	56     8    rkey     the registration key of raddr
-//	64     8    offset   CTS: the sender writes [offset, length); DATA: where this chunk goes
+//	64     8    offset   CTS: the sender writes [offset, length); DATA: where this chunk goes; RTS with the
+//	                     claim flag: the token of the sender's claim word (Claimer)
 //
 // Source and dest are the message's ranks, also in the replies (CTS, ACK, FIN) that travel the other way;
 // credit messages have source = dest = -1. Decoding checks everything before use, as netdev does: version, kind,
@@ -54,9 +56,14 @@
 //
 // With RMA toward the peer, the sender registers its payload (through the registration cache) and sends an RTS
 // with its address and key. Once the sink matches it, the receiver Reads the payload straight into its buffer and
-// sends FIN; the sender completes on FIN. On shared memory (Caps.SplitCopy) a large message is split: the
-// receiver's CTS gives its own buffer's address and key, the sender Writes the second part while the receiver
-// Reads the first, and WDONE tells the receiver that the sender's part is in place. Without RMA (CMA refused,
+// sends FIN; the sender completes on FIN. On shared memory (Caps.SplitCopy and Claimer) a large message is split
+// between the CPUs of both ends, under a claim word the sender opens in its memory and names in the RTS: the
+// receiver's CTS gives its own buffer's address and key, and the receiver Reads the first part at once. The
+// second part is copied by whichever end takes the claim word first (one compare-and-swap in shared memory): the
+// sender when it sees the CTS, Writing it and then sending WDONE, or the receiver once its own part is in, Reading
+// it too. A sender that computes and polls nothing thus never holds its receiver up (before the claim word, the
+// receiver waited for the sender's Write for as long as the sender computed); when both poll, each copies half.
+// The sender closes the word when it completes, on the FIN, after which neither end claims it. Without RMA (CMA refused,
 // GOMPJ_CMA=0), the CTS carries no address and the sender streams DATA messages through the receive buffers.
 // A receive buffer shorter than the message (a truncated receive) takes its first bytes and nothing more: the
 // receiver Reads only those, and its CTS tells a sender that Writes or streams to stop there.

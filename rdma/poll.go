@@ -503,10 +503,20 @@ func (d *Device) cleared(p *peer, h *hdr) {
 			h.rkey, ctxWrite|s.id)
 		s.writing = len(writes)
 	case h.Flags&flagRMA != 0:
-		if !s.needFin || !(p.rma.Load() || p.lent.Load()) || h.offset >= h.Length {
+		if !s.needFin || !s.claimOpen || !(p.rma.Load() || p.lent.Load()) || h.offset >= h.Length {
 			p.mu.Unlock()
 			d.failPeer(p, &PeerError{Node: p.id, Kind: ErrPeerLost, Err: badf(p.id, "CTS asking for a write of message %d that was not offered", h.Seq)}, true)
 			return
+		}
+		won, err := d.splitter.Claim(d.self, s.claim)
+		if err != nil {
+			p.mu.Unlock()
+			d.failPeer(p, &PeerError{Node: p.id, Kind: ErrPeerLost, Err: err}, true)
+			return
+		}
+		if !won {
+			// The receiver, done with its part before we saw the CTS, Reads ours too: its FIN completes us.
+			break
 		}
 		s.wantWrite = true
 		s.id = d.opID.Add(1)
@@ -544,11 +554,31 @@ func (d *Device) rmaDone(p *peer, c *Completion) {
 		p.mu.Lock()
 		op.reading--
 		last := op.reading == 0
+		var rest []*rmaOp
+		if last && op.claimPending {
+			// Our part is in. The sender's part is ours too unless it claimed it first (then its WDONE follows).
+			op.claimPending = false
+			won, err := d.splitter.Claim(p.id, op.claim)
+			if err != nil {
+				p.mu.Unlock()
+				d.failPeer(p, &PeerError{Node: p.id, Kind: ErrPeerLost, Err: err}, true)
+				return
+			}
+			if won {
+				rest, last = op.rest, false
+				op.reading, op.needWDone = len(rest), false
+			}
+			op.rest = nil
+		}
 		if last {
 			op.readAll = true
 			d.ops.Delete(id)
 		}
 		p.mu.Unlock()
+		if len(rest) > 0 {
+			d.issueAll(p, rest)
+			return
+		}
 		if !last {
 			return
 		}

@@ -212,6 +212,23 @@ type LentRMA interface {
 	LentRMA(node int) bool
 }
 
+// Claimer is implemented by endpoints whose nodes share memory (shm), so that the two ends of a rendezvous can
+// settle with one atomic operation, and no message, which of them copies a part of it. The device splits a large
+// rendezvous between both ends' CPUs (Caps.SplitCopy) only under a claim word the sender opens: the receiver
+// Reads the first part at once, and the second part is copied by whichever end claims it first: the sender on
+// the CTS (a Write), or the receiver once its own part is in (a Read). A sender that is busy computing and does
+// not poll then never holds its receiver up.
+type Claimer interface {
+	// OpenClaim opens a claim word in this node's memory and returns the token that names it to peers; ok is
+	// false when every word is in use (the device then does not split).
+	OpenClaim() (token uint64, ok bool)
+	// Claim takes the claim word token of node, this node's own or a peer's, and reports whether this call took
+	// it (nobody had). A token that names no word is an error.
+	Claim(node int, token uint64) (bool, error)
+	// CloseClaim gives an opened word back, once neither end will claim it again.
+	CloseClaim(token uint64)
+}
+
 // ErrAgain is returned by an Endpoint whose queues are full for now (FI_EAGAIN): poll, then try again.
 var ErrAgain = errors.New("rdma: provider busy (try again)")
 

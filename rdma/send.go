@@ -50,7 +50,9 @@ type rdvSend struct {
 	streaming bool // DATA chunks are being sent
 	sent      int
 	streamed  bool
-	untaken   bool // the receiver's buffer takes none of a non-empty payload (a truncated receive)
+	untaken   bool   // the receiver's buffer takes none of a non-empty payload (a truncated receive)
+	claim     uint64 // the claim word offered in the RTS (flagClaim), while claimOpen
+	claimOpen bool
 }
 
 // rdvRecv is a cleared rendezvous receive, from ClearToSend until it completes.
@@ -76,6 +78,11 @@ type rdvRecv struct {
 	wdone     bool
 	chunked   bool
 	got       int
+	// A split under the sender's claim word: once our Reads are in, we claim the word, and if the sender has not
+	// taken it (it is not polling), Read the second part too (rest) instead of waiting for its Write.
+	claim        uint64
+	claimPending bool
+	rest         []*rmaOp
 }
 
 // rmaOp is a Read or Write to issue (or retry): a part of a rendezvous.
@@ -228,6 +235,13 @@ func (d *Device) rendezvous(p *peer, h *device.Header, payload []byte, owned boo
 			rh.raddr = e.mr.Addr(unsafePtr(s.payload))
 			rh.rkey = e.mr.Key()
 			s.needFin = true
+			if d.splitter != nil && len(payload) >= d.cfg.SplitMin {
+				if tok, ok := d.splitter.OpenClaim(); ok {
+					rh.Flags |= flagClaim
+					rh.offset = tok
+					s.claim, s.claimOpen = tok, true
+				}
+			}
 		}
 	}
 	return d.sendRTS(p, s, &rh)
@@ -257,6 +271,10 @@ func (d *Device) sendRTS(p *peer, s *rdvSend, rh *hdr) error {
 }
 
 func (s *rdvSend) release(d *Device) {
+	if s.claimOpen {
+		s.claimOpen = false
+		d.splitter.CloseClaim(s.claim)
+	}
 	s.pin.Unpin()
 	d.cache.put(s.reg)
 	s.reg = nil
@@ -374,7 +392,7 @@ func (d *Device) clearToSend(rts *device.Header, dst device.Payload, done device
 		r.reading = len(reads)
 	case rma:
 		readLen := n
-		if d.caps.SplitCopy && n >= d.cfg.SplitMin && (anyRMA || isLent(buf)) {
+		if info.Flags&flagClaim != 0 && d.splitter != nil && n >= max(d.cfg.SplitMin, 128) && (anyRMA || isLent(buf)) {
 			readLen = (n / 2) &^ 63
 		}
 		r.id = d.opID.Add(1)
@@ -384,6 +402,8 @@ func (d *Device) clearToSend(rts *device.Header, dst device.Payload, done device
 			cts.raddr = e.mr.Addr(unsafePtr(buf[readLen:]))
 			cts.rkey = e.mr.Key()
 			cts.offset = uint64(readLen)
+			r.claim, r.claimPending = info.offset, true
+			r.rest = d.splitRMA(false, buf[readLen:n], e.mr, info.raddr+uint64(readLen), info.rkey, ctxRead|r.id)
 		}
 		r.wantRead = true
 		reads = d.splitRMA(false, buf[:readLen], e.mr, info.raddr, info.rkey, ctxRead|r.id)

@@ -25,9 +25,13 @@ const (
 // flagRMA marks an RTS or CTS that carries an address and key. flagPieces marks an RTS whose payload is in pieces
 // that the sender Writes itself (it cannot be Read through one address): the receiver answers with a CTS that
 // gives its buffer (flagRMA, offset 0), or with none of it taken.
+//
+// flagClaim marks an RTS whose sender opened a claim word for a split (Claimer): its offset field is the word's
+// token. The receiver may then split the copy, and whichever end claims the word copies the second part.
 const (
 	flagRMA    uint8 = 1 << 1
 	flagPieces uint8 = 1 << 2
+	flagClaim  uint8 = 1 << 3
 )
 
 // ErrMessage is wrapped by every error about a malformed or unexpected message from a peer.
@@ -127,10 +131,13 @@ func decode(m []byte, l *limits) (h hdr, payload []byte, err error) {
 		size = extHdrSize
 	}
 	payload = m[size:]
-	if h.Flags&^(device.FlagSync|flagRMA|flagPieces) != 0 {
+	if h.Flags&^(device.FlagSync|flagRMA|flagPieces|flagClaim) != 0 {
 		return h, nil, badf(l.peer, "unknown flags %#x", h.Flags)
 	}
 	if h.Flags&flagPieces != 0 && (h.Kind != device.KindRTS || h.Flags&flagRMA != 0) {
+		return h, nil, badf(l.peer, "kind %d with flags %#x", h.Kind, h.Flags)
+	}
+	if h.Flags&flagClaim != 0 && (h.Kind != device.KindRTS || h.Flags&flagRMA == 0) {
 		return h, nil, badf(l.peer, "kind %d with flags %#x", h.Kind, h.Flags)
 	}
 	if h.Flags&flagRMA != 0 && h.Kind != device.KindRTS && h.Kind != device.KindCTS {
@@ -161,7 +168,7 @@ func decode(m []byte, l *limits) (h hdr, payload []byte, err error) {
 	default:
 		return h, nil, badf(l.peer, "unknown kind %d", h.Kind)
 	}
-	if h.Kind != device.KindCTS && h.Kind != device.KindData && h.offset != 0 {
+	if h.Kind != device.KindCTS && h.Kind != device.KindData && h.Flags&flagClaim == 0 && h.offset != 0 {
 		return h, nil, badf(l.peer, "kind %d with an offset", h.Kind)
 	}
 	switch h.Kind {

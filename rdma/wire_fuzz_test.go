@@ -24,11 +24,16 @@ func seedMessages() [][]byte {
 		{Header: device.Header{Kind: kindWDone, Source: 2, Dest: 0, Length: 100, Seq: 7}},
 		{Header: device.Header{Kind: kindCredit, Source: -1, Dest: -1}, credit: 5},
 		{Header: device.Header{Kind: device.KindRTS, Flags: flagPieces, Source: 2, Dest: 1, Length: 100, Seq: 8}},
+		{Header: device.Header{Kind: device.KindRTS, Flags: flagRMA | flagClaim, Source: 2, Dest: 1, Length: 1 << 17, Seq: 9},
+			raddr: 0x1000, rkey: 42, offset: 3}, // a claim word for a split
 		{Header: device.Header{Kind: device.KindEager, Source: 0, Dest: 2, Length: 3}},    // wrong direction
 		{Header: device.Header{Kind: device.KindEager, Source: 2, Dest: 0, Length: 5000}}, // over the limit
 		{Header: device.Header{Kind: device.KindCTS, Flags: flagPieces, Source: 0, Dest: 2, Length: 50, Seq: 1}},
 		{Header: device.Header{Kind: device.KindRTS, Flags: flagPieces | flagRMA, Source: 2, Dest: 1, Length: 100, Seq: 8},
 			raddr: 0x1000, rkey: 42}, // pieces and an address
+		{Header: device.Header{Kind: device.KindCTS, Flags: flagRMA | flagClaim, Source: 0, Dest: 2, Length: 50, Seq: 1},
+			raddr: 0x2000, rkey: 7, offset: 25}, // a claim on a CTS
+		{Header: device.Header{Kind: device.KindRTS, Flags: flagClaim, Source: 2, Dest: 1, Length: 100, Seq: 8}, offset: 1}, // no rma
 	}
 	var out [][]byte
 	for i := range hs {
@@ -74,7 +79,7 @@ func TestSeedsDecode(t *testing.T) {
 	l := fuzzLimits()
 	for i, b := range seedMessages() {
 		_, _, err := decode(b, l)
-		if (err == nil) != (i < 10) {
+		if (err == nil) != (i < 11) {
 			t.Errorf("seed %d: %v", i, err)
 		}
 	}

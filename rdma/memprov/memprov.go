@@ -165,6 +165,56 @@ type endpoint struct {
 	dead   bool
 	closed bool
 	lost   map[int]bool
+	claims [claimWords]uint8 // 0 free, 1 open, 2 taken
+}
+
+// claimWords is how many claim words an endpoint has: few, so that the tests run out of them.
+const claimWords = 4
+
+// OpenClaim implements rdma.Claimer, on a fabric with SplitCopy only.
+func (e *endpoint) OpenClaim() (uint64, bool) {
+	e.f.mu.Lock()
+	defer e.f.mu.Unlock()
+	if !e.f.opts.SplitCopy {
+		return 0, false
+	}
+	for i, c := range e.claims {
+		if c == 0 {
+			e.claims[i] = 1
+			return uint64(i), true
+		}
+	}
+	return 0, false
+}
+
+// Claim implements rdma.Claimer. Claiming a word that is not open is an error: the device closes a word only
+// when neither end will claim it again.
+func (e *endpoint) Claim(node int, token uint64) (bool, error) {
+	e.f.mu.Lock()
+	defer e.f.mu.Unlock()
+	t := e
+	if node != e.node {
+		if t = e.peers[node]; t == nil {
+			return false, fmt.Errorf("memprov: claim word of node %d, which is not connected", node)
+		}
+	}
+	if token >= claimWords || t.claims[token] == 0 {
+		return false, fmt.Errorf("memprov: claim word %d of node %d is not open", token, node)
+	}
+	if t.claims[token] == 2 {
+		return false, nil
+	}
+	t.claims[token] = 2
+	return true, nil
+}
+
+// CloseClaim implements rdma.Claimer.
+func (e *endpoint) CloseClaim(token uint64) {
+	e.f.mu.Lock()
+	defer e.f.mu.Unlock()
+	if token < claimWords {
+		e.claims[token] = 0
+	}
 }
 
 type mr struct {

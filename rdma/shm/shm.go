@@ -130,6 +130,8 @@ type endpoint struct {
 	postMu sync.Mutex
 	posted []postedBuf
 
+	claims claims // claim words in the control page (claim.go)
+
 	locMu    sync.Mutex
 	local    []rdma.Completion
 	hasLocal atomic.Bool

@@ -21,6 +21,7 @@ import (
 //	0      8    magic "GOMPJSH2"
 //	8      4    node id
 //	64     4    sleeping: 1 while the node's progress goroutine waits on its doorbell (the producer that rings lowers it)
+//	1024   8    claim word 0 (rdma.Claimer, claim.go), then one every 64 bytes to the page's end: 0 open, 1 taken
 //
 // The doorbell itself is an eventfd, passed to each peer with the segment: a producer rings by writing to it, and
 // the sleeper reads it through Go's netpoller (see doorbell).

@@ -1,0 +1,61 @@
+//go:build linux
+
+package shm
+
+import (
+	"bytes"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/gompj/gompj/device"
+	"github.com/gompj/gompj/rdma"
+)
+
+// A rendezvous long enough to be split completes at its receiver while nothing polls the sender's device (its
+// rank computes, and its progress goroutine stands down for a driver that never polls): the receiver, its own
+// part in, claims the sender's part and Reads it too. The sender completes once its device is polled again. With
+// the split that waited for the sender's Write, the receive waited as long as the sender computed.
+func TestSplitWithoutSender(t *testing.T) {
+	devs, _ := devicePair(t, Options{})
+	const size = 2 * rdma.DefaultSplitMin
+	sinks := connectPing(t, devs, size)
+	payload := make([]byte, size)
+	for i := range payload {
+		payload[i] = byte(i*7 + i>>11)
+	}
+	devs[0].Enter() // a driver that never polls
+	left := false
+	leave := func() {
+		if !left {
+			left = true
+			devs[0].Leave(true)
+		}
+	}
+	defer leave()
+	var sent doneFlag
+	h := &device.Header{Kind: device.KindRTS, Type: 1, Source: 0, Dest: 1, SrcRank: 0, Length: size}
+	if err := devs[0].SendRendezvous(h, payload, &sent); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for sinks[1].got.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the receive waited for a sender whose device nobody polls")
+		}
+		runtime.Gosched()
+	}
+	if !bytes.Equal(*sinks[1].buf.Load(), payload) {
+		t.Fatal("the receiver's buffer differs from the payload")
+	}
+	if sent.n.Load() != 0 {
+		t.Fatal("the send completed while nothing polled its device")
+	}
+	leave()
+	for sent.n.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the send never completed once its device was polled again")
+		}
+		runtime.Gosched()
+	}
+}
