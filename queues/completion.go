@@ -16,10 +16,11 @@ const (
 // Completion is a one-shot flag set by whoever finishes an operation and waited on by the rank that started it.
 // Reset makes it reusable (pooled requests).
 //
-// One Waker at a time is armed on a completion: a parked waiter's, or a hook (NewHook) that runs a function on the
-// goroutine that completes it (OnComplete). A nonblocking collective arms its hook on its child requests, which
-// nobody else waits on, so that a child's completion drives the collective on at once. The completion stays two
-// words, so a Request's first cache line keeps it. Several goroutines wait on one thing through an Event.
+// A completion has one Waker armed at a time: a parked waiter's, a hook (NewHook) that runs a function on the
+// goroutine that completes it (OnComplete), or, when several goroutines park on it at once, a fan that wakes them
+// all (setWaker). A nonblocking collective arms its hook on its child requests, which nobody else waits on, so that
+// a child's completion drives the collective on at once. The completion stays two words, so a Request's first cache
+// line keeps it. A signal that many goroutines wait for, again and again, is an Event.
 type Completion struct {
 	state atomic.Uint32
 	waker atomic.Pointer[Waker]
