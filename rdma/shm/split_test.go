@@ -59,3 +59,47 @@ func TestSplitWithoutSender(t *testing.T) {
 		runtime.Gosched()
 	}
 }
+
+// Claim words: each is taken once, by its own node or by a peer through its mapping of the control page; a node
+// runs out of them (the device then does not split); a token naming no word is an error; a closed word opens
+// again, untaken.
+func TestClaimWords(t *testing.T) {
+	eps := lendPair(t, false)
+	var toks []uint64
+	for {
+		tok, ok := eps[0].OpenClaim()
+		if !ok {
+			break
+		}
+		toks = append(toks, tok)
+	}
+	if len(toks) != claimWords {
+		t.Fatalf("opened %d claim words, want %d", len(toks), claimWords)
+	}
+	for i, tok := range toks {
+		first, second := eps[1], eps[0] // the receiver (through its mapping) claims first, or the sender itself
+		if i%2 == 1 {
+			first, second = eps[0], eps[1]
+		}
+		if won, err := first.Claim(0, tok); !won || err != nil {
+			t.Fatalf("word %d: the first claim got %v, %v", tok, won, err)
+		}
+		if won, err := second.Claim(0, tok); won || err != nil {
+			t.Fatalf("word %d: the second claim got %v, %v", tok, won, err)
+		}
+	}
+	if _, err := eps[1].Claim(0, claimWords); err == nil {
+		t.Fatal("a token past the words was accepted")
+	}
+	if _, err := eps[1].Claim(5, 0); err == nil {
+		t.Fatal("a claim on a node that is not connected was accepted")
+	}
+	eps[0].CloseClaim(toks[3])
+	tok, ok := eps[0].OpenClaim()
+	if !ok || tok != toks[3] {
+		t.Fatalf("reopened %d, %v; want word %d", tok, ok, toks[3])
+	}
+	if won, err := eps[1].Claim(0, tok); !won || err != nil {
+		t.Fatalf("a reopened word: %v, %v", won, err)
+	}
+}
