@@ -107,7 +107,9 @@ func TestMultiBandwidth(t *testing.T) {
 		for _, l := range lines[3:] {
 			var size int
 			var mbs, rate float64
-			if n, _ := fmtSscan(l, &size, &mbs, &rate); n != 3 || mbs <= 0 || rate <= 0 ||
+			// MB/s may print as 0.00 at 1 byte on a loaded box (under 5000 messages/s): it must still agree with the
+			// message rate, to the 0.01 it is printed to.
+			if n, _ := fmtSscan(l, &size, &mbs, &rate); n != 3 || mbs < 0 || rate <= 0 ||
 				math.Abs(rate*float64(size)/1e6-mbs) > 0.01*mbs+0.01 {
 				t.Fatalf("np=%d: bad line %q", np, l)
 			}
