@@ -104,38 +104,23 @@ func TestTwoWaitersOneCompletion(t *testing.T) {
 	got := make(chan int, 2)
 	go func() { got <- WaitAny(cs, &p, abort) }()
 	waitParked(t, cs[1]) // armed in order: the first waiter is parked on both
-	first := cs[1].waker.Load()
 	go func() { got <- WaitAny(cs, &p, abort) }()
-	start := time.Now()
-	for cs[1].waker.Load() == first { // the second waiter has armed both
-		if time.Since(start) > 10*time.Second {
-			t.Fatal("the second waiter never armed")
-		}
-		runtime.Gosched()
-	}
+	waitRearmed(t, cs[1], cs[1].waker.Load()) // the second waiter has armed both
 	cs[0].Complete()
 	for k := 0; k < 2; k++ {
-		select {
-		case i := <-got:
-			if i != 0 {
-				t.Fatalf("WaitAny = %d, want 0", i)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("waiter %d of 2 was never woken", 2-k)
+		if i := recvWithin(t, got, "WaitAny"); i != 0 {
+			t.Fatalf("WaitAny = %d, want 0", i)
 		}
 	}
 	// A lone Wait beside a WaitAny, both parked: both see the completion; Reset drops the fan.
 	var c Completion
 	go func() { got <- WaitAny([]*Completion{&c}, &p, abort) }()
 	waitParked(t, &c)
-	w := c.waker.Load()
 	waited := make(chan bool, 1)
 	go func() { waited <- c.Wait(&p, abort) }()
-	for c.waker.Load() == w {
-		runtime.Gosched()
-	}
+	waitRearmed(t, &c, c.waker.Load())
 	c.Complete()
-	if <-got != 0 || !<-waited {
+	if recvWithin(t, got, "WaitAny") != 0 || !recvWithin(t, waited, "Wait") {
 		t.Fatal("a waiter missed the completion")
 	}
 	c.Reset()
@@ -146,11 +131,35 @@ func TestTwoWaitersOneCompletion(t *testing.T) {
 	runs := 0
 	c.OnComplete(NewHook(func() { runs++ }))
 	go func() { waited <- c.Wait(&p, abort) }()
-	waitParked(t, &c)
+	waitRearmed(t, &c, c.waker.Load()) // the hook's: the waiter has armed once it changes
 	c.Complete()
-	if !<-waited || runs != 1 {
+	if !recvWithin(t, waited, "Wait") || runs != 1 {
 		t.Fatalf("hook ran %d times beside a parked waiter", runs)
 	}
+}
+
+// waitRearmed returns once another waiter has armed c, whose waker was w.
+func waitRearmed(t *testing.T, c *Completion, w *Waker) {
+	t.Helper()
+	start := time.Now()
+	for c.waker.Load() == w {
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("the waiter never armed")
+		}
+		runtime.Gosched()
+	}
+}
+
+// recvWithin receives from ch, failing the test if nothing comes within 10 s (a waiter never woken).
+func recvWithin[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("a %s was never woken", what)
+	}
+	panic("unreachable")
 }
 
 // A hook armed on a completion runs once, on the completing goroutine; arming a done completion reports it and

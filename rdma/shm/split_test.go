@@ -5,6 +5,7 @@ package shm
 import (
 	"bytes"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,13 +26,7 @@ func TestSplitWithoutSender(t *testing.T) {
 		payload[i] = byte(i*7 + i>>11)
 	}
 	devs[0].Enter() // a driver that never polls
-	left := false
-	leave := func() {
-		if !left {
-			left = true
-			devs[0].Leave(true)
-		}
-	}
+	leave := sync.OnceFunc(func() { devs[0].Leave(true) })
 	defer leave()
 	var sent doneFlag
 	h := &device.Header{Kind: device.KindRTS, Type: 1, Source: 0, Dest: 1, SrcRank: 0, Length: size}
