@@ -2,6 +2,7 @@ package device
 
 import (
 	"errors"
+	"sync"
 	"time"
 )
 
@@ -295,13 +296,14 @@ func (p Payload) Gather(off int, dst []byte) {
 		pk.Gather(p.Off+off, dst)
 		return
 	}
-	var scratch [16][]byte
+	sc := scratchPool.Get().(*[MeanSample][]byte)
+	defer putScratch(sc)
 	for len(dst) > 0 {
-		k := p.Segs.Pieces(p.Off+off, len(dst), scratch[:])
+		k := p.Segs.Pieces(p.Off+off, len(dst), sc[:])
 		if k == 0 {
 			return
 		}
-		for _, b := range scratch[:k] {
+		for _, b := range sc[:k] {
 			n := copy(dst, b)
 			dst, off = dst[n:], off+n
 		}
@@ -318,17 +320,55 @@ func (p Payload) Scatter(off int, src []byte) {
 		pk.Scatter(p.Off+off, src)
 		return
 	}
-	var scratch [16][]byte
+	sc := scratchPool.Get().(*[MeanSample][]byte)
+	defer putScratch(sc)
 	for len(src) > 0 {
-		k := p.Segs.Pieces(p.Off+off, len(src), scratch[:])
+		k := p.Segs.Pieces(p.Off+off, len(src), sc[:])
 		if k == 0 {
 			return
 		}
-		for _, b := range scratch[:k] {
+		for _, b := range sc[:k] {
 			n := copy(b, src)
 			src, off = src[n:], off+n
 		}
 	}
+}
+
+// MeanPiece returns the mean length of the first pieces of bytes [off, off+n) of the payload, at most sample of
+// them (and at most MeanSample), and how many it looked at: fewer than sample only when those were all the pieces
+// of the range. A contiguous payload is one piece. Devices judge from it whether pieces are too small to move one
+// by one. It allocates nothing (see scratchPool).
+func (p Payload) MeanPiece(off, n, sample int) (mean, k int) {
+	if n <= 0 || sample <= 0 {
+		return 0, 0
+	}
+	if p.Segs == nil {
+		return n, 1
+	}
+	sc := scratchPool.Get().(*[MeanSample][]byte)
+	k = p.Segs.Pieces(p.Off+off, n, sc[:min(sample, MeanSample)])
+	got := 0
+	for _, b := range sc[:k] {
+		got += len(b)
+	}
+	putScratch(sc)
+	if k == 0 {
+		return 0, 0
+	}
+	return got / k, k
+}
+
+// MeanSample is the most pieces MeanPiece looks at.
+const MeanSample = 64
+
+// scratchPool holds the lists of pieces that MeanPiece, Gather and Scatter fill: on the stack, a list would escape
+// through the Pieces call, an allocation per message.
+var scratchPool = sync.Pool{New: func() any { return new([MeanSample][]byte) }}
+
+// putScratch returns a list to the pool, emptied: the pool must not keep a user's buffer alive.
+func putScratch(sc *[MeanSample][]byte) {
+	clear(sc[:])
+	scratchPool.Put(sc)
 }
 
 // IovMax is the most pieces a device hands the kernel in one scatter-gather call (Linux's IOV_MAX).

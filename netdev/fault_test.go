@@ -331,6 +331,24 @@ func TestEagerZeroAlloc(t *testing.T) {
 	if a := testing.AllocsPerRun(2000, send); a != 0 {
 		t.Fatalf("%v allocations per eager message", a)
 	}
+	// In pieces (device.Segmented): tiny ones are staged (packed just before the write), large ones go out with
+	// writev. Neither allocates: judging the pieces' size once did, a list of them escaping per message.
+	for _, blk := range []int{8, 2048} {
+		sp := &stridedPieces{buf: make([]byte, 64<<10), blk: blk, stride: 2 * blk}
+		p := device.Payload{Segs: sp, Len: 16 << 10}
+		sendv := func() {
+			if err := c.devs[0].SendEagerv(h, p, nil); err != nil {
+				t.Fatal(err)
+			}
+			<-got
+		}
+		for range 100 {
+			sendv()
+		}
+		if a := testing.AllocsPerRun(1000, sendv); a != 0 {
+			t.Fatalf("%v allocations per eager message in pieces of %d bytes", a, blk)
+		}
+	}
 }
 
 // TestForgedCTSLonger: a CTS may shorten a rendezvous message (a truncated receive), never stretch it: one asking

@@ -641,8 +641,7 @@ func (d *Device) SendEager(h *device.Header, payload []byte, done device.Complet
 // SendEagerv implements device.Segmented: pieces go out as they are, tiny ones packed first (see stageBelow).
 func (d *Device) SendEagerv(h *device.Header, payload device.Payload, done device.Completer) error {
 	if payload.Segmented() && payload.Len > 0 {
-		var sample [stageSample][]byte
-		if tiny(payload, 0, payload.Len, sample[:]) {
+		if tiny(payload, 0, payload.Len) {
 			buf := d.bufs.get(payload.Len)
 			b := (*buf)[:payload.Len]
 			payload.Gather(0, b)
@@ -821,8 +820,7 @@ func (d *Device) clearToSend(rts *device.Header, dst device.Payload, done device
 		}
 		r := &rdvRecv{h: *rts, dst: dst, done: done}
 		if dst.Segmented() {
-			var sample [stageSample][]byte
-			r.direct = !tiny(dst, 0, dst.Len, sample[:])
+			r.direct = !tiny(dst, 0, dst.Len)
 		}
 		p.rdvRecv[rts.Seq] = r
 		d.inflightRecv.Add(1)

@@ -25,20 +25,13 @@ const (
 )
 
 // tiny reports whether the pieces of bytes [off, off+n) of p average under stageBelow bytes (judged on the first
-// len(sample) of them).
-func tiny(p device.Payload, off, n int, sample [][]byte) bool {
-	if !p.Segmented() || n == 0 {
+// stageSample of them).
+func tiny(p device.Payload, off, n int) bool {
+	if !p.Segmented() {
 		return false
 	}
-	k := p.Segs.Pieces(p.Off+off, n, sample)
-	if k == 0 {
-		return false
-	}
-	got := 0
-	for _, b := range sample[:k] {
-		got += len(b)
-	}
-	return got/k < stageBelow
+	mean, k := p.MeanPiece(off, n, stageSample)
+	return k > 0 && mean < stageBelow
 }
 
 // bigIov returns the connection's iovec array for segmented writes (made on first use); it is the write turn's.
@@ -67,7 +60,7 @@ func (c *conn) streamIov(r *rdvSend) []unix.Iovec {
 	}
 	if !r.decided {
 		r.decided = true
-		r.staged = tiny(r.payload, r.sent, r.payload.Size()-r.sent, pieces[:stageSample])
+		r.staged = tiny(r.payload, r.sent, r.payload.Size()-r.sent)
 	}
 	if r.staged {
 		if r.stage == nil {

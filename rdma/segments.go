@@ -46,19 +46,14 @@ func (d *Device) tinyPieces(p device.Payload) bool {
 	if d.vec != nil {
 		least = readvMin
 	}
-	var sample [tinySample][]byte
-	k := p.Segs.Pieces(p.Off, p.Len, sample[:])
+	mean, k := p.MeanPiece(0, p.Len, tinySample)
 	if k == 0 {
 		return true
 	}
-	n := 0
-	for _, b := range sample[:k] {
-		n += len(b)
+	if k < tinySample { // all of it: a single piece is never tiny
+		return mean < least && k > 1
 	}
-	if k < tinySample && n == p.Len {
-		return n/k < least && k > 1 // all of it: a single piece is never tiny
-	}
-	return n/k < least
+	return mean < least
 }
 
 // piecesRMA makes the Reads of a receive into p's pieces from the peer's raddr: vectored Reads of up to
