@@ -241,8 +241,12 @@ type Sink interface {
 // once its payload is in; nothing was matched then. It is called in the message's place in the order rules (see
 // Device), by whatever goroutine runs the device's progress, and may call the device back like DeliverEager. The
 // buffer is a receive's: Go heap memory that stays referenced until the Completer runs.
+//
+// The buffer may be in pieces (a receive into a View's blocks): the device then moves the payload into them as
+// they are, scattering it from where it lands (Payload.Scatter) or reading straight into large pieces. That spares
+// the copy a buffer of the device's own would take before the sink scattered it.
 type EagerClaimer interface {
-	ClaimEager(h *Header) (dst []byte, done Completer, ok bool)
+	ClaimEager(h *Header) (dst Payload, done Completer, ok bool)
 }
 
 // ErrClosed is returned by a device that has been closed.

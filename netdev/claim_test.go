@@ -39,9 +39,9 @@ func TestClaimEager(t *testing.T) {
 	var order []string
 	var claims []*claimed
 	s1.mu.Lock()
-	s1.onClaim = func(h *device.Header) ([]byte, device.Completer, bool) {
+	s1.onClaim = func(h *device.Header) (device.Payload, device.Completer, bool) {
 		if h.Tag%2 != 0 {
-			return nil, nil, false
+			return device.Payload{}, nil, false
 		}
 		cl := &claimed{h: *h, buf: make([]byte, h.Length), err: make(chan error, 2)}
 		if h.Flags&device.FlagSync != 0 {
@@ -53,7 +53,7 @@ func TestClaimEager(t *testing.T) {
 		order = append(order, fmt.Sprint("claim ", h.Tag))
 		claims = append(claims, cl)
 		mu.Unlock()
-		return cl.buf, cl, true
+		return device.Contiguous(cl.buf), cl, true
 	}
 	s1.onEager = func(in *device.Inbound) bool {
 		mu.Lock()
@@ -142,10 +142,10 @@ func TestClaimEagerPeerLost(t *testing.T) {
 	d, s := oneDevice(t, nil)
 	got := make(chan *claimed, 1)
 	s.mu.Lock()
-	s.onClaim = func(h *device.Header) ([]byte, device.Completer, bool) {
+	s.onClaim = func(h *device.Header) (device.Payload, device.Completer, bool) {
 		cl := &claimed{h: *h, buf: make([]byte, h.Length), err: make(chan error, 2)}
 		got <- cl
-		return cl.buf, cl, true
+		return device.Contiguous(cl.buf), cl, true
 	}
 	s.mu.Unlock()
 	nc := impostor(t, d)

@@ -30,16 +30,16 @@ type sink struct {
 	onEager func(*device.Inbound) bool
 	onRTS   func(*device.Header) bool
 	// onClaim, when set, answers ClaimEager (in the progress loop); otherwise every message is delivered.
-	onClaim func(*device.Header) ([]byte, device.Completer, bool)
+	onClaim func(*device.Header) (device.Payload, device.Completer, bool)
 }
 
 // ClaimEager implements device.EagerClaimer through the onClaim hook.
-func (s *sink) ClaimEager(h *device.Header) ([]byte, device.Completer, bool) {
+func (s *sink) ClaimEager(h *device.Header) (device.Payload, device.Completer, bool) {
 	s.mu.Lock()
 	hook := s.onClaim
 	s.mu.Unlock()
 	if hook == nil {
-		return nil, nil, false
+		return device.Payload{}, nil, false
 	}
 	return hook(h)
 }

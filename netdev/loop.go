@@ -455,11 +455,14 @@ func (c *conn) header(h *device.Header, credit uint32) (target, error) {
 		if d.claimer != nil {
 			// Matched at the header: the payload goes straight into the receive, not through an Inbound.
 			if dst, done, ok := d.claimer.ClaimEager(h); ok {
-				if uint64(len(dst)) != h.Length {
-					return target{}, fmt.Errorf("netdev: internal: claimed buffer of %d bytes for a message of %d", len(dst), h.Length)
+				if uint64(dst.Size()) != h.Length {
+					return target{}, fmt.Errorf("netdev: internal: claimed buffer of %d bytes for a message of %d", dst.Size(), h.Length)
 				}
 				c.claim = done
-				return target{b: dst}, nil
+				if dst.Segmented() { // a View's blocks: read straight into large ones, else scattered from the buffer
+					return target{seg: dst, direct: !tiny(dst, 0, dst.Len)}, nil
+				}
+				return target{b: dst.Bytes}, nil
 			}
 		}
 		c.cur = d.inPool.get(int(h.Length))

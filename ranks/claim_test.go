@@ -2,6 +2,7 @@ package ranks
 
 import (
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 
@@ -59,10 +60,10 @@ func TestClaimEager(t *testing.T) {
 		if !ok {
 			return nil, false
 		}
-		if len(dst) != int(h.Length) {
-			t.Fatalf("claimed buffer of %d bytes for a message of %d", len(dst), h.Length)
+		if dst.Size() != int(h.Length) {
+			t.Fatalf("claimed buffer of %d bytes for a message of %d", dst.Size(), h.Length)
 		}
-		copy(dst, sliceMem(TypeInt32, payload).Bytes())
+		dst.Scatter(0, sliceMem(TypeInt32, payload).Bytes())
 		return done, true
 	}
 	expect := func(r *Request, src, tag, n int, want []int32, buf []int32, wantErr error) {
@@ -173,6 +174,23 @@ func TestClaimEager(t *testing.T) {
 		if st, err := r.Wait(); err != nil || st.Source != 2 || st.Tag != 11 || st.Count() != 0 || st.Type() != TypeInt32 {
 			t.Fatalf("empty message into %T: status %+v, error %v", buf, st, err)
 		}
+	}
+
+	// A receive into a View is claimed too: the payload goes into the view's blocks, and nothing between them.
+	grid := make([]int32, 12)
+	v, err := Vector(grid, 3, 1, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv, _ := c.Irecv(v, 2, 14)
+	done, ok = claim(remoteEager(14, 2), []int32{5, 6}) // fewer elements than the view holds
+	if !ok {
+		t.Fatal("a message for a receive into a View was not claimed")
+	}
+	done.Complete(nil)
+	expect(rv, 2, 14, 2, nil, nil, nil)
+	if want := []int32{5, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0}; !slices.Equal(grid, want) {
+		t.Fatalf("view receive left %v, want %v", grid, want)
 	}
 
 	// A synchronous message is acknowledged once, when it is claimed.

@@ -63,22 +63,21 @@ var _ device.EagerClaimer = (*World)(nil)
 
 // ClaimEager implements device.EagerClaimer: the earliest receive posted at the destination rank that matches the
 // message, if it takes the payload as it is (same element type and room for all of it; a message of no elements
-// fits any buffer) and is a slice, not a View, is matched now, under the rank's lock as any delivery, and the device moves the payload
-// straight into its buffer. Anything else waits for DeliverEager: no receive yet (the message becomes
+// fits any buffer), is matched now, under the rank's lock as any delivery, and the device moves the payload
+// straight into its buffer: a slice's bytes, or a View's blocks, which the device scatters into. Anything else waits for DeliverEager: no receive yet (the message becomes
 // unexpected), an object (its bytes are decoded, not copied), a type error or a truncation (the usual path reports
 // them), a header that DeliverEager will reject.
-func (w *World) ClaimEager(h *device.Header) ([]byte, device.Completer, bool) {
+func (w *World) ClaimEager(h *device.Header) (device.Payload, device.Completer, bool) {
 	if Type(h.Type) == TypeObject {
-		return nil, nil, false
+		return device.Payload{}, nil, false
 	}
 	r, env, _, err := w.inbound(h)
 	if err != nil {
-		return nil, nil, false
+		return device.Payload{}, nil, false
 	}
 	t := Type(h.Type)
 	takes := func(rr *Request) bool {
-		// A View's blocks are not one slice: DeliverEager scatters the payload into them.
-		return h.Length == 0 || !rr.vview && rr.vtyp == t && uint64(rr.vn)*uint64(t.Size()) >= h.Length
+		return h.Length == 0 || rr.vtyp == t && uint64(rr.vn)*uint64(t.Size()) >= h.Length
 	}
 	r.mu.Lock()
 	var rr *Request
@@ -86,7 +85,7 @@ func (w *World) ClaimEager(h *device.Header) ([]byte, device.Completer, bool) {
 		// The slotted receive is the earliest posted (see post): it matches, or nothing does.
 		if !takes(s) {
 			r.mu.Unlock()
-			return nil, nil, false
+			return device.Payload{}, nil, false
 		}
 		if s.claim.CompareAndSwap(g, g+1) {
 			rr = s
@@ -96,7 +95,7 @@ func (w *World) ClaimEager(h *device.Header) ([]byte, device.Completer, bool) {
 		it := r.posted.Find(env)
 		if it == nil || !takes(itemRequest(it)) {
 			r.mu.Unlock()
-			return nil, nil, false
+			return device.Payload{}, nil, false
 		}
 		r.posted.Remove(it)
 		rr = itemRequest(it)
@@ -108,7 +107,11 @@ func (w *World) ClaimEager(h *device.Header) ([]byte, device.Completer, bool) {
 			w.Abort(fmt.Errorf("acknowledging a synchronous send from rank %d: %w", h.Source, err))
 		}
 	}
-	return rr.mem().Bytes()[:h.Length], rr.completer(), true
+	if h.Length == 0 { // nothing to move: a receive into nil, or into an empty View, takes it too
+		return device.Payload{}, rr.completer(), true
+	}
+	// inbound checked that the length is whole elements, takes that the receive holds them all.
+	return rr.mem().Window(0, int(h.Length)/t.Size()).payload(), rr.completer(), true
 }
 
 // DeliverRTS implements device.Sink.

@@ -294,7 +294,7 @@ func (d *Device) claim(h *hdr, payload []byte) bool {
 	if !ok {
 		return false
 	}
-	copy(dst, payload)
+	dst.Scatter(0, payload) // a copy, or into a View's blocks
 	done.Complete(nil)
 	return true
 }

@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -76,7 +77,7 @@ type Sink struct {
 	changed chan struct{}
 	onEager func(*device.Inbound) bool
 	onRTS   func(*device.Header) bool
-	onClaim func(*device.Header) ([]byte, device.Completer, bool)
+	onClaim func(*device.Header) (device.Payload, device.Completer, bool)
 }
 
 // claimSink is a Sink that also claims eager messages at their header (device.EagerClaimer), through its onClaim
@@ -84,12 +85,12 @@ type Sink struct {
 type claimSink struct{ *Sink }
 
 // ClaimEager implements device.EagerClaimer.
-func (s claimSink) ClaimEager(h *device.Header) ([]byte, device.Completer, bool) {
+func (s claimSink) ClaimEager(h *device.Header) (device.Payload, device.Completer, bool) {
 	s.mu.Lock()
 	f := s.onClaim
 	s.mu.Unlock()
 	if f == nil {
-		return nil, nil, false
+		return device.Payload{}, nil, false
 	}
 	return f(h)
 }
@@ -404,9 +405,9 @@ func testOrder(t *testing.T, j *Job, claim bool) {
 		}, nil)
 		if claim {
 			c.sinks[n].mu.Lock()
-			c.sinks[n].onClaim = func(h *device.Header) ([]byte, device.Completer, bool) {
+			c.sinks[n].onClaim = func(h *device.Header) (device.Payload, device.Completer, bool) {
 				if h.Tag%3 != 1 {
-					return nil, nil, false
+					return device.Payload{}, nil, false
 				}
 				i := order(h)
 				src, dst := h.Source, h.Dest
@@ -421,9 +422,23 @@ func testOrder(t *testing.T, j *Job, claim bool) {
 						e.add("node %d: Ack: %v", n, err)
 					}
 				}
+				// Every other claim takes the payload into pieces, tiny, large or mixed (a receive into a View's
+				// blocks), which the device scatters into.
 				buf := make([]byte, h.Length)
+				dstp := device.Contiguous(buf)
+				var blk *blocks
+				if i%2 == 1 {
+					blk = newBlocks(rand.New(rand.NewSource(int64(i))), int(h.Length), [...]string{"tiny", "large", "mixed"}[i%3])
+					dstp = device.Payload{Segs: blk, Len: int(h.Length)}
+				}
 				want := payload(src, dst, i, sizeOf(i))
-				return buf, completer(func(err error) {
+				return dstp, completer(func(err error) {
+					if blk != nil {
+						blk.gather(0, buf)
+						if !blk.gapsClean() {
+							e.add("node %d: claimed %d->%d #%d: bytes written between the pieces", n, src, dst, i)
+						}
+					}
 					if err != nil {
 						e.add("node %d: claimed %d->%d #%d: %v", n, src, dst, i, err)
 					} else if !bytes.Equal(buf, want) {
@@ -661,10 +676,10 @@ func testClaimCredit(t *testing.T, j *Job) {
 	var e errs
 	var claimed sync.WaitGroup
 	s.mu.Lock()
-	s.onClaim = func(h *device.Header) ([]byte, device.Completer, bool) {
+	s.onClaim = func(h *device.Header) (device.Payload, device.Completer, bool) {
 		i := int(h.Tag)
 		buf := make([]byte, h.Length)
-		return buf, completer(func(err error) {
+		return device.Contiguous(buf), completer(func(err error) {
 			if err != nil || !bytes.Equal(buf, payload(src, dst, i, j.EagerMax)) {
 				e.add("claimed message %d: %v, or its payload differs", i, err)
 			}
