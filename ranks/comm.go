@@ -694,11 +694,20 @@ func (c *Comm) Iprobe(source, tag int) (Status, bool, error) {
 	if source == ProcNull {
 		return Status{Source: ProcNull, Tag: AnyTag}, true, nil
 	}
+	c.pollProbe(source)
 	r := c.r
 	r.mu.Lock()
 	st, ok := c.peek(source, tag)
 	r.mu.Unlock()
 	return st, ok, nil
+}
+
+// pollProbe is a nonblocking probe's progress: it polls the network device once (pollNet) if the message may come
+// through it.
+func (c *Comm) pollProbe(source int) {
+	if c.w.net != nil && c.remoteSource(source) {
+		c.w.pollNet()
+	}
 }
 
 func (c *Comm) peek(source, tag int) (Status, bool) {

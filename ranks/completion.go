@@ -46,6 +46,31 @@ func (r *Request) report() (st Status, ok bool, err error) {
 	return st, true, err
 }
 
+// pollFor polls the network device once (pollNet) if any of reqs is active and may complete through it: the test
+// calls' share of MPI's progress rule.
+func pollFor(reqs ...*Request) {
+	for _, r := range reqs {
+		if r != nil && r.remote && !r.done.Done() && r.life.Load() == lifeActive {
+			r.w.pollNet()
+			return
+		}
+	}
+}
+
+// pollNet makes what progress the network device can without blocking, once. A loop of Test (or Iprobe) is how an
+// MPI program looks for a message while it computes; without this, what such a rank waits for from another node
+// moved only when the device's own goroutine woke for it: 170-190 us per message in a 0-byte ping-pong of Irecv
+// and Test between two node processes (shared memory or TCP), against 0.55 us with Recv. The device's goroutine
+// does not stand down for it (no Enter): one look is not a wait, and a rank that goes on computing after it must
+// not leave the node's traffic unattended.
+func (w *World) pollNet() {
+	if w.net != nil {
+		w.net.Enter()
+		w.net.Poll()
+		w.net.Leave(false)
+	}
+}
+
 // errStopped is what awaitAny returns when its stop channel closes.
 var errStopped = errors.New("stopped")
 
@@ -188,6 +213,7 @@ func Waitall(reqs ...*Request) error {
 // Testall reports whether every active request (nil and inactive ones are skipped) has completed. Only then are
 // they reported complete, all at once (and made inactive); otherwise none is. The error is the first of theirs.
 func Testall(reqs ...*Request) (bool, error) {
+	pollFor(reqs...)
 	var w *World
 	for _, r := range reqs {
 		if r == nil {
@@ -255,6 +281,7 @@ func Waitsome(reqs ...*Request) ([]int, []Status, error) {
 // Testsome reports every active request that has completed, as Waitsome does, without blocking: an empty (non-nil)
 // list when some are active but none is done, nil when none is active.
 func Testsome(reqs ...*Request) ([]int, []Status, error) {
+	pollFor(reqs...)
 	active := false
 	for _, r := range reqs {
 		if r == nil {
@@ -315,6 +342,7 @@ func reportDone(reqs []*Request) ([]int, []Status, error) {
 // true. With no active request (nil and inactive ones are skipped) it returns -1 and true; with none done, -1 and
 // false.
 func Testany(reqs ...*Request) (int, Status, bool, error) {
+	pollFor(reqs...)
 	var w *World
 	for i, r := range reqs {
 		if r == nil {

@@ -78,3 +78,74 @@ func TestUnexpectedRendezvousDrives(t *testing.T) {
 		t.Fatal("payload not in the buffer")
 	}
 }
+
+// arrive queues, on dev, the delivery of an eager message from node 1 that only a Poll makes: it arrives as over a
+// device whose progress goroutine stands down, or has not woken yet.
+func (d *driveDevice) arrive(w *World, h *device.Header, payload []int32) {
+	d.mu.Lock()
+	d.cleared = append(d.cleared, func() { deliver(w, h, payload) })
+	d.mu.Unlock()
+}
+
+// TestTestCallsDrive: the test calls poll the network device once each (MPI's progress rule for MPI_Test), so
+// that a loop of them completes what comes from another node without the device's own goroutine. A Test loop
+// between two node processes took 170-190 us per 0-byte message, waiting for that goroutine to wake, against
+// 0.55 us with Recv. Each call here is the first and only one that could see the message.
+func TestTestCallsDrive(t *testing.T) {
+	dev := &driveDevice{}
+	w, err := NewWorld(Options{Size: 4, Lo: 0, Hi: 2, EagerLimit: 64 << 10, Policy: queues.DefaultPolicy(1),
+		Device: dev, NodeOf: func(r int) int { return r / 2 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := w.Comm(0)
+	rendezvous := func(tag int32) *Request { // a receive whose transfer only a Poll completes
+		t.Helper()
+		r, err := c.Irecv(make([]int32, 8<<10), 2, int(tag))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rts := remoteEager(tag, 8<<10)
+		rts.Kind = device.KindRTS
+		w.DeliverRTS(rts)
+		if r.done.Done() {
+			t.Fatal("the transfer completed before any poll")
+		}
+		return r
+	}
+	if _, done, err := rendezvous(1).Test(); err != nil || !done {
+		t.Fatalf("Test: done %v, error %v", done, err)
+	}
+	if i, _, done, err := Testany(nil, rendezvous(2)); err != nil || !done || i != 1 {
+		t.Fatalf("Testany: index %d, done %v, error %v", i, done, err)
+	}
+	if done, err := Testall(rendezvous(3)); err != nil || !done {
+		t.Fatalf("Testall: done %v, error %v", done, err)
+	}
+	if idx, _, err := Testsome(rendezvous(4)); err != nil || len(idx) != 1 {
+		t.Fatalf("Testsome: %v, error %v", idx, err)
+	}
+	for _, src := range []int{2, AnySource} {
+		dev.arrive(w, remoteEager(5, 1), []int32{9})
+		if st, ok, err := c.Iprobe(src, 5); err != nil || !ok || st.Source != 2 {
+			t.Fatalf("Iprobe(%d): found %v, status %+v, error %v", src, ok, st, err)
+		}
+		if _, err := c.Recv(make([]int32, 1), 2, 5); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dev.arrive(w, remoteEager(6, 1), []int32{9})
+	if m, _, ok, err := c.Improbe(2, 6); err != nil || !ok {
+		t.Fatalf("Improbe: found %v, error %v", ok, err)
+	} else if _, err := m.Recv(make([]int32, 1)); err != nil {
+		t.Fatal(err)
+	}
+	// A probe for a rank of this node polls nothing: its messages never come through the device.
+	before := dev.polls.Load()
+	if _, ok, err := c.Iprobe(1, 7); err != nil || ok {
+		t.Fatalf("Iprobe of a local rank: found %v, error %v", ok, err)
+	}
+	if dev.polls.Load() != before {
+		t.Fatal("a probe for a rank of this node polled the device")
+	}
+}

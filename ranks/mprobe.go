@@ -30,6 +30,7 @@ func (c *Comm) Improbe(source, tag int) (*Message, Status, bool, error) {
 	if source == ProcNull {
 		return &Message{c: c}, Status{Source: ProcNull, Tag: AnyTag}, true, nil
 	}
+	c.pollProbe(source)
 	if m := c.takeProbed(source, tag); m != nil {
 		return &Message{c: c, m: m}, m.status(), true, nil
 	}

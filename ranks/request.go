@@ -416,6 +416,7 @@ func (r *Request) Test() (Status, bool, error) {
 	if ok, err := r.pending(); !ok {
 		return Status{}, err == nil, err
 	}
+	pollFor(r)
 	r.sweep()
 	if !r.poll() {
 		if r.w.aborted.Load() {

@@ -52,6 +52,9 @@ type World struct {
 	// netPolicy is policy with the device as driver (when it is a device.Poller): waits that may complete through
 	// the network poll the device themselves.
 	netPolicy queues.Policy
+	// net is the device as a device.Poller, or nil: the test calls (Test, Testany, Iprobe...) poll it once each
+	// (pollNet).
+	net device.Poller
 
 	abortCh   chan struct{}
 	abortOnce sync.Once
@@ -158,6 +161,7 @@ func NewWorld(o Options) (*World, error) {
 	}
 	if p, ok := o.Device.(device.Poller); ok {
 		w.netPolicy = w.policy.Driven(p)
+		w.net = p
 	}
 	if o.NetSpin > 0 {
 		w.netPolicy.Spin = o.NetSpin
