@@ -699,6 +699,9 @@ func (c *Comm) Iprobe(source, tag int) (Status, bool, error) {
 	r.mu.Lock()
 	st, ok := c.peek(source, tag)
 	r.mu.Unlock()
+	if !ok {
+		r.missed()
+	}
 	return st, ok, nil
 }
 

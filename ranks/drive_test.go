@@ -1,6 +1,7 @@
 package ranks
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -147,5 +148,63 @@ func TestTestCallsDrive(t *testing.T) {
 	}
 	if dev.polls.Load() != before {
 		t.Fatal("a probe for a rank of this node polled the device")
+	}
+}
+
+// TestTestCallsYield: a loop of test calls lets the goroutines it waits for run. With one processor, a sender
+// started while the loop runs gets it only if the loop yields (sysmon would preempt the loop only after 10 ms, far
+// more than the calls allowed here take).
+func TestTestCallsYield(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const most = 20000 // test calls before giving up: every testYield-th miss yields
+	w := world(t, 2)
+	c0, c1 := w.Comm(0), w.Comm(1)
+	send := func(tag int) {
+		go func() {
+			if err := c1.Send([]int32{int32(tag)}, 0, tag); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	buf := make([]int32, 1)
+	r, err := c0.Irecv(buf, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(1)
+	calls := map[string]func() bool{
+		"Test":     func() bool { _, done, _ := r.Test(); return done },
+		"Testany":  func() bool { _, _, done, _ := Testany(r); return done },
+		"Testall":  func() bool { done, _ := Testall(r); return done },
+		"Testsome": func() bool { idx, _, _ := Testsome(r); return len(idx) > 0 },
+		"Iprobe":   func() bool { _, ok, _ := c0.Iprobe(1, 1); return ok },
+		"Improbe": func() bool {
+			m, _, ok, _ := c0.Improbe(1, 1)
+			if ok {
+				m.Recv(buf)
+			}
+			return ok
+		},
+	}
+	for _, name := range []string{"Test", "Testany", "Testall", "Testsome", "Iprobe", "Improbe"} {
+		if name == "Iprobe" || name == "Improbe" { // the message waits for a probe, not a receive
+			send(1)
+		} else if name != "Test" {
+			if r, err = c0.Irecv(buf, 1, 1); err != nil {
+				t.Fatal(err)
+			}
+			send(1)
+		}
+		i := 0
+		for !calls[name]() {
+			if i++; i > most {
+				t.Fatalf("%s: the sender never ran in %d calls: the loop does not yield", name, most)
+			}
+		}
+		if name == "Iprobe" {
+			if _, err := c0.Recv(buf, 1, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }

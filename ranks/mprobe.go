@@ -34,6 +34,7 @@ func (c *Comm) Improbe(source, tag int) (*Message, Status, bool, error) {
 	if m := c.takeProbed(source, tag); m != nil {
 		return &Message{c: c, m: m}, m.status(), true, nil
 	}
+	c.r.missed()
 	return nil, Status{}, false, nil
 }
 

@@ -422,6 +422,7 @@ func (r *Request) Test() (Status, bool, error) {
 		if r.w.aborted.Load() {
 			return Status{}, false, r.w.abortError()
 		}
+		r.owner.missed()
 		return Status{}, false, nil
 	}
 	if st, ok, err := r.report(); ok {

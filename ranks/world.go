@@ -114,6 +114,7 @@ type Rank struct {
 	freeMu sync.Mutex
 	free   []*Request               // the rank's own recycled requests beyond the spare (see getReq)
 	chunk  atomic.Pointer[reqChunk] // where the rank's nonblocking calls get their requests (see newReq)
+	misses atomic.Uint32            // the rank's test calls that found nothing (see missed)
 
 	ctxMu     sync.Mutex // guards nextCtx, ctxHolder and agreeing (agree.go)
 	nextCtx   uint32
