@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -35,7 +36,7 @@ func Run(cfg Config, body Body) error {
 	}
 	defer pool.close()
 	w, err = ranks.NewWorld(ranks.Options{Size: cfg.Ranks, Lo: 0, Hi: cfg.Ranks, EagerLimit: cfg.EagerLimit,
-		Policy: policy(cfg, cfg.Ranks), UnexpectedLimit: cfg.UnexpectedLimit, UnexpectedShare: cfg.UnexpectedShare,
+		Policy: policy(cfg, cfg.Ranks, cfg.Ranks), UnexpectedLimit: cfg.UnexpectedLimit, UnexpectedShare: cfg.UnexpectedShare,
 		Executor: exec, NbcSlots: cfg.NbcSlots})
 	if err != nil {
 		return err
@@ -43,8 +44,13 @@ func Run(cfg Config, body Body) error {
 	return runRanks(w, cfg, body)
 }
 
-func policy(cfg Config, localRanks int) queues.Policy {
-	p := queues.DefaultPolicy(localRanks)
+// policy is how the ranks of a node process wait: processRanks of its own, hostRanks on its host in all node
+// processes (the same for a job of one process). Whether they may spin depends on hostRanks.
+func policy(cfg Config, processRanks, hostRanks int) queues.Policy {
+	p := queues.DefaultPolicy(hostRanks)
+	if procs := runtime.GOMAXPROCS(0); hostRanks > procs && processRanks < hostRanks && processRanks <= procs {
+		p.Yields = sharedHostYields
+	}
 	if cfg.SpinTime > 0 {
 		p.Spin = cfg.SpinTime
 	} else if cfg.SpinTime < 0 {
@@ -55,6 +61,19 @@ func policy(cfg Config, localRanks int) queues.Policy {
 	}
 	return p
 }
+
+// sharedHostYields is how often a waiting rank yields before it parks when its node process's ranks would fit the
+// host's cores but the host's node processes together hold more ranks than that (gompj run -nodes on one box, two
+// Slurm tasks on one host), so that nobody spins. Such a process gets its share of the cores (shareCores), one
+// here for two of its ranks, and a yield hands that processor to whichever of its goroutines has work (the other
+// rank, a worker, the device's loop); parking instead makes every wake-up a sleeping thread's, which on a VM costs
+// the halt and wake of an idle vCPU. The 10 yields of queues.DefaultPolicy made an 8-byte Allreduce among 4 ranks
+// in 2 node processes on 2 vCPUs take 116 us over shared memory (183 over TCP), 1 MiB 1745 us, against 4 (17) and
+// 746 with 3000; NPB class A against one process of 4 ranks went from 0.97 to 1.18 (CG) and 0.90 to 0.98 (MG), IS
+// and FT level (interleaved runs, GOMPJ_YIELDS; 1000 to 10000 did alike). A process that holds more ranks than
+// cores keeps the 10: many ranks each yielding thousands of times churn its run queue, and the root package's
+// tests, whose jobs of up to 17 ranks run in one process, then ran past 10 minutes.
+const sharedHostYields = 3000
 
 // netSpin is how long a rank waiting on the network spins: GOMPJ_NET_SPIN, or 1ms when ranks spin at all (a
 // round trip across nodes takes microseconds to tens of microseconds on a loaded box, longer than the intra-node
