@@ -28,8 +28,8 @@ type Config struct {
 	// no spinning). A negative value means none.
 	NetSpin time.Duration
 	// Yields is how many times a waiting rank yields the processor after spinning, before it parks
-	// (GOMPJ_YIELDS; default 50, or 10 when ranks outnumber cores, or 3000 when only the host's node processes
-	// together hold more ranks than it has cores: see sharedHostYields).
+	// (GOMPJ_YIELDS; default 50, or 10 when ranks outnumber cores, or 3000 when only the host's node processes,
+	// no more of them than cores, together hold more ranks than it has cores: see sharedHostYields).
 	Yields int
 
 	// Multi-node jobs. With Nodes <= 1 the job runs on this box alone and the fields below are ignored.

@@ -114,30 +114,32 @@ func TestBusyPollFollowsHostRanks(t *testing.T) {
 }
 
 // TestPolicyFollowsHostRanks: ranks spin only where the host's ranks fit its cores; where they do not, a node
-// process whose own ranks would fit yields sharedHostYields times before parking (it shares the host with other
-// node processes), one with more ranks than cores 10 times; GOMPJ_SPIN and GOMPJ_YIELDS override.
+// process whose own ranks would fit yields sharedHostYields times before parking if it shares the host with other
+// node processes, no more of them than cores; otherwise 10 times. GOMPJ_SPIN and GOMPJ_YIELDS override.
 func TestPolicyFollowsHostRanks(t *testing.T) {
 	cores := runtime.GOMAXPROCS(0)
 	for _, c := range []struct {
-		cfg           Config
-		process, host int
-		spin          bool
-		yields        int
+		cfg                  Config
+		process, host, procs int
+		spin                 bool
+		yields               int
 	}{
-		{Config{}, cores, cores, true, 50},
-		{Config{}, 1, 1, true, 50},
-		{Config{}, cores, 2 * cores, false, sharedHostYields},
-		{Config{}, 1, cores + 1, false, sharedHostYields},
-		{Config{}, cores + 1, cores + 1, false, 10}, // one process, more ranks than cores
-		{Config{}, cores + 1, 2*cores + 2, false, 10},
-		{Config{Yields: 7}, cores, 2 * cores, false, 7},
-		{Config{SpinTime: time.Microsecond}, cores, 2 * cores, true, sharedHostYields},
-		{Config{SpinTime: -1}, 1, 1, false, 50},
+		{Config{}, cores, cores, 1, true, 50},
+		{Config{}, 1, 1, 1, true, 50},
+		{Config{}, 1, cores, cores, true, 50},
+		{Config{}, cores, 2 * cores, 2, false, sharedHostYields},
+		{Config{}, 1, cores + 1, cores, false, sharedHostYields},
+		{Config{}, 1, cores + 1, cores + 1, false, 10},   // more node processes than cores
+		{Config{}, cores + 1, cores + 1, 1, false, 10},   // one process, more ranks than cores
+		{Config{}, cores + 1, 2*cores + 2, 2, false, 10}, // more ranks than cores in the process
+		{Config{Yields: 7}, cores, 2 * cores, 2, false, 7},
+		{Config{SpinTime: time.Microsecond}, cores, 2 * cores, 2, true, sharedHostYields},
+		{Config{SpinTime: -1}, 1, 1, 1, false, 50},
 	} {
-		p := policy(c.cfg, c.process, c.host)
+		p := policy(c.cfg, c.process, c.host, c.procs)
 		if (p.Spin > 0) != c.spin || p.Yields != c.yields {
-			t.Errorf("%+v, %d ranks of %d on the host's %d cores: spin %v, %d yields; want spin %v, %d yields",
-				c.cfg, c.process, c.host, cores, p.Spin, p.Yields, c.spin, c.yields)
+			t.Errorf("%+v, %d ranks of %d in %d node processes on the host's %d cores: spin %v, %d yields; want spin %v, %d yields",
+				c.cfg, c.process, c.host, c.procs, cores, p.Spin, p.Yields, c.spin, c.yields)
 		}
 	}
 }

@@ -179,6 +179,17 @@ func (r *route) sameHost() int {
 	return n
 }
 
+// sameHostNodes counts the node processes whose host is this node's, itself included.
+func (r *route) sameHostNodes() int {
+	n := 0
+	for _, h := range r.hosts {
+		if h == r.hosts[r.self] {
+			n++
+		}
+	}
+	return n
+}
+
 // describe is the route table for `gompj info` and World.Routes: "node 1 (ranks 2-3): shm (CMA single copy)".
 func (r *route) describe(trs map[string]device.Transport) string {
 	type group struct {

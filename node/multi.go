@@ -195,7 +195,7 @@ func runMulti(cfg Config, body Body) error {
 	lo, hi := layout.Range(cfg.NodeID)
 	// Whether ranks may spin depends on every rank on this host, not only this node's: several node processes
 	// on one box (gompj run -nodes, or two Slurm tasks per host) share its cores.
-	pol := policy(cfg, hi-lo, rt.sameHost())
+	pol := policy(cfg, hi-lo, rt.sameHost(), rt.sameHostNodes())
 	if bp := busyPoll(cfg, rt.sameHost()); bp != 0 {
 		for _, name := range used {
 			if d, ok := started[name].(busyPoller); ok {

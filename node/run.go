@@ -36,7 +36,7 @@ func Run(cfg Config, body Body) error {
 	}
 	defer pool.close()
 	w, err = ranks.NewWorld(ranks.Options{Size: cfg.Ranks, Lo: 0, Hi: cfg.Ranks, EagerLimit: cfg.EagerLimit,
-		Policy: policy(cfg, cfg.Ranks, cfg.Ranks), UnexpectedLimit: cfg.UnexpectedLimit, UnexpectedShare: cfg.UnexpectedShare,
+		Policy: policy(cfg, cfg.Ranks, cfg.Ranks, 1), UnexpectedLimit: cfg.UnexpectedLimit, UnexpectedShare: cfg.UnexpectedShare,
 		Executor: exec, NbcSlots: cfg.NbcSlots})
 	if err != nil {
 		return err
@@ -44,11 +44,13 @@ func Run(cfg Config, body Body) error {
 	return runRanks(w, cfg, body)
 }
 
-// policy is how the ranks of a node process wait: processRanks of its own, hostRanks on its host in all node
-// processes (the same for a job of one process). Whether they may spin depends on hostRanks.
-func policy(cfg Config, processRanks, hostRanks int) queues.Policy {
+// policy is how the ranks of a node process wait: processRanks of its own, hostRanks on its host in all its
+// hostProcesses node processes (the same ranks and 1 process for a job of one process). Whether they may spin
+// depends on hostRanks.
+func policy(cfg Config, processRanks, hostRanks, hostProcesses int) queues.Policy {
 	p := queues.DefaultPolicy(hostRanks)
-	if procs := runtime.GOMAXPROCS(0); hostRanks > procs && processRanks < hostRanks && processRanks <= procs {
+	if procs := runtime.GOMAXPROCS(0); hostRanks > procs && hostProcesses > 1 && hostProcesses <= procs &&
+		processRanks <= procs {
 		p.Yields = sharedHostYields
 	}
 	if cfg.SpinTime > 0 {
@@ -64,10 +66,12 @@ func policy(cfg Config, processRanks, hostRanks int) queues.Policy {
 
 // sharedHostYields is how often a waiting rank yields before it parks when its node process's ranks would fit the
 // host's cores but the host's node processes together hold more ranks than that (gompj run -nodes on one box, two
-// Slurm tasks on one host), so that nobody spins. Such a process gets its share of the cores (shareCores), one
-// here for two of its ranks, and a yield hands that processor to whichever of its goroutines has work (the other
-// rank, a worker, the device's loop); parking instead makes every wake-up a sleeping thread's, which on a VM costs
-// the halt and wake of an idle vCPU. The 10 yields of queues.DefaultPolicy made an 8-byte Allreduce among 4 ranks
+// Slurm tasks on one host), so that nobody spins, and there are no more node processes than cores. Such a process
+// gets its share of the cores (shareCores), one here for two of its ranks, and a yield hands that processor to
+// whichever of its goroutines has work (the other rank, a worker, the device's loop); parking instead makes every
+// wake-up a sleeping thread's, which on a VM costs the halt and wake of an idle vCPU. With more node processes than
+// cores a yielding rank would keep a core that another process's rank needs, so they park: 3 node processes of
+// the test harness on 2 vCPUs took the root package's tests from 180 to 354 s with 3000 yields. The 10 yields of queues.DefaultPolicy made an 8-byte Allreduce among 4 ranks
 // in 2 node processes on 2 vCPUs take 116 us over shared memory (183 over TCP), 1 MiB 1745 us, against 4 (17) and
 // 746 with 3000; NPB class A against one process of 4 ranks went from 0.97 to 1.18 (CG) and 0.90 to 0.98 (MG), IS
 // and FT level (interleaved runs, GOMPJ_YIELDS; 1000 to 10000 did alike). A process that holds more ranks than

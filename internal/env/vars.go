@@ -17,7 +17,7 @@ var (
 		Default: "50us when the host's ranks <= cores, else 0",
 		Meaning: "how long a waiting rank spins before yielding, a Go duration (0: never)"})
 	Yields = def(Var{Name: "GOMPJ_YIELDS", Field: "Yields", Kind: Int, Group: OneBox,
-		Default: "50, or 10 when ranks > cores, or 3000 when only the host's node processes together have more",
+		Default: "50, or 10 when ranks > cores, or 3000 when only the host's node processes together have more (no more processes than cores)",
 		Meaning: "how often a waiting rank yields before it parks"})
 	UnexpectedLimit = def(Var{Name: "GOMPJ_UNEXPECTED_LIMIT", Field: "UnexpectedLimit", Kind: Int, Value: "67108864",
 		Job: true, Group: OneBox,
