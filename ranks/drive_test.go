@@ -46,17 +46,24 @@ func (d *driveDevice) Poll() bool {
 	return len(todo) > 0
 }
 
-// TestUnexpectedRendezvousDrives: a receive that matches a rendezvous from another node already waiting in the
-// unexpected queue (its RTS came before the receive was posted) drives the device while it waits, as a receive
-// posted before its RTS does: its transfer moves only as someone polls the device. (Its wait used the local
-// policy, and a progress loop that stood down for the rank took up to 10 ms to move it.)
-func TestUnexpectedRendezvousDrives(t *testing.T) {
+// driveWorld is node 0 of 2 (ranks 0 and 1 of 4) over a driveDevice.
+func driveWorld(t *testing.T) (*World, *driveDevice) {
+	t.Helper()
 	dev := &driveDevice{}
 	w, err := NewWorld(Options{Size: 4, Lo: 0, Hi: 2, EagerLimit: 64 << 10, Policy: queues.DefaultPolicy(1),
 		Device: dev, NodeOf: func(r int) int { return r / 2 }})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return w, dev
+}
+
+// TestUnexpectedRendezvousDrives: a receive that matches a rendezvous from another node already waiting in the
+// unexpected queue (its RTS came before the receive was posted) drives the device while it waits, as a receive
+// posted before its RTS does: its transfer moves only as someone polls the device. (Its wait used the local
+// policy, and a progress loop that stood down for the rank took up to 10 ms to move it.)
+func TestUnexpectedRendezvousDrives(t *testing.T) {
+	w, dev := driveWorld(t)
 	const n = 32 << 10 // int32s
 	rts := remoteEager(7, n)
 	rts.Kind = device.KindRTS
@@ -93,12 +100,7 @@ func (d *driveDevice) arrive(w *World, h *device.Header, payload []int32) {
 // between two node processes took 170-190 us per 0-byte message, waiting for that goroutine to wake, against
 // 0.55 us with Recv. Each call here is the first and only one that could see the message.
 func TestTestCallsDrive(t *testing.T) {
-	dev := &driveDevice{}
-	w, err := NewWorld(Options{Size: 4, Lo: 0, Hi: 2, EagerLimit: 64 << 10, Policy: queues.DefaultPolicy(1),
-		Device: dev, NodeOf: func(r int) int { return r / 2 }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, dev := driveWorld(t)
 	c := w.Comm(0)
 	rendezvous := func(tag int32) *Request { // a receive whose transfer only a Poll completes
 		t.Helper()
