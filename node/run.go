@@ -70,13 +70,15 @@ func policy(cfg Config, processRanks, hostRanks, hostProcesses int) queues.Polic
 // gets its share of the cores (shareCores), one here for two of its ranks, and a yield hands that processor to
 // whichever of its goroutines has work (the other rank, a worker, the device's loop); parking instead makes every
 // wake-up a sleeping thread's, which on a VM costs the halt and wake of an idle vCPU. With more node processes than
-// cores a yielding rank would keep a core that another process's rank needs, so they park: 3 node processes of
-// the test harness on 2 vCPUs took the root package's tests from 180 to 354 s with 3000 yields. The 10 yields of queues.DefaultPolicy made an 8-byte Allreduce among 4 ranks
-// in 2 node processes on 2 vCPUs take 116 us over shared memory (183 over TCP), 1 MiB 1745 us, against 4 (17) and
-// 746 with 3000; NPB class A against one process of 4 ranks went from 0.97 to 1.18 (CG) and 0.90 to 0.98 (MG), IS
-// and FT level (interleaved runs, GOMPJ_YIELDS; 1000 to 10000 did alike). A process that holds more ranks than
-// cores keeps the 10: many ranks each yielding thousands of times churn its run queue, and the root package's
-// tests, whose jobs of up to 17 ranks run in one process, then ran past 10 minutes.
+// cores a yielding rank would keep a core that another process's rank needs, so they park: the test harness's 3
+// node processes on 2 vCPUs took the root package's tests from 180 to 354 s with 3000 yields.
+//
+// The 10 yields of queues.DefaultPolicy made an 8-byte Allreduce among 4 ranks in 2 node processes on 2 vCPUs take
+// 116 us over shared memory (183 over TCP), 1 MiB 1745 us, against 4 (17) and 746 with 3000; NPB class A against
+// one process of 4 ranks went from 0.97 to 1.18 (CG) and 0.90 to 0.98 (MG), IS and FT level (interleaved runs,
+// GOMPJ_YIELDS; 1000 to 10000 did alike). A process that holds more ranks than cores keeps the 10: many ranks each
+// yielding thousands of times churn its run queue, and the root package's tests, whose jobs of up to 17 ranks run
+// in one process, then ran past 10 minutes.
 const sharedHostYields = 3000
 
 // netSpin is how long a rank waiting on the network spins: GOMPJ_NET_SPIN, or 1ms when ranks spin at all (a

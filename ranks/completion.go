@@ -60,9 +60,10 @@ func pollFor(reqs ...*Request) {
 // pollNet makes what progress the network device can without blocking, once. A loop of Test (or Iprobe) is how an
 // MPI program looks for a message while it computes; without this, what such a rank waits for from another node
 // moved only when the device's own goroutine woke for it: 170-190 us per message in a 0-byte ping-pong of Irecv
-// and Test between two node processes (shared memory or TCP), against 0.55 us with Recv. The device's goroutine
-// does not stand down for it (no Enter): one look is not a wait, and a rank that goes on computing after it must
-// not leave the node's traffic unattended.
+// and Test between two node processes (shared memory or TCP), against 0.55 us with Recv. It drives the device as
+// a waiting rank does, Enter, Poll, Leave(false): the device's goroutine stands down meanwhile and looks again
+// within device.StandDownFor once no rank drives, as after a wait that ended. Polling without Enter left that
+// goroutine up and woken by every arrival, to find the message taken: 42 us per message over TCP.
 func (w *World) pollNet() {
 	if w.net != nil {
 		w.net.Enter()
