@@ -117,7 +117,10 @@ func TestBusyPollFollowsHostRanks(t *testing.T) {
 // process whose own ranks would fit yields sharedHostYields times before parking if it shares the host with other
 // node processes, no more of them than cores; otherwise 10 times. GOMPJ_SPIN and GOMPJ_YIELDS override.
 func TestPolicyFollowsHostRanks(t *testing.T) {
-	cores := runtime.GOMAXPROCS(0)
+	// A fixed count: other tests of the package change GOMAXPROCS (shareCores), and a row needs two node processes
+	// to fit the cores.
+	const cores = 4
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(cores))
 	for _, c := range []struct {
 		cfg                  Config
 		process, host, procs int
