@@ -301,12 +301,14 @@ func (p Payload) Gather(off int, dst []byte) {
 		return
 	}
 	sc := scratchPool.Get().(*[MeanSample][]byte)
-	defer putScratch(sc)
+	used := 0
+	defer func() { putScratch(sc, used) }()
 	for len(dst) > 0 {
 		k := p.Segs.Pieces(p.Off+off, len(dst), sc[:])
 		if k == 0 {
 			return
 		}
+		used = max(used, k)
 		for _, b := range sc[:k] {
 			n := copy(dst, b)
 			dst, off = dst[n:], off+n
@@ -325,12 +327,14 @@ func (p Payload) Scatter(off int, src []byte) {
 		return
 	}
 	sc := scratchPool.Get().(*[MeanSample][]byte)
-	defer putScratch(sc)
+	used := 0
+	defer func() { putScratch(sc, used) }()
 	for len(src) > 0 {
 		k := p.Segs.Pieces(p.Off+off, len(src), sc[:])
 		if k == 0 {
 			return
 		}
+		used = max(used, k)
 		for _, b := range sc[:k] {
 			n := copy(b, src)
 			src, off = src[n:], off+n
@@ -355,7 +359,7 @@ func (p Payload) MeanPiece(off, n, sample int) (mean, k int) {
 	for _, b := range sc[:k] {
 		got += len(b)
 	}
-	putScratch(sc)
+	putScratch(sc, k)
 	if k == 0 {
 		return 0, 0
 	}
@@ -369,9 +373,10 @@ const MeanSample = 64
 // through the Pieces call, an allocation per message.
 var scratchPool = sync.Pool{New: func() any { return new([MeanSample][]byte) }}
 
-// putScratch returns a list to the pool, emptied: the pool must not keep a user's buffer alive.
-func putScratch(sc *[MeanSample][]byte) {
-	clear(sc[:])
+// putScratch returns a list to the pool with its first used entries emptied (the rest are empty already): the pool
+// must not keep a user's buffer alive.
+func putScratch(sc *[MeanSample][]byte, used int) {
+	clear(sc[:used])
 	scratchPool.Put(sc)
 }
 

@@ -64,9 +64,9 @@ var _ device.EagerClaimer = (*World)(nil)
 // ClaimEager implements device.EagerClaimer: the earliest receive posted at the destination rank that matches the
 // message, if it takes the payload as it is (same element type and room for all of it; a message of no elements
 // fits any buffer), is matched now, under the rank's lock as any delivery, and the device moves the payload
-// straight into its buffer: a slice's bytes, or a View's blocks, which the device scatters into. Anything else waits for DeliverEager: no receive yet (the message becomes
-// unexpected), an object (its bytes are decoded, not copied), a type error or a truncation (the usual path reports
-// them), a header that DeliverEager will reject.
+// straight into its buffer: a slice's bytes, or a View's blocks, which the device scatters into. Anything else
+// waits for DeliverEager: no receive yet (the message becomes unexpected), an object (its bytes are decoded, not
+// copied), a type error or a truncation (the usual path reports them), a header that DeliverEager will reject.
 func (w *World) ClaimEager(h *device.Header) (device.Payload, device.Completer, bool) {
 	if Type(h.Type) == TypeObject {
 		return device.Payload{}, nil, false
