@@ -7,8 +7,9 @@
 //
 // One progress-loop goroutine per device owns an epoll set (golang.org/x/sys/unix) holding every connection's
 // non-blocking socket, edge-triggered, plus an eventfd for tasks posted by other goroutines. After the last event
-// the loop keeps polling with a zero timeout for Config.BusyPoll (default 50µs, negative disables) before it sleeps
-// in epoll_wait, which keeps the half round trip short. There is no goroutine per connection; the only other
+// the loop keeps polling with a zero timeout for Config.BusyPoll (default 50µs, negative disables; SetBusyPoll
+// changes it, as node does where the host's ranks outnumber its cores) before it sleeps in epoll_wait, which keeps
+// the half round trip short. There is no goroutine per connection; the only other
 // goroutines are the accept loop and short-lived dial/handshake goroutines.
 //
 // One goroutine at a time writes to a connection's socket: the holder of its write turn. A sending rank that finds

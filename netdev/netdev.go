@@ -105,9 +105,9 @@ type Device struct {
 	claimer  device.EagerClaimer // the sink, if it matches eager messages at their header
 	peers    []*peer             // nil at index self
 	eager    int
-	window   int64 // receive credit granted to each peer
-	batch    int64 // owed credit that triggers a standalone credit frame
-	busy     time.Duration
+	window   int64        // receive credit granted to each peer
+	batch    int64        // owed credit that triggers a standalone credit frame
+	busyPoll atomic.Int64 // how long the loop polls after the last event before it sleeps (ns; <= 0: not at all)
 	ln       net.Listener
 
 	started      bool // Start ran (set before any goroutine of the device exists)
@@ -379,7 +379,6 @@ func newDevice(cfg Config) (*Device, error) {
 		ranks:    cfg.Ranks,
 		rankNode: make([]int32, cfg.Ranks),
 		eager:    cfg.EagerLimit,
-		busy:     cfg.BusyPoll,
 		hsConns:  map[net.Conn]struct{}{},
 		quit:     make(chan struct{}),
 		stateCh:  make(chan struct{}),
@@ -394,6 +393,7 @@ func newDevice(cfg Config) (*Device, error) {
 		outer:    -1,
 		epoch:    time.Now(),
 	}
+	d.busyPoll.Store(int64(cfg.BusyPoll))
 	d.releaseFn = d.release
 	for r := range cfg.Ranks {
 		n := cfg.NodeOf(r)

@@ -161,6 +161,23 @@ func TestPollWhileLoopSleeps(t *testing.T) {
 	}
 }
 
+// TestSetBusyPoll: a loop configured to poll for an hour after an event sleeps in epoll_wait again once
+// SetBusyPoll turns busy polling off, as node does where the host's ranks outnumber its cores. Without the setter
+// the loop would poll on for the hour, holding a processor, and the wait below would time out.
+func TestSetBusyPoll(t *testing.T) {
+	c := startCluster(t, 2, 1, func(i int, cfg *Config) { cfg.BusyPoll = time.Hour })
+	d0, d1 := c.devs[0], c.devs[1]
+	if err := d0.SendEager(&device.Header{Source: 0, Dest: 1, Tag: 1}, []byte("x"), nil); err != nil {
+		t.Fatal(err)
+	}
+	c.sinks[1].wait(t, 10*time.Second, "the frame", func() bool { return len(c.sinks[1].eager) == 1 })
+	if d1.loopBlocked.Load() {
+		t.Fatal("the loop sleeps right after an event, with an hour of busy polling configured")
+	}
+	d1.SetBusyPoll(-1)
+	waitUntil(t, 10*time.Second, "the loop to sleep in epoll_wait after SetBusyPoll(-1)", d1.loopBlocked.Load)
+}
+
 // TestEnterWakesLoopWhileDriverPolls: a rank that starts to drive wakes the sleeping loop, which then stands down,
 // even though the rank polls the device's epoll set at once. When that set held the loop's eventfd, the rank's polls
 // took the wake-up, and the loop slept on through the whole drive, woken by every frame that arrived.

@@ -59,8 +59,8 @@ type Config struct {
 	// Lazy connects to a node on the first message for it instead of at start (GOMPJ_LAZY=1).
 	Lazy bool
 	// BusyPoll is how long a device's progress loop polls before it sleeps (GOMPJ_BUSY_POLL, a Go duration;
-	// default 50us, but none for the shm and rdma devices when the host's ranks outnumber its cores; 0 in the
-	// environment or a negative value disables it).
+	// default 50us, but none when the host's ranks outnumber its cores; 0 in the environment or a negative value
+	// disables it).
 	BusyPoll time.Duration
 	// Timeout bounds the bootstrap: every node registered with the coordinator, the mesh connected, the start
 	// barrier (GOMPJ_TIMEOUT, a Go duration; default 30s). The finalize barrier waits as long as the slowest node.

@@ -94,7 +94,7 @@ func netSpin(cfg Config, p queues.Policy) time.Duration {
 	return max(p.Spin, time.Millisecond)
 }
 
-// busyPoll is how long the progress loops of devices that can change it (rdma.Device.SetBusyPoll) poll before
+// busyPoll is how long the progress loops of devices that can change it (SetBusyPoll: netdev, rdma) poll before
 // they sleep: GOMPJ_BUSY_POLL, else none (-1) where the host's ranks outnumber its cores, where a polling loop
 // takes a core from a rank with work, else 0: the device's own default. Like spinning, it depends on every rank on
 // the host, which the node learns only after its devices are open.
@@ -108,7 +108,8 @@ func busyPoll(cfg Config, hostRanks int) time.Duration {
 	return -1
 }
 
-// busyPoller is a device whose progress loop's busy polling can change after it is opened (rdma.Device).
+// busyPoller is a device whose progress loop's busy polling can change after it is opened (netdev.Device,
+// rdma.Device).
 type busyPoller interface {
 	SetBusyPoll(time.Duration)
 }

@@ -61,7 +61,7 @@ var (
 		Default: "1ms when the host's ranks <= cores, else 0",
 		Meaning: "how long a rank waiting on the network polls the device itself before it parks, a Go duration"})
 	BusyPoll = def(Var{Name: "GOMPJ_BUSY_POLL", Field: "BusyPoll", Kind: DurationOff, Group: MultiNode,
-		Default: "50us; 0 for the shm and rdma devices when the host's ranks > cores",
+		Default: "50us; 0 when the host's ranks > cores",
 		Meaning: "how long a device's progress loop polls before sleeping, when no rank drives it (0: off)"})
 	Dev = def(Var{Name: "GOMPJ_DEV", Field: "Dev", Kind: String, Value: "tcp", Job: true, Group: MultiNode,
 		Meaning: "device between node processes on different hosts: tcp, or rdma (libfabric; a build with -tags ofi); " +
