@@ -2,6 +2,7 @@ package collectives
 
 import (
 	"math/rand"
+	"runtime"
 	"testing"
 
 	"github.com/gompj/gompj/node"
@@ -72,6 +73,73 @@ func TestShmAlltoallStress(t *testing.T) {
 					if r[rd[j]+i] != val(j, me, i, round) {
 						t.Fatalf("round %d alltoallv: from %d [%d] = %x", round, j, i, r[rd[j]+i])
 					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Where the members outnumber the processors, an allreduce above the inline size goes chunked rather than through
+// staging copies (stagedAllreduce): with GOMAXPROCS 1 and 9 members, sizes on both sides of the switch, in place
+// and not, float64 and int32, checked against the sequential sum; and the switch falls where its rule says.
+func TestShmAllreduceStagedOrChunked(t *testing.T) {
+	const np = 9
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	s := newShmComm(np)
+	if s.procs != 1 {
+		t.Fatalf("procs %d, want GOMAXPROCS 1", s.procs)
+	}
+	for _, c := range []struct {
+		total  int
+		staged bool
+	}{{256, true}, {728, true}, {736, false}, {4096, false}, {4104, false}} {
+		if got := s.stagedAllreduce(c.total); got != c.staged {
+			t.Errorf("%d members on 1 processor, %d bytes: staged %v, want %v", np, c.total, got, c.staged)
+		}
+	}
+	if wide := (&shmComm{n: np, procs: 8}); !wide.stagedAllreduce(4096) {
+		t.Error("9 members on 8 processors, 4096 bytes: not staged")
+	}
+	counts := []int{31, 91, 92, 93, 512, 513, 1024}
+	err := node.Run(node.Config{Ranks: np}, func(c *ranks.Comm) error {
+		me := c.Rank()
+		for round, n := range counts {
+			f, fr := make([]float64, n), make([]float64, n)
+			ii := make([]int32, 2*n)
+			for i := range f {
+				f[i] = float64(me*1000 + i + round)
+			}
+			for i := range ii {
+				ii[i] = int32(me*7 + i)
+			}
+			if err := Allreduce(c, f, fr, Sum); err != nil {
+				return err
+			}
+			if err := Allreduce(c, InPlace, ii, Sum); err != nil {
+				return err
+			}
+			for i := range fr {
+				want := 0.0
+				for r := 0; r < np; r++ {
+					want += float64(r*1000 + i + round)
+				}
+				if fr[i] != want {
+					t.Errorf("rank %d, %d float64s: [%d] = %v, want %v", me, n, i, fr[i], want)
+					return nil
+				}
+			}
+			for i := range ii {
+				want := int32(0)
+				for r := 0; r < np; r++ {
+					want += int32(r*7 + i)
+				}
+				if ii[i] != want {
+					t.Errorf("rank %d, %d int32s in place: [%d] = %d, want %d", me, 2*n, i, ii[i], want)
+					return nil
 				}
 			}
 		}
