@@ -69,6 +69,9 @@ func (st *commState) hierarchy(c *ranks.Comm) (*hierComms, error) {
 	}
 	h.node, h.leaders = node, leaders
 	st.hier = h
+	if st.hierCell != nil {
+		st.hierCell.h = h
+	}
 	return h, nil
 }
 

@@ -181,18 +181,24 @@ func (o *op) step() {
 	ranks.CompleteOp(o.req, err)
 }
 
-// forget drops what a finished op holds of the ops before it: each of its shared-memory schedules' operation of its
-// slot's previous use (shmb.prev, which acquire helps along). Each op held its predecessor, which held its own, so
-// an op not kept for reuse (cache.go) kept every op before it alive: repeated Iallreduce calls of 128 KiB on 4
-// ranks grew the live heap by about 15 KB a call, without bound, and made every collection longer. (Releasing it
-// when acquire is through would not do: the readers of a rooted operation never acquire.)
+// forget drops the references between a finished op and the ops around it on its shared-memory slots: its
+// schedules' operation of their slot's previous use (shmb.prev, which acquire helps along), and the slot's note of
+// this op as its latest (member.last, from which the slot's next use takes its prev). Each op held its
+// predecessor, which held its own, so an op not kept for reuse (cache.go) kept every op before it alive: repeated
+// Iallreduce calls of 128 KiB on 4 ranks grew the live heap by about 15 KB a call, without bound, and made every
+// collection longer. (Releasing prev when acquire is through would not do: the readers of a rooted operation never
+// acquire.) And a slot, shared by the communicator's members and dropped only when the communicator is freed, kept
+// the op and through it its communicator: the node communicator of a node-aware op is freed only once its parent
+// is garbage, which the parent could never become.
 func (o *op) forget() {
-	if o.shm != nil {
-		o.shm.prev = nil
+	if b := o.shm; b != nil {
+		b.prev = nil
+		b.me.last.CompareAndSwap(o, nil)
 	}
 	for _, p := range o.phases {
 		if p.shm != nil {
 			p.shm.prev = nil
+			p.shm.me.last.CompareAndSwap(o, nil)
 		}
 	}
 }

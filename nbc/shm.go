@@ -89,8 +89,8 @@ type member struct {
 	recvDone         atomic.Uint64 // alltoall: blocks copied into dst in this use (n in all)
 	sendDone         atomic.Uint64 // alltoall: blocks copied out of src in this use
 	blk              int
-	last             *op      // the member's operation of the previous use (see acquire)
-	_                [72]byte // to 512 bytes: every member of the array starts at the same offset in a line
+	last             atomic.Pointer[op] // the member's operation of the slot's latest use, until it finishes (acquire, op.forget)
+	_                [72]byte           // to 512 bytes: every member of the array starts at the same offset in a line
 }
 
 func newSlot(n int) *slot { return &slot{mem: make([]member, n)} }
@@ -264,7 +264,7 @@ func buildShmSlot(s *Schedule, sp *spec, sl *slot, u uint64, o *op, persistent b
 // moveTo points the schedule at use u of slot sl (a new operation, or one reused: cache.go).
 func (b *shmb) moveTo(sl *slot, u uint64, o *op) {
 	b.sl, b.me, b.u, b.seen, b.freed, b.fseen = sl, &sl.mem[b.r], u, 0, 0, 0
-	b.prev, b.me.last = b.me.last, o
+	b.prev = b.me.last.Swap(o)
 	if b.prev == o {
 		// A kept op back on the slot it last used (cache.go): that run is over (it was reused only once done), and
 		// acquire must not run the op from inside its own run, which would mark it dirty and make the run go
