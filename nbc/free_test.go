@@ -89,3 +89,59 @@ func freedComms(c *ranks.Comm, k int) ([]weak.Pointer[ranks.Comm], error) {
 	}
 	return handles, nil
 }
+
+// TestPersistentSlotReleased: a persistent collective's own shared-memory slot (World.Shared, keyed by the
+// collective) is forgotten once every member has freed its request, though the communicator, here the world's, lives
+// on: each one made and freed kept its slot to the end of the job.
+func TestPersistentSlotReleased(t *testing.T) {
+	err := node.Run(node.Config{Ranks: 3}, func(c *ranks.Comm) error {
+		var handles []weak.Pointer[slot]
+		for i := 0; i < 3; i++ {
+			h, err := persistentRun(c)
+			if err != nil {
+				return err
+			}
+			handles = append(handles, h)
+		}
+		if err := collectives.Barrier(c); err != nil { // every member has freed every request
+			return err
+		}
+		runtime.GC()
+		runtime.GC()
+		if err := collectives.Barrier(c); err != nil {
+			return err
+		}
+		for i, h := range handles {
+			if h.Value() != nil {
+				return fmt.Errorf("rank %d: the slot of persistent collective %d is still reachable after Free", c.Rank(), i)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// persistentRun makes a persistent allreduce on c, runs it twice, frees it, and returns a weak handle to its slot.
+func persistentRun(c *ranks.Comm) (weak.Pointer[slot], error) {
+	send, recv := make([]float64, 4), make([]float64, 4)
+	a, err := collectives.ResolveAllreduce(c, send, recv, collectives.Sum)
+	o, err := persistentOp(c, &a, err, nil)
+	if err != nil {
+		return weak.Pointer[slot]{}, err
+	}
+	if o.shm == nil {
+		return weak.Pointer[slot]{}, fmt.Errorf("the allreduce of %d ranks in one process is not in shared memory", c.Size())
+	}
+	h := weak.Make(o.shm.sl)
+	for i := 0; i < 2; i++ {
+		if err := o.req.Start(); err != nil {
+			return h, err
+		}
+		if _, err := o.req.Wait(); err != nil {
+			return h, err
+		}
+	}
+	return h, o.req.Free()
+}

@@ -126,6 +126,15 @@ func ExscanInit(c *ranks.Comm, send, recv any, op collectives.Op) (*ranks.Reques
 
 // initOp builds the persistent operation of the resolved call a and returns its inactive request.
 func initOp(c *ranks.Comm, a *collectives.Call, err error, va *collectives.ViewArgs) (*ranks.Request, error) {
+	o, err := persistentOp(c, a, err, va)
+	if err != nil {
+		return nil, err
+	}
+	return o.req, nil
+}
+
+// persistentOp is initOp's op.
+func persistentOp(c *ranks.Comm, a *collectives.Call, err error, va *collectives.ViewArgs) (*op, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -147,5 +156,5 @@ func initOp(c *ranks.Comm, a *collectives.Call, err error, va *collectives.ViewA
 		o.finish = va.Unpack
 	}
 	o.setReq(c.PersistentOpRequest(o))
-	return o.req, nil
+	return o, nil
 }

@@ -119,10 +119,15 @@ func slotFor(c *ranks.Comm, cc *commCache) (*slot, uint64) {
 	return rg.slots[k%uint64(len(rg.slots))], k/uint64(len(rg.slots)) + 1
 }
 
-// persistentSlot returns a persistent operation's own slot (its id names it).
-func persistentSlot(c *ranks.Comm, id collectives.OpID) *slot {
-	n := c.Size()
-	return c.World().Shared(c, fmt.Sprintf("%s/persistent/%d", ringKey, id), func() any { return newSlot(n) }).(*slot)
+// persistentSlot returns a persistent operation's own slot (its id names it), and has op o, if any, give it up when
+// it is released (Free): every member of c on this node gives it up, and it is forgotten (World.Unshare).
+func persistentSlot(c *ranks.Comm, id collectives.OpID, o *op) *slot {
+	n, key := c.Size(), fmt.Sprintf("%s/persistent/%d", ringKey, id)
+	sl := c.World().Shared(c, key, func() any { return newSlot(n) }).(*slot)
+	if o != nil {
+		o.release = append(o.release, func() { c.World().Unshare(c, key) })
+	}
+	return sl
 }
 
 // shmb builds, and then serves at run time, one member's schedule of one shared-memory operation. The closures of
@@ -240,7 +245,7 @@ func buildShm(s *Schedule, sp *spec, c *ranks.Comm, o *op, persistent bool) erro
 	var sl *slot
 	var u uint64
 	if persistent {
-		sl, u = persistentSlot(c, sp.id), 0 // each Start moves it on (onStart): the first run is use 1
+		sl, u = persistentSlot(c, sp.id, o), 0 // each Start moves it on (onStart): the first run is use 1
 	} else {
 		sl, u = slotFor(c, cacheOf(c))
 	}

@@ -312,3 +312,53 @@ func TestSharedOutlivesTheFirstFree(t *testing.T) {
 		t.Fatalf("after every member freed: %d objects, %d counts left", len(w.shared), len(w.freed))
 	}
 }
+
+// A shared object that its members unshare (a persistent collective's slot, when its requests are freed) stays for
+// a member that looks it up after another unshared it, and goes once every member on the node has unshared it: the
+// communicator, here the world's, lives on, and the next lookup makes a fresh object. Freeing a communicator drops
+// its objects' counts too.
+func TestUnshare(t *testing.T) {
+	w := world(t, 3)
+	objs := make([]any, 3)
+	err := spmd(w, func(c *Comm) error {
+		me := c.Rank()
+		if me > 0 { // in turn: rank 0 looks up and unshares, then rank 1, then rank 2
+			if _, err := c.Recv(make([]byte, 1), me-1, 0); err != nil {
+				return err
+			}
+		}
+		objs[me] = w.Shared(c, "k", func() any { return new(int) })
+		w.Unshare(c, "k")
+		if me < 2 {
+			return c.Send([]byte{1}, me+1, 0)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if objs[0] != objs[1] || objs[1] != objs[2] {
+		t.Fatal("a member that looked up after the first Unshare got another object")
+	}
+	if len(w.shared) != 0 || len(w.unshared) != 0 {
+		t.Fatalf("after every member unshared: %d objects, %d counts left", len(w.shared), len(w.unshared))
+	}
+	err = spmd(w, func(c *Comm) error {
+		d, err := c.Dup()
+		if err != nil {
+			return err
+		}
+		w.Shared(d, "k", func() any { return new(int) })
+		if c.Rank() == 0 {
+			w.Unshare(d, "k") // the others free d without unsharing: its count goes with d
+		}
+		return d.Free()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.shared) != 0 || len(w.unshared) != 0 || len(w.freed) != 0 {
+		t.Fatalf("after every member freed: %d objects, %d unshare counts, %d free counts left", len(w.shared),
+			len(w.unshared), len(w.freed))
+	}
+}

@@ -71,6 +71,7 @@ type World struct {
 	sharedMu sync.Mutex
 	shared   map[sharedKey]any
 	freed    map[sharedKey]int // per communicator (key ""), how many of its members here have freed it
+	unshared map[sharedKey]int // per shared object, how many of its communicator's members here have unshared it
 }
 
 // sharedKey names a communicator on this node: disjoint groups from one Split share a context, but never their
@@ -270,18 +271,43 @@ func (w *World) Shared(c *Comm, key string, mk func() any) any {
 	return v
 }
 
-// dropShared forgets a freed communicator's shared objects, and no other group's, once every member of the
-// communicator on this node has freed it. Members make their first calls at their own pace (a neighbourhood
-// collective waits for neighbours only, so a member may finish with the communicator before another has started),
-// and a member that looked an object up after an early drop would make a fresh one that the others never see.
-func (w *World) dropShared(c *Comm) {
-	ctx, leader := c.ctx&^1, c.WorldRank(0)
+// Unshare forgets the object that Shared made for c under key, once every member of c on this node has unshared
+// it; until then a member that has not looked it up yet still finds it. Package nbc unshares a persistent
+// collective's own slot when its requests are freed: each one made on a communicator that lives on, the world's
+// included, kept its slot to the end of the job.
+func (w *World) Unshare(c *Comm, key string) {
+	here := w.localMembers(c)
+	w.sharedMu.Lock()
+	defer w.sharedMu.Unlock()
+	k := sharedKey{c.ctx &^ 1, c.WorldRank(0), key}
+	if w.unshared == nil {
+		w.unshared = make(map[sharedKey]int)
+	}
+	if w.unshared[k]++; w.unshared[k] < here {
+		return
+	}
+	delete(w.unshared, k)
+	delete(w.shared, k)
+}
+
+// localMembers counts the members of c that live on this node.
+func (w *World) localMembers(c *Comm) int {
 	here := 0
 	for i := 0; i < c.size; i++ {
 		if w.local(c.WorldRank(i)) != nil {
 			here++
 		}
 	}
+	return here
+}
+
+// dropShared forgets a freed communicator's shared objects, and no other group's, once every member of the
+// communicator on this node has freed it. Members make their first calls at their own pace (a neighbourhood
+// collective waits for neighbours only, so a member may finish with the communicator before another has started),
+// and a member that looked an object up after an early drop would make a fresh one that the others never see.
+func (w *World) dropShared(c *Comm) {
+	ctx, leader := c.ctx&^1, c.WorldRank(0)
+	here := w.localMembers(c)
 	w.sharedMu.Lock()
 	defer w.sharedMu.Unlock()
 	fk := sharedKey{ctx: ctx, leader: leader}
@@ -295,6 +321,11 @@ func (w *World) dropShared(c *Comm) {
 	for k := range w.shared {
 		if k.ctx == ctx && k.leader == leader {
 			delete(w.shared, k)
+		}
+	}
+	for k := range w.unshared {
+		if k.ctx == ctx && k.leader == leader {
+			delete(w.unshared, k)
 		}
 	}
 }
