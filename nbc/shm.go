@@ -89,7 +89,7 @@ type member struct {
 	recvDone         atomic.Uint64 // alltoall: blocks copied into dst in this use (n in all)
 	sendDone         atomic.Uint64 // alltoall: blocks copied out of src in this use
 	blk              int
-	last             atomic.Pointer[op] // the member's operation of the slot's latest use, until it finishes (acquire, op.forget)
+	last             atomic.Pointer[op] // its operation of the slot's latest use, until done (acquire, op.forget)
 	_                [72]byte           // to 512 bytes: every member of the array starts at the same offset in a line
 }
 
