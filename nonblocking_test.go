@@ -932,33 +932,8 @@ func TestNonblockingLargeCallsFreed(t *testing.T) {
 			_, err = r.Wait()
 			return err
 		}
-		live := func() (uint64, error) {
-			if err := c.Barrier(); err != nil {
-				return 0, err
-			}
-			var m runtime.MemStats
-			if node.Rank() == 0 {
-				runtime.GC()
-				runtime.ReadMemStats(&m)
-			}
-			return m.HeapAlloc, c.Barrier()
-		}
 		const calls = 200
-		for i := 0; i < calls; i++ {
-			if err := once(); err != nil {
-				return err
-			}
-		}
-		first, err := live()
-		if err != nil {
-			return err
-		}
-		for i := 0; i < 3*calls; i++ {
-			if err := once(); err != nil {
-				return err
-			}
-		}
-		second, err := live()
+		first, second, err := liveHeapWindows(c, node, calls, once)
 		if err != nil {
 			return err
 		}
@@ -1005,33 +980,8 @@ func TestFreedCommunicatorsReleased(t *testing.T) {
 			}
 			return sc.Free()
 		}
-		live := func() (uint64, error) {
-			if err := c.Barrier(); err != nil {
-				return 0, err
-			}
-			var m runtime.MemStats
-			if node.Rank() == 0 {
-				runtime.GC()
-				runtime.ReadMemStats(&m)
-			}
-			return m.HeapAlloc, c.Barrier()
-		}
 		const cycles = 100
-		for i := 0; i < cycles; i++ {
-			if err := cycle(); err != nil {
-				return err
-			}
-		}
-		first, err := live()
-		if err != nil {
-			return err
-		}
-		for i := 0; i < 3*cycles; i++ {
-			if err := cycle(); err != nil {
-				return err
-			}
-		}
-		second, err := live()
+		first, second, err := liveHeapWindows(c, node, cycles, cycle)
 		if err != nil {
 			return err
 		}
@@ -1045,6 +995,39 @@ func TestFreedCommunicatorsReleased(t *testing.T) {
 	t.Run("nodes", func(t *testing.T) {
 		harness.Procs(t, harness.Spec{Ranks: 8, Nodes: 2}, body).Check(t)
 	})
+}
+
+// liveHeapWindows runs step n times, then 3n times more, and returns the live heap (after a collection) at the
+// end of each window, as node's lowest rank measures it while the others wait in a barrier (0 on the others).
+func liveHeapWindows(c, node *Comm, n int, step func() error) (first, second uint64, err error) {
+	live := func() (uint64, error) {
+		if err := c.Barrier(); err != nil {
+			return 0, err
+		}
+		var m runtime.MemStats
+		if node.Rank() == 0 {
+			runtime.GC()
+			runtime.ReadMemStats(&m)
+		}
+		return m.HeapAlloc, c.Barrier()
+	}
+	for w, runs := range []int{n, 3 * n} {
+		for i := 0; i < runs; i++ {
+			if err := step(); err != nil {
+				return 0, 0, err
+			}
+		}
+		h, err := live()
+		if err != nil {
+			return 0, 0, err
+		}
+		if w == 0 {
+			first = h
+		} else {
+			second = h
+		}
+	}
+	return first, second, nil
 }
 
 // TestNonblockingScratchReuse: large calls whose schedules take scratch buffers from the pools (nbc/scratch.go),

@@ -36,24 +36,30 @@ func TestFreedCommunicatorCollected(t *testing.T) {
 				return err
 			}
 		}
-		if err := collectives.Barrier(c); err != nil { // every member has freed every communicator
-			return err
-		}
-		runtime.GC()
-		runtime.GC()
-		if err := collectives.Barrier(c); err != nil {
-			return err
-		}
-		for i, h := range handles {
-			if h.Value() != nil {
-				return fmt.Errorf("rank %d: communicator %d is still reachable after Free", c.Rank(), i)
-			}
-		}
-		return nil
+		return collectedAfterFree(c, "communicator", handles)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// collectedAfterFree reports an error if any of this rank's handles still points at a live object once every
+// member of c has freed what it made (the first barrier) and two collections have run.
+func collectedAfterFree[T any](c *ranks.Comm, what string, handles []weak.Pointer[T]) error {
+	if err := collectives.Barrier(c); err != nil {
+		return err
+	}
+	runtime.GC()
+	runtime.GC()
+	if err := collectives.Barrier(c); err != nil {
+		return err
+	}
+	for i, h := range handles {
+		if h.Value() != nil {
+			return fmt.Errorf("rank %d: %s %d is still reachable after Free", c.Rank(), what, i)
+		}
+	}
+	return nil
 }
 
 // freedComms splits c k times, runs nonblocking collectives on each part, frees it, and returns weak handles to
@@ -103,20 +109,7 @@ func TestPersistentSlotReleased(t *testing.T) {
 			}
 			handles = append(handles, h)
 		}
-		if err := collectives.Barrier(c); err != nil { // every member has freed every request
-			return err
-		}
-		runtime.GC()
-		runtime.GC()
-		if err := collectives.Barrier(c); err != nil {
-			return err
-		}
-		for i, h := range handles {
-			if h.Value() != nil {
-				return fmt.Errorf("rank %d: the slot of persistent collective %d is still reachable after Free", c.Rank(), i)
-			}
-		}
-		return nil
+		return collectedAfterFree(c, "the slot of persistent collective", handles)
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -287,20 +287,10 @@ func TestSharedOutlivesTheFirstFree(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		me := c.Rank()
-		if me > 0 { // in turn: rank 0 looks up and frees, then rank 1, then rank 2
-			if _, err := c.Recv(make([]byte, 1), me-1, 0); err != nil {
-				return err
-			}
-		}
-		objs[me] = w.Shared(d, "k", func() any { return new(int) })
-		if err := d.Free(); err != nil {
-			return err
-		}
-		if me < 2 {
-			return c.Send([]byte{1}, me+1, 0)
-		}
-		return nil
+		return inTurn(c, func() error { // rank 0 looks up and frees, then rank 1, then rank 2
+			objs[c.Rank()] = w.Shared(d, "k", func() any { return new(int) })
+			return d.Free()
+		})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -321,18 +311,11 @@ func TestUnshare(t *testing.T) {
 	w := world(t, 3)
 	objs := make([]any, 3)
 	err := spmd(w, func(c *Comm) error {
-		me := c.Rank()
-		if me > 0 { // in turn: rank 0 looks up and unshares, then rank 1, then rank 2
-			if _, err := c.Recv(make([]byte, 1), me-1, 0); err != nil {
-				return err
-			}
-		}
-		objs[me] = w.Shared(c, "k", func() any { return new(int) })
-		w.Unshare(c, "k")
-		if me < 2 {
-			return c.Send([]byte{1}, me+1, 0)
-		}
-		return nil
+		return inTurn(c, func() error { // rank 0 looks up and unshares, then rank 1, then rank 2
+			objs[c.Rank()] = w.Shared(c, "k", func() any { return new(int) })
+			w.Unshare(c, "k")
+			return nil
+		})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -361,4 +344,21 @@ func TestUnshare(t *testing.T) {
 		t.Fatalf("after every member freed: %d objects, %d unshare counts, %d free counts left", len(w.shared),
 			len(w.unshared), len(w.freed))
 	}
+}
+
+// inTurn runs f on each rank of c in rank order: each waits for the one before it to finish.
+func inTurn(c *Comm, f func() error) error {
+	me := c.Rank()
+	if me > 0 {
+		if _, err := c.Recv(make([]byte, 1), me-1, 0); err != nil {
+			return err
+		}
+	}
+	if err := f(); err != nil {
+		return err
+	}
+	if me < c.Size()-1 {
+		return c.Send([]byte{1}, me+1, 0)
+	}
+	return nil
 }
