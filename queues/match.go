@@ -87,6 +87,21 @@ func (bs *bins) get(ctx uint32, src int32, create bool) *bin {
 	return b
 }
 
+// forget drops the empty bins of the contexts that ctx reports. Bins stay when they empty, so that a steady stream
+// between two ranks allocates none; without this, each communicator that ever carried a message for a rank left
+// that rank's bins behind (about 200 bytes per peer and communicator), without bound in a program that makes and
+// frees communicators.
+func (bs *bins) forget(ctx func(uint32) bool) {
+	for k, b := range bs.m {
+		if b.head == nil && ctx(uint32(k>>32)) {
+			delete(bs.m, k)
+			if bs.last == b {
+				bs.last, bs.lastKey = nil, 0
+			}
+		}
+	}
+}
+
 // Unexpected holds messages that arrived before a matching receive was posted. Every item has a concrete source
 // and tag. Not safe for concurrent use: its owner locks around every call (ranks: the rank's lock, Rank.mu, which
 // guards its posted and unexpected queues together).
@@ -98,6 +113,9 @@ type Unexpected struct {
 
 // Len is the number of queued messages.
 func (u *Unexpected) Len() int { return u.n }
+
+// Forget drops the empty (context, source) bins of the contexts that ctx reports (a freed communicator's).
+func (u *Unexpected) Forget(ctx func(uint32) bool) { u.bins.forget(ctx) }
 
 // Push appends a message in arrival order.
 func (u *Unexpected) Push(it *Item) {
@@ -177,6 +195,9 @@ type Posted struct {
 
 // Len is the number of posted receives.
 func (p *Posted) Len() int { return p.n }
+
+// Forget drops the empty (context, source) bins of the contexts that ctx reports (a freed communicator's).
+func (p *Posted) Forget(ctx func(uint32) bool) { p.bins.forget(ctx) }
 
 // Push posts a receive; its Env may hold wildcards.
 func (p *Posted) Push(it *Item) {

@@ -147,3 +147,48 @@ func BenchmarkPostedPushTake(b *testing.B) {
 		p.Take(e.Env)
 	}
 }
+
+// Forget drops the empty bins of the contexts it is given (a freed communicator's), and keeps bins that still hold
+// entries and every other context's; matching goes on as before, making bins afresh.
+func TestForgetDropsEmptyBins(t *testing.T) {
+	var u Unexpected
+	var p Posted
+	items := make([]*entry, 6)
+	for i := range items {
+		items[i] = &entry{id: i}
+		items[i].Env = Envelope{Ctx: uint32(2 + 2*(i%2)), Src: int32(i), Tag: 1} // contexts 2 and 4
+		u.Push(&items[i].Item)
+	}
+	for _, i := range []int{0, 1, 2, 3} { // every context-2 source but 4, and ctx 4's sources 1 and 3, are matched
+		if u.Take(items[i].Env.Ctx, items[i].Env.Src, 1) != &items[i].Item {
+			t.Fatalf("message %d not taken", i)
+		}
+	}
+	recv := &entry{id: 9}
+	recv.Env = Envelope{Ctx: 2, Src: 7, Tag: 1}
+	p.Push(&recv.Item)
+	p.Remove(&recv.Item)
+	ctx2 := func(ctx uint32) bool { return ctx == 2 }
+	u.Forget(ctx2)
+	p.Forget(ctx2)
+	for k, b := range u.bins.m {
+		if uint32(k>>32) == 2 && b.head == nil {
+			t.Errorf("an empty bin of context 2 (source %d) is left", int32(k))
+		}
+	}
+	if len(u.bins.m) != 4 { // ctx 2 source 4 (queued), ctx 4 sources 1, 3 (empty, kept) and 5 (queued)
+		t.Errorf("%d bins left, want 4", len(u.bins.m))
+	}
+	if len(p.bins.m) != 0 {
+		t.Errorf("%d posted bins left, want 0", len(p.bins.m))
+	}
+	if u.Take(2, 4, 1) != &items[4].Item || u.Take(4, 5, 1) != &items[5].Item {
+		t.Fatal("a queued message was lost with its context's empty bins")
+	}
+	again := &entry{id: 10}
+	again.Env = Envelope{Ctx: 2, Src: 0, Tag: 1}
+	u.Push(&again.Item)
+	if u.Take(2, 0, 1) != &again.Item || u.Len() != 0 {
+		t.Fatal("a message of a forgotten context is not matched")
+	}
+}

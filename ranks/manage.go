@@ -246,9 +246,26 @@ func (c *Comm) Free() error {
 		return fmt.Errorf("%w: already freed", ErrComm)
 	}
 	c.w.dropShared(c)
+	c.forgetBins()
 	if c.local != nil { // an intercommunicator's local communicator is its own
 		c.local.freed.Store(true)
 		c.w.dropShared(c.local)
+		c.local.forgetBins()
 	}
 	return nil
+}
+
+// forgetBins drops the rank's empty matching bins of c's contexts: point-to-point, collective, and their side
+// contexts (sideCtx).
+func (c *Comm) forgetBins() {
+	r := c.r
+	if r == nil {
+		return
+	}
+	pair := c.ctx &^ 1
+	mine := func(ctx uint32) bool { return ctx&^sideCtx&^1 == pair }
+	r.mu.Lock()
+	r.posted.Forget(mine)
+	r.unexp.Forget(mine)
+	r.mu.Unlock()
 }
