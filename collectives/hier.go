@@ -23,8 +23,8 @@ type hierComms struct {
 func (st *commState) hierOK() bool { return !st.local && st.nodes > 1 && st.nodes < st.size }
 
 func (st *commState) hierarchy(c *ranks.Comm) (*hierComms, error) {
-	if st.hier != nil {
-		return st.hier, nil
+	if h := st.hier.h; h != nil {
+		return h, nil
 	}
 	h := &hierComms{nodeIdx: make([]int, st.size), nodeRank: make([]int, st.size)}
 	leaderOf := map[int]int{} // node -> index in leaders
@@ -68,10 +68,7 @@ func (st *commState) hierarchy(c *ranks.Comm) (*hierComms, error) {
 		setLayout(leaders, st.layout) // a faked layout (tests) holds for the leaders too
 	}
 	h.node, h.leaders = node, leaders
-	st.hier = h
-	if st.hierCell != nil {
-		st.hierCell.h = h
-	}
+	st.hier.h = h
 	return h, nil
 }
 

@@ -25,8 +25,7 @@ type commState struct {
 	rules  [numColls][]rule                 // the table's rules that can match this communicator, made on first use
 	last   [numColls]lastChoice             // the previous choice, reused for the same size
 
-	hier     *hierComms // node-aware sub-communicators, made on first use
-	hierCell *hierCell  // the same, for the cleanup (makeState); nil for a state without one
+	hier *hierCell // node-aware sub-communicators, made on first use; the cleanup holds the cell (makeState)
 
 	nbc any      // package nbc's state for this rank and communicator (NbcState)
 	nbr *nbrPlan // neighbourhood collectives' plan, made on first use (neighbor.go)
@@ -60,7 +59,6 @@ func stateOf(c *ranks.Comm) *commState {
 // Split, Iallreduce and Free.
 func makeState(c *ranks.Comm, layout func(worldRank int) int) *commState {
 	st := newState(c, layout)
-	st.hierCell = new(hierCell)
 	runtime.AddCleanup(c, func(hc *hierCell) {
 		if h := hc.h; h != nil { // the node-aware sub-communicators die with their parent
 			h.node.Free()
@@ -68,7 +66,7 @@ func makeState(c *ranks.Comm, layout func(worldRank int) int) *commState {
 				h.leaders.Free()
 			}
 		}
-	}, st.hierCell)
+	}, st.hier)
 	return st
 }
 
@@ -81,7 +79,7 @@ func newState(c *ranks.Comm, layout func(worldRank int) int) *commState {
 	if layout != nil {
 		nodeOf = layout
 	}
-	s := &commState{size: c.Size(), rank: c.Rank(), layout: layout}
+	s := &commState{size: c.Size(), rank: c.Rank(), layout: layout, hier: new(hierCell)}
 	if c.IsInter() {
 		return s // scratch only: the local phases run on c.Local(), which has a state of its own (inter.go)
 	}
