@@ -298,8 +298,8 @@ func TestSharedOutlivesTheFirstFree(t *testing.T) {
 	if objs[0] != objs[1] || objs[1] != objs[2] {
 		t.Fatal("a member that looked up after the first Free got another object")
 	}
-	if len(w.shared) != 0 || len(w.freed) != 0 {
-		t.Fatalf("after every member freed: %d objects, %d counts left", len(w.shared), len(w.freed))
+	if len(w.shared) != 0 || len(w.released) != 0 {
+		t.Fatalf("after every member freed: %d objects, %d counts left", len(w.shared), len(w.released))
 	}
 }
 
@@ -323,8 +323,8 @@ func TestUnshare(t *testing.T) {
 	if objs[0] != objs[1] || objs[1] != objs[2] {
 		t.Fatal("a member that looked up after the first Unshare got another object")
 	}
-	if len(w.shared) != 0 || len(w.unshared) != 0 {
-		t.Fatalf("after every member unshared: %d objects, %d counts left", len(w.shared), len(w.unshared))
+	if len(w.shared) != 0 || len(w.released) != 0 {
+		t.Fatalf("after every member unshared: %d objects, %d counts left", len(w.shared), len(w.released))
 	}
 	err = spmd(w, func(c *Comm) error {
 		d, err := c.Dup()
@@ -340,9 +340,8 @@ func TestUnshare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(w.shared) != 0 || len(w.unshared) != 0 || len(w.freed) != 0 {
-		t.Fatalf("after every member freed: %d objects, %d unshare counts, %d free counts left", len(w.shared),
-			len(w.unshared), len(w.freed))
+	if len(w.shared) != 0 || len(w.released) != 0 {
+		t.Fatalf("after every member freed: %d objects, %d counts left", len(w.shared), len(w.released))
 	}
 }
 

@@ -70,8 +70,9 @@ type World struct {
 
 	sharedMu sync.Mutex
 	shared   map[sharedKey]any
-	freed    map[sharedKey]int // per communicator (key ""), how many of its members here have freed it
-	unshared map[sharedKey]int // per shared object, how many of its communicator's members here have unshared it
+	// released counts, per communicator (key ""), how many of its members here have freed it, and per shared
+	// object, how many have unshared it (lastRelease)
+	released map[sharedKey]int
 }
 
 // sharedKey names a communicator on this node: disjoint groups from one Split share a context, but never their
@@ -279,15 +280,22 @@ func (w *World) Unshare(c *Comm, key string) {
 	here := w.localMembers(c)
 	w.sharedMu.Lock()
 	defer w.sharedMu.Unlock()
-	k := sharedKey{c.ctx &^ 1, c.WorldRank(0), key}
-	if w.unshared == nil {
-		w.unshared = make(map[sharedKey]int)
+	if k := (sharedKey{c.ctx &^ 1, c.WorldRank(0), key}); w.lastRelease(k, here) {
+		delete(w.shared, k)
 	}
-	if w.unshared[k]++; w.unshared[k] < here {
-		return
+}
+
+// lastRelease counts one more release of k by a member here and reports whether it was the last of here's, then
+// forgetting the count. Called with sharedMu held.
+func (w *World) lastRelease(k sharedKey, here int) bool {
+	if w.released == nil {
+		w.released = make(map[sharedKey]int)
 	}
-	delete(w.unshared, k)
-	delete(w.shared, k)
+	if w.released[k]++; w.released[k] < here {
+		return false
+	}
+	delete(w.released, k)
+	return true
 }
 
 // localMembers counts the members of c that live on this node.
@@ -310,22 +318,17 @@ func (w *World) dropShared(c *Comm) {
 	here := w.localMembers(c)
 	w.sharedMu.Lock()
 	defer w.sharedMu.Unlock()
-	fk := sharedKey{ctx: ctx, leader: leader}
-	if w.freed == nil {
-		w.freed = make(map[sharedKey]int)
-	}
-	if w.freed[fk]++; w.freed[fk] < here {
+	if !w.lastRelease(sharedKey{ctx: ctx, leader: leader}, here) {
 		return
 	}
-	delete(w.freed, fk)
 	for k := range w.shared {
 		if k.ctx == ctx && k.leader == leader {
 			delete(w.shared, k)
 		}
 	}
-	for k := range w.unshared {
+	for k := range w.released { // objects that not every member unshared
 		if k.ctx == ctx && k.leader == leader {
-			delete(w.unshared, k)
+			delete(w.released, k)
 		}
 	}
 }
