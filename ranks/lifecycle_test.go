@@ -523,3 +523,45 @@ func TestFreeActiveReceive(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// instant is a persistent operation whose every run finishes inside its own Start, as a persistent collective's
+// does on the member that arrives last.
+type instant struct{ r *Request }
+
+func (o *instant) Start() error                { CompleteOp(o.r, nil); return nil }
+func (o *instant) Progress() (bool, error)     { return false, nil }
+func (o *instant) Blocker() *queues.Completion { return nil }
+
+// A persistent operation's request is on its rank's list of active operations at most once. Runs that finished in
+// their Start, reported by a Wait that had nothing to wait for and so swept nothing, each added the request again:
+// the list grew by one per run, without bound, and Wait's lone-operation spin, which needs a count of 1, was lost.
+// Freed, the request leaves the list.
+func TestPersistentOperationListedOnce(t *testing.T) {
+	w := world(t, 1)
+	err := spmd(w, func(c *Comm) error {
+		op := &instant{}
+		op.r = c.PersistentOpRequest(op)
+		for run := 0; run < 100; run++ {
+			if err := op.r.Start(); err != nil {
+				return err
+			}
+			if n := c.r.ops.n.Load(); n != 1 {
+				return fmt.Errorf("run %d: %d operations listed, want 1", run, n)
+			}
+			if _, err := op.r.Wait(); err != nil {
+				return err
+			}
+		}
+		// Freed, it leaves the list at once: the list must not keep it, and its operation, alive.
+		if err := op.r.Free(); err != nil {
+			return err
+		}
+		if n := c.r.ops.n.Load(); n != 0 {
+			return fmt.Errorf("%d operations listed after Free, want 0", n)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

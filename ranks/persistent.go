@@ -340,6 +340,7 @@ func (r *Request) Free() error {
 		switch s := r.life.Load(); s {
 		case lifeInactive:
 			if r.life.CompareAndSwap(s, lifeFreed) {
+				r.unlist()
 				r.release()
 				return nil
 			}
@@ -348,7 +349,9 @@ func (r *Request) Free() error {
 				// If it is done, release it now. If not: a point-to-point request needs nobody once its flag is set,
 				// except an object receive, whose completer sees the state (completeObject); an operation must be
 				// progressed to its end.
-				if !r.settle() && r.kind == kindOp {
+				if r.settle() {
+					r.unlist()
+				} else if r.kind == kindOp {
 					r.w.adopt(r)
 				}
 				return nil
@@ -358,5 +361,12 @@ func (r *Request) Free() error {
 		default:
 			return errFreed()
 		}
+	}
+}
+
+// unlist takes a freed operation request that has finished off its rank's list of operations (rankOps.drop).
+func (r *Request) unlist() {
+	if r.kind == kindOp && r.owner != nil {
+		r.owner.ops.drop(r)
 	}
 }

@@ -129,6 +129,7 @@ type Request struct {
 type reqExt struct {
 	op     Operation   // kindOp: the operation the request completes with
 	opDone atomic.Bool // CompleteOp has completed the request (for this run)
+	listed bool        // on its rank's list of active operations (rankOps.reqs, under its lock)
 	// persist runs one instance of a persistent request at each Start; nil for a one-shot request.
 	persist starter
 }
