@@ -22,6 +22,7 @@ type commState struct {
 	me  *shmRank // this rank's private shared-memory bookkeeping
 
 	forced [numColls]atomic.Pointer[string] // set by Force
+	forces atomic.Uint32                    // Forces so far: a choice remembered across calls holds while it stays
 	rules  [numColls][]rule                 // the table's rules that can match this communicator, made on first use
 	last   [numColls]lastChoice             // the previous choice, reused for the same size
 

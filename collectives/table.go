@@ -493,9 +493,15 @@ func Force(c *ranks.Comm, coll, algo string) error {
 	if _, ok := algos[algo]; !ok && algo != "" {
 		return fmt.Errorf("%w: unknown %s algorithm %q (have %s)", ranks.ErrArg, coll, algo, algoList(coll))
 	}
-	stateOf(c).forced[collID(coll)].Store(&algo)
+	st := stateOf(c)
+	st.forced[collID(coll)].Store(&algo)
+	st.forces.Add(1)
 	return nil
 }
+
+// Forces counts the Force calls on c so far (this rank's): a choice of algorithm remembered from one call to the
+// next holds while it does not change.
+func Forces(c *ranks.Comm) uint32 { return stateOf(c).forces.Load() }
 
 // Collectives lists the collectives the table knows, and Algorithms a collective's algorithms.
 func Collectives() []string {

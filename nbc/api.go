@@ -12,99 +12,135 @@ import (
 
 // Ibarrier starts a barrier.
 func Ibarrier(c *ranks.Comm) (*ranks.Request, error) {
+	k := callKey{kind: kindBarrier, ok: true}
+	if r := again(c, &k); r != nil {
+		return r, nil
+	}
 	a, err := collectives.ResolveBarrier(c)
-	return start(c, &a, err, nil)
+	return start(c, &a, err, nil, &k)
 }
 
 // Ibcast starts a bcast of the root's buf (a primitive or Loc slice, or a pointer to any value).
 func Ibcast(c *ranks.Comm, buf any, root int) (*ranks.Request, error) {
+	k := keyOf(kindBcast, buf, nil, collectives.Op{}, root)
+	if r := again(c, &k); r != nil {
+		return r, nil
+	}
 	va, _, buf := collectives.PackViews(nil, buf)
 	a, err := collectives.ResolveBcast(c, buf, root)
-	return start(c, &a, err, va)
+	return start(c, &a, err, va, &k)
 }
 
 // Ireduce starts a reduce into the root's recv.
 func Ireduce(c *ranks.Comm, send, recv any, op collectives.Op, root int) (*ranks.Request, error) {
+	k := keyOf(kindReduce, send, recv, op, root)
+	if r := again(c, &k); r != nil {
+		return r, nil
+	}
 	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveReduce(c, send, recv, op, root)
-	return start(c, &a, err, va)
+	return start(c, &a, err, va, &k)
 }
 
 // Iallreduce starts an allreduce.
 func Iallreduce(c *ranks.Comm, send, recv any, op collectives.Op) (*ranks.Request, error) {
+	k := keyOf(kindAllreduce, send, recv, op, 0)
+	if r := again(c, &k); r != nil {
+		return r, nil
+	}
 	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveAllreduce(c, send, recv, op)
-	return start(c, &a, err, va)
+	return start(c, &a, err, va, &k)
 }
 
 // Igather starts a gather into the root's recv.
 func Igather(c *ranks.Comm, send, recv any, root int) (*ranks.Request, error) {
+	k := keyOf(kindGather, send, recv, collectives.Op{}, root)
+	if r := again(c, &k); r != nil {
+		return r, nil
+	}
 	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveGather(c, send, recv, root)
-	return start(c, &a, err, va)
+	return start(c, &a, err, va, &k)
 }
 
 // Igatherv starts a gatherv.
 func Igatherv(c *ranks.Comm, send, recv any, counts, displs []int, root int) (*ranks.Request, error) {
 	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveGatherv(c, send, recv, counts, displs, root)
-	return start(c, &a, err, va)
+	return start(c, &a, err, va, nil)
 }
 
 // Iscatter starts a scatter from the root's send.
 func Iscatter(c *ranks.Comm, send, recv any, root int) (*ranks.Request, error) {
+	k := keyOf(kindScatter, send, recv, collectives.Op{}, root)
+	if r := again(c, &k); r != nil {
+		return r, nil
+	}
 	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveScatter(c, send, recv, root)
-	return start(c, &a, err, va)
+	return start(c, &a, err, va, &k)
 }
 
 // Iscatterv starts a scatterv.
 func Iscatterv(c *ranks.Comm, send any, counts, displs []int, recv any, root int) (*ranks.Request, error) {
 	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveScatterv(c, send, counts, displs, recv, root)
-	return start(c, &a, err, va)
+	return start(c, &a, err, va, nil)
 }
 
 // Iallgather starts an allgather.
 func Iallgather(c *ranks.Comm, send, recv any) (*ranks.Request, error) {
+	k := keyOf(kindAllgather, send, recv, collectives.Op{}, 0)
+	if r := again(c, &k); r != nil {
+		return r, nil
+	}
 	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveAllgather(c, send, recv)
-	return start(c, &a, err, va)
+	return start(c, &a, err, va, &k)
 }
 
 // Iallgatherv starts an allgatherv.
 func Iallgatherv(c *ranks.Comm, send, recv any, counts, displs []int) (*ranks.Request, error) {
 	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveAllgatherv(c, send, recv, counts, displs)
-	return start(c, &a, err, va)
+	return start(c, &a, err, va, nil)
 }
 
 // Ialltoall starts an alltoall.
 func Ialltoall(c *ranks.Comm, send, recv any) (*ranks.Request, error) {
+	k := keyOf(kindAlltoall, send, recv, collectives.Op{}, 0)
+	if r := again(c, &k); r != nil {
+		return r, nil
+	}
 	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveAlltoall(c, send, recv)
-	return start(c, &a, err, va)
+	return start(c, &a, err, va, &k)
 }
 
 // Ialltoallv starts an alltoallv.
 func Ialltoallv(c *ranks.Comm, send any, sendCounts, sendDispls []int, recv any, recvCounts, recvDispls []int) (*ranks.Request, error) {
 	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveAlltoallv(c, send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
-	return start(c, &a, err, va)
+	return start(c, &a, err, va, nil)
 }
 
 // IreduceScatter starts a reduce_scatter.
 func IreduceScatter(c *ranks.Comm, send, recv any, counts []int, op collectives.Op) (*ranks.Request, error) {
 	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveReduceScatter(c, send, recv, counts, op)
-	return start(c, &a, err, va)
+	return start(c, &a, err, va, nil)
 }
 
 // IreduceScatterBlock starts a reduce_scatter_block.
 func IreduceScatterBlock(c *ranks.Comm, send, recv any, op collectives.Op) (*ranks.Request, error) {
+	k := keyOf(kindReduceScatterBlock, send, recv, op, 0)
+	if r := again(c, &k); r != nil {
+		return r, nil
+	}
 	va, send, recv := collectives.PackViews(send, recv)
 	a, err := resolveReduceScatterBlock(c, send, recv, op)
-	return start(c, &a, err, va)
+	return start(c, &a, err, va, &k)
 }
 
 func resolveReduceScatterBlock(c *ranks.Comm, send, recv any, op collectives.Op) (collectives.Call, error) {
@@ -116,24 +152,36 @@ func resolveReduceScatterBlock(c *ranks.Comm, send, recv any, op collectives.Op)
 
 // Iscan starts an inclusive scan.
 func Iscan(c *ranks.Comm, send, recv any, op collectives.Op) (*ranks.Request, error) {
+	k := keyOf(kindScan, send, recv, op, 0)
+	if r := again(c, &k); r != nil {
+		return r, nil
+	}
 	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveScan(c, send, recv, op, false)
-	return start(c, &a, err, va)
+	return start(c, &a, err, va, &k)
 }
 
 // Iexscan starts an exclusive scan.
 func Iexscan(c *ranks.Comm, send, recv any, op collectives.Op) (*ranks.Request, error) {
+	k := keyOf(kindExscan, send, recv, op, 0)
+	if r := again(c, &k); r != nil {
+		return r, nil
+	}
 	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveScan(c, send, recv, op, true)
-	return start(c, &a, err, va)
+	return start(c, &a, err, va, &k)
 }
 
 // start runs the resolved call a: an operation kept from the same call before (cache.go), or a new one. It posts
 // the first round and returns the request. va holds the packed copies of View arguments (collectives.PackViews):
 // the operation then works on them, and is not kept (its copies are its own).
-func start(c *ranks.Comm, a *collectives.Call, err error, va *collectives.ViewArgs) (*ranks.Request, error) {
+func start(c *ranks.Comm, a *collectives.Call, err error, va *collectives.ViewArgs, k *callKey) (*ranks.Request, error) {
 	if err != nil {
 		return nil, err
+	}
+	var forces uint32
+	if k != nil && k.ok {
+		forces = collectives.Forces(c)
 	}
 	algo, err := chooseFor(c, a)
 	if err != nil {
@@ -143,6 +191,7 @@ func start(c *ranks.Comm, a *collectives.Call, err error, va *collectives.ViewAr
 	defer ranks.LeaveOps(c, gen)
 	if va == nil {
 		if o := reuse(c, a, algo); o != nil {
+			remember(c, k, o, forces)
 			return o.req, nil
 		}
 	}
@@ -160,6 +209,7 @@ func start(c *ranks.Comm, a *collectives.Call, err error, va *collectives.ViewAr
 	ranks.Launch(o.req)
 	if va == nil {
 		keep(c, o, a, algo)
+		remember(c, k, o, forces)
 	}
 	o.lend = o.key == nil // not kept for reuse: its scratch buffers go back when it finishes
 	o.run()

@@ -29,6 +29,7 @@ type commCache struct {
 	ops  [cacheLen]*op
 	next int
 	ring *ring
+	memo [numKinds]memo // the last call of each kind (memo.go)
 }
 
 func cacheOf(c *ranks.Comm) *commCache {
@@ -51,21 +52,29 @@ func reuse(c *ranks.Comm, a *collectives.Call, algo string) *op {
 		if o == nil || o.algo != algo || !o.done.Load() || !o.key.Same(a) {
 			continue
 		}
-		// Hold the op as a run would: a worker's stale task may still look at it (and then finds it finished).
-		if !o.state.CompareAndSwap(opIdle, opRunning) {
-			continue
+		if o.again(c, cc) {
+			return o
 		}
-		o.retarget(c, cc)
-		o.m.Reset()
-		o.err = nil
-		o.done.Store(false)
-		o.setReq(c.OpRequest(o))
-		ranks.Launch(o.req)
-		o.held()
-		o.started()
-		return o
 	}
 	return nil
+}
+
+// again runs the finished kept op o again, as the next operation on c, and reports whether it could: a worker's
+// run of it may still be under way.
+func (o *op) again(c *ranks.Comm, cc *commCache) bool {
+	// Hold the op as a run would: a worker's stale task may still look at it (and then finds it finished).
+	if !o.state.CompareAndSwap(opIdle, opRunning) {
+		return false
+	}
+	o.retarget(c, cc)
+	o.m.Reset()
+	o.err = nil
+	o.done.Store(false)
+	o.setReq(c.OpRequest(o))
+	ranks.Launch(o.req)
+	o.held()
+	o.started()
+	return true
 }
 
 // keep remembers op o, built for call a with algorithm algo, for reuse.

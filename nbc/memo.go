@@ -1,0 +1,123 @@
+package nbc
+
+import (
+	"unsafe"
+
+	"github.com/gompj/gompj/collectives"
+	"github.com/gompj/gompj/ranks"
+)
+
+// The last call of each kind. A program starts the same small collective again and again (a residual's
+// Iallreduce at every step, OSU's loops), and most of what such a start cost was finding out what the caller had
+// already told the last time: resolving the arguments (collectives.Resolve*, about 1300 instructions for an 8-byte
+// Iallreduce), choosing the algorithm (300), matching the kept operations (cache.go, 130). So each rank remembers,
+// per communicator and kind of call, the arguments of its last successful start as they were given (the buffers'
+// element type and memory, the op, the root) and the operation that ran it; a start with the very same arguments,
+// while no Force has changed the choice of algorithm since, runs that operation again at once if it has finished.
+// Whatever the memo does not recognise (Views, objects, InPlace, counts and displacements, the rarer element types)
+// takes the full path, which gives the same operation.
+
+// callKind names the calls the memo serves.
+type callKind uint8
+
+const (
+	kindBarrier callKind = iota
+	kindBcast
+	kindReduce
+	kindAllreduce
+	kindGather
+	kindScatter
+	kindAllgather
+	kindAlltoall
+	kindReduceScatterBlock
+	kindScan
+	kindExscan
+	numKinds
+)
+
+// bufKey is a buffer argument as the memo compares it: its element type and its memory. The memo takes only nil
+// and the common primitive slices (ok false otherwise).
+type bufKey struct {
+	typ      uint8
+	ptr      unsafe.Pointer
+	len, cap int
+}
+
+// callKey is a call's arguments as the memo compares them.
+type callKey struct {
+	kind       callKind
+	send, recv bufKey
+	op         collectives.Op
+	root       int
+	ok         bool // both buffers are of a kind the memo takes
+}
+
+// memo is the last call of one kind on a communicator, and the operation that ran it.
+type memo struct {
+	key    callKey
+	o      *op
+	forces uint32 // collectives.Forces when it was chosen
+}
+
+func keyOf(kind callKind, send, recv any, op collectives.Op, root int) callKey {
+	s, ok1 := bufKeyOf(send)
+	r, ok2 := bufKeyOf(recv)
+	return callKey{kind: kind, send: s, recv: r, op: op, root: root, ok: ok1 && ok2}
+}
+
+func bufKeyOf(b any) (bufKey, bool) {
+	switch v := b.(type) {
+	case nil:
+		return bufKey{}, true
+	case []float64:
+		return sliceKey(v, 1), true
+	case []byte:
+		return sliceKey(v, 2), true
+	case []int:
+		return sliceKey(v, 3), true
+	case []float32:
+		return sliceKey(v, 4), true
+	case []int64:
+		return sliceKey(v, 5), true
+	case []int32:
+		return sliceKey(v, 6), true
+	case []uint64:
+		return sliceKey(v, 7), true
+	case []uint32:
+		return sliceKey(v, 8), true
+	case []complex128:
+		return sliceKey(v, 9), true
+	}
+	return bufKey{}, false
+}
+
+func sliceKey[T any](s []T, typ uint8) bufKey {
+	return bufKey{typ: typ, ptr: unsafe.Pointer(unsafe.SliceData(s)), len: len(s), cap: cap(s)}
+}
+
+// again starts call k on c by running its memo's operation again, and returns its request; nil if the memo does not
+// have this call, or its operation has not finished (the caller then takes the full path).
+func again(c *ranks.Comm, k *callKey) *ranks.Request {
+	if !k.ok || c.Check() != nil || c.IsInter() {
+		return nil // the full path says what is wrong
+	}
+	cc := cacheOf(c)
+	m := &cc.memo[k.kind]
+	if m.o == nil || m.key != *k || !m.o.done.Load() || m.forces != collectives.Forces(c) {
+		return nil
+	}
+	gen := ranks.EnterOps(c) // as start
+	defer ranks.LeaveOps(c, gen)
+	if !m.o.again(c, cc) {
+		return nil
+	}
+	return m.o.req
+}
+
+// remember makes o the memo of call k on c (start's full path, once o is running), if o is kept for reuse.
+func remember(c *ranks.Comm, k *callKey, o *op, forces uint32) {
+	if k == nil || !k.ok || o.key == nil {
+		return
+	}
+	cacheOf(c).memo[k.kind] = memo{key: *k, o: o, forces: forces}
+}
