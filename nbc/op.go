@@ -174,11 +174,29 @@ func (o *op) step() {
 	if o.finish != nil {
 		o.finish()
 	}
-	if o.lend && err == nil {
-		o.giveBack()
+	if o.lend {
+		if err == nil {
+			o.giveBack()
+		}
+		o.drop()
 	}
 	o.done.Store(true)
 	ranks.CompleteOp(o.req, err)
+}
+
+// drop lets go of what a finished one-off op ran with: its schedule, which holds the caller's buffers, its child
+// requests and phases (the children let go of their own buffers when the transport collects them: ranks, finish).
+// The op lives on behind its request, and the request in its rank's block of requests (ranks.opChunk) until the
+// block's last is handed out and dropped: holding on, a one-off op kept a program's buffers alive until 8 more
+// nonblocking collectives started on the rank, if ever. Nothing reads these once the op is done (every look at the
+// machine checks done first), and a one-off op never runs again.
+func (o *op) drop() {
+	o.m = Machine{}
+	o.tr.reqs = nil
+	o.phases = nil
+	o.shm = nil
+	o.watch = nil
+	o.finish = nil
 }
 
 // forget drops the references between a finished op and the ops around it on its shared-memory slots: its

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
+	"weak"
 
 	"github.com/gompj/gompj/queues"
 )
@@ -558,6 +559,50 @@ func TestPersistentOperationListedOnce(t *testing.T) {
 		}
 		if n := c.r.ops.n.Load(); n != 0 {
 			return fmt.Errorf("%d operations listed after Free, want 0", n)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A completed nonblocking send or receive lets go of its buffer once a completion call has reported it. Requests
+// come in blocks (newReq) that live while any of their requests is held or the rank still hands them out, so a
+// request that kept its buffer kept a program's freed buffer alive for up to 14 more nonblocking calls, maybe for
+// ever: a gigabyte Irecv, a gigabyte.
+func TestReportedRequestLetsGoOfBuffer(t *testing.T) {
+	w := world(t, 2)
+	err := spmd(w, func(c *Comm) error {
+		peer := 1 - c.Rank()
+		var handles []weak.Pointer[float64]
+		for _, n := range []int{4, 1 << 15} { // eager, and rendezvous
+			h, err := func() ([]weak.Pointer[float64], error) {
+				send, recv := make([]float64, n), make([]float64, n)
+				r, err := c.Irecv(recv, peer, 3)
+				if err != nil {
+					return nil, err
+				}
+				s, err := c.Isend(send, peer, 3)
+				if err != nil {
+					return nil, err
+				}
+				if err := Waitall(s, r); err != nil {
+					return nil, err
+				}
+				return []weak.Pointer[float64]{weak.Make(&send[0]), weak.Make(&recv[0])}, nil
+			}()
+			if err != nil {
+				return err
+			}
+			handles = append(handles, h...)
+		}
+		runtime.GC()
+		runtime.GC()
+		for i, h := range handles {
+			if h.Value() != nil {
+				return fmt.Errorf("buffer %d of a reported request is still reachable", i)
+			}
 		}
 		return nil
 	})

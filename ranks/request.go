@@ -343,6 +343,13 @@ func (r *Request) finish() {
 		m.release()
 	}
 	r.target = nil
+	// The request lives on in its rank's block of requests (newReq) while any other request of the block is held,
+	// or the rank still hands them out: up to reqChunkLen-1 calls later. Holding its buffer, it kept a program's
+	// freed buffer alive that long (a gigabyte Irecv, until 14 more nonblocking calls). Nobody reads the buffer of a
+	// done request that is not persistent: a stale sender that still sees it in its rank's slot fails its claim.
+	if r.ext == nil || r.ext.persist == nil {
+		r.vptr = nil
+	}
 }
 
 // completeObject completes an object receive. Its owner may have freed it while it was active, and then no

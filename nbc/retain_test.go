@@ -1,0 +1,70 @@
+package nbc
+
+import (
+	"testing"
+	"weak"
+
+	"github.com/gompj/gompj/collectives"
+	"github.com/gompj/gompj/node"
+	"github.com/gompj/gompj/ranks"
+)
+
+// A one-off nonblocking collective (one too large to keep for reuse) lets go of its buffers once it has finished.
+// Its request lives on in its rank's block of requests (ranks.opChunk) until the block's last is handed out and
+// dropped, so an operation that held on to what it ran with kept a program's freed buffers alive until 8 more
+// nonblocking collectives started on that rank, maybe never: a gigabyte Iallreduce, twice that. The algorithms are
+// the point-to-point ones, as between node processes: a shared-memory schedule's slot keeps its members' last
+// buffers until the slot's next use (shm.go).
+func TestOneOffOperationLetsGoOfBuffers(t *testing.T) {
+	err := node.Run(node.Config{Ranks: 2}, func(c *ranks.Comm) error {
+		for coll, algo := range map[string]string{"iallreduce": "recursive_doubling", "ialltoall": "pairwise", "ibcast": "binomial"} {
+			if err := collectives.Force(c, coll, algo); err != nil {
+				return err
+			}
+		}
+		var handles []weak.Pointer[float64]
+		starts := []func(send, recv []float64) (*ranks.Request, error){
+			func(send, recv []float64) (*ranks.Request, error) { return Iallreduce(c, send, recv, collectives.Sum) },
+			func(send, recv []float64) (*ranks.Request, error) { return Ialltoall(c, send, recv) },
+			func(send, _ []float64) (*ranks.Request, error) { return Ibcast(c, send, 0) },
+		}
+		for _, start := range starts {
+			h, err := func() ([]weak.Pointer[float64], error) {
+				send, recv := make([]float64, 1<<15), make([]float64, 1<<15) // 256 KiB each: not kept (cache.go)
+				r, err := start(send, recv)
+				if err != nil {
+					return nil, err
+				}
+				if _, err := r.Wait(); err != nil {
+					return nil, err
+				}
+				return []weak.Pointer[float64]{weak.Make(&send[0]), weak.Make(&recv[0])}, nil
+			}()
+			if err != nil {
+				return err
+			}
+			handles = append(handles, h...)
+		}
+		// The rank's slotted receive (ranks.Rank.slot) keeps its last receive buffer until another receive takes the
+		// slot, by design (a blocking receive loop writes the slot's line only when the request changes): a small
+		// exchange moves it off the collectives' buffers.
+		peer := 1 - c.Rank()
+		r, err := c.Irecv(make([]int, 1), peer, 5)
+		if err != nil {
+			return err
+		}
+		if err := collectives.Barrier(c); err != nil {
+			return err
+		}
+		if err := c.Send([]int{1}, peer, 5); err != nil {
+			return err
+		}
+		if _, err := r.Wait(); err != nil {
+			return err
+		}
+		return collectedAfterFree(c, "buffer of a finished one-off collective", handles)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
