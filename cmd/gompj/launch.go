@@ -44,6 +44,8 @@ type child struct {
 	done chan struct{}
 	code int
 	fwd  sync.WaitGroup // its output forwarders
+	// signaled: the launcher signalled it (killAll), so a signal that ended it is no news
+	signaled bool
 }
 
 // runOne runs the program as a one-node job: one process, N goroutine ranks, output passed through.
@@ -206,6 +208,12 @@ func (l *launch) runMulti() int {
 			if c.code > worst {
 				worst = c.code
 			}
+			// Say which node failed first, and how, and every node process that a signal ended (killed, out of
+			// memory) unless the launcher sent it: otherwise only the exit status would tell, as the survivors'
+			// reports of a lost node go to a program that may not print them.
+			if c.code != 0 && interrupted == nil && !c.signaled && (killTimer == nil || proc.Signaled(c.cmd)) {
+				fmt.Fprintf(l.stderr, "gompj run: node %d (%s) %s\n", c.node, l.where(layout, c.node), proc.Describe(c.cmd))
+			}
 			if c.code != 0 && killTimer == nil {
 				// The runtime aborts the other nodes within seconds; stop whatever is still running after that.
 				killTimer = time.After(5 * time.Second)
@@ -246,6 +254,19 @@ func waitCoordinator(co *bootstrap.Coordinator) error {
 	}
 }
 
+// where names node i's ranks, and its host when it runs over ssh.
+func (l *launch) where(layout node.Layout, i int) string {
+	lo, hi := layout.Range(i)
+	s := fmt.Sprintf("ranks %d-%d", lo, hi-1)
+	if hi-lo == 1 {
+		s = fmt.Sprintf("rank %d", lo)
+	}
+	if i < len(l.hosts) {
+		s += " on " + l.hosts[i]
+	}
+	return s
+}
+
 // killAll signals the process group of every node process still running.
 func (l *launch) killAll(cs []*child, s syscall.Signal) {
 	for _, c := range cs {
@@ -255,6 +276,7 @@ func (l *launch) killAll(cs []*child, s syscall.Signal) {
 		select {
 		case <-c.done:
 		default:
+			c.signaled = true
 			proc.Signal(c.cmd, s)
 		}
 	}

@@ -117,6 +117,7 @@ func TestRunNodesPrefix(t *testing.T) {
 func TestRunExitStatusIsTheWorst(t *testing.T) {
 	r := runGompj(t, nil, "run", "-np", "4", "-nodes", "2", bin.faulty, "abort", "3")
 	if r.code != 3 || !strings.Contains(r.stderr, "node 1 (ranks 2-3) aborted the job (code 3)") ||
+		!strings.Contains(r.stderr, "gompj run: node 1 (ranks 2-3) exited with status 3") ||
 		strings.Count(r.stdout, "ABORTED rank") != 3 {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -216,7 +217,7 @@ func waitExit(t *testing.T, cmd *exec.Cmd, done chan error) int {
 
 // TestKillNodeAbortsJob: a node process killed with SIGKILL ends the job within 5 s, every other rank's call
 // returning an error that names the lost node, whichever device served it: shared memory (node processes on one
-// host, the default) or TCP.
+// host, the default) or TCP. The launcher names it as well.
 func TestKillNodeAbortsJob(t *testing.T) {
 	for _, dev := range []struct {
 		name string
@@ -243,6 +244,10 @@ func killNode(t *testing.T, env []string) {
 		if !regexp.MustCompile(fmt.Sprintf(`ABORTED rank %d: .*lost node 2 \(ranks 4-5\)`, r)).MatchString(out) {
 			t.Errorf("rank %d: no ErrAborted naming the lost node 2 (ranks 4-5)", r)
 		}
+	}
+	// The launcher says so too, whatever the program prints.
+	if !strings.Contains(se.String(), "gompj run: node 2 (ranks 4-5) was killed by signal 9 (killed)") {
+		t.Errorf("the launcher did not name the killed node")
 	}
 	if t.Failed() {
 		t.Logf("output:\n%s", out)

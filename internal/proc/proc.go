@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"fmt"
 	"os/exec"
 	"syscall"
 )
@@ -19,4 +20,26 @@ func ExitStatus(cmd *exec.Cmd) int {
 		return c
 	}
 	return 1
+}
+
+// Describe says how the started child cmd ended, for a message: "exited with status 3", "was killed by signal 9
+// (killed)".
+func Describe(cmd *exec.Cmd) string {
+	ps := cmd.ProcessState
+	if ps == nil {
+		return "did not finish"
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return fmt.Sprintf("was killed by signal %d (%v)", int(ws.Signal()), ws.Signal())
+	}
+	return fmt.Sprintf("exited with status %d", ps.ExitCode())
+}
+
+// Signaled reports whether a signal ended the started child cmd.
+func Signaled(cmd *exec.Cmd) bool {
+	if ps := cmd.ProcessState; ps != nil {
+		ws, ok := ps.Sys().(syscall.WaitStatus)
+		return ok && ws.Signaled()
+	}
+	return false
 }
