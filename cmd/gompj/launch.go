@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -62,10 +63,12 @@ func (l *launch) runOne() int {
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sig)
 	done := make(chan struct{})
+	var forwarded atomic.Bool
 	go func() {
 		for {
 			select {
 			case s := <-sig:
+				forwarded.Store(true)
 				proc.Signal(cmd, s)
 			case <-done:
 				return
@@ -74,6 +77,9 @@ func (l *launch) runOne() int {
 	}()
 	cmd.Wait()
 	close(done)
+	if proc.Signaled(cmd) && !forwarded.Load() { // killed, out of memory: say so, as for a node of a larger job
+		fmt.Fprintf(l.stderr, "gompj run: the job's process (%d ranks) %s\n", l.np, proc.Describe(cmd))
+	}
 	return proc.ExitStatus(cmd)
 }
 

@@ -123,6 +123,14 @@ func TestRunExitStatusIsTheWorst(t *testing.T) {
 	}
 }
 
+// A one-node job's process killed by a signal: the launcher says so, as for a node of a larger job.
+func TestRunOneNodeKilled(t *testing.T) {
+	r := runGompj(t, nil, "run", "-np", "2", bin.faulty, "kill")
+	if r.code != 137 || !strings.Contains(r.stderr, "gompj run: the job's process (2 ranks) was killed by signal 9") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
 func TestRunPanicEndsJob(t *testing.T) {
 	r := runGompj(t, nil, "run", "-np", "4", "-nodes", "2", "-prefix", bin.faulty, "panic")
 	t.Logf("the job ended %v after it started", r.took.Round(time.Millisecond))

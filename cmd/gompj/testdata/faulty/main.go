@@ -4,6 +4,7 @@
 //	ok          every rank prints "OK rank R node-pid P" and returns
 //	abort CODE  the last rank calls Abort(CODE)
 //	panic       the last rank panics
+//	kill        the last rank kills its own process (SIGKILL)
 //	ready       every rank prints "READY rank R pid P" first (tests then kill or interrupt something)
 //
 // A rank whose call fails prints "ABORTED rank R: ERR" if the error is gompj.ErrAborted.
@@ -52,6 +53,10 @@ func body(c *gompj.Comm, mode string) error {
 		c.Abort(code)
 	case mode == "panic" && last:
 		panic("faulty: deliberate panic")
+	case mode == "kill" && last:
+		if p, err := os.FindProcess(os.Getpid()); err == nil {
+			p.Kill()
+		}
 	case mode == "ready":
 		fmt.Printf("READY rank %d pid %d\n", c.Rank(), os.Getpid())
 	}
