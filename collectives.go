@@ -36,6 +36,10 @@ func NewOp[T any](fn func(in, inout []T), commutative bool) Op {
 	return collectives.NewOp(fn, commutative)
 }
 
+// ReduceLocal combines in into inout with op on this rank alone (MPI_Reduce_local): inout[i] = in[i] op inout[i],
+// in taking the place of a lower rank's contribution. Both hold the same number of elements of one type.
+func ReduceLocal(in, inout any, op Op) error { return collectives.ReduceLocal(in, inout, op) }
+
 // InPlace, passed as the send buffer of Allreduce, Reduce (root), Gather(v) (root), Allgather(v), Alltoall,
 // ReduceScatter(Block), Scan and Exscan, or as the receive buffer of Scatter(v) (root), means the data is already in the other buffer
 // (MPI_IN_PLACE).

@@ -1,6 +1,7 @@
 package gompj
 
 import (
+	"os"
 	"time"
 
 	"github.com/gompj/gompj/node"
@@ -92,6 +93,13 @@ var start = time.Now()
 
 // Wtime is the wall-clock time in seconds since an arbitrary moment fixed for the process (MPI_Wtime).
 func Wtime() float64 { return time.Since(start).Seconds() }
+
+// Wtick is the resolution of Wtime in seconds (MPI_Wtick): Go's monotonic clock counts nanoseconds.
+func Wtick() float64 { return 1e-9 }
+
+// ProcessorName names the machine this rank runs on (MPI_Get_processor_name): its host name. Ranks of one node
+// process, and node processes of one host, share it.
+func ProcessorName() (string, error) { return os.Hostname() }
 
 // Rank is this rank's rank in the communicator.
 func (c *Comm) Rank() int { return c.c.Rank() }

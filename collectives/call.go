@@ -573,3 +573,38 @@ func ResolveScan(c *ranks.Comm, send, recv any, op Op, exclusive bool) (Call, er
 	a.fill()
 	return a, nil
 }
+
+// ReduceLocal combines in into inout with op on the calling rank alone (MPI_Reduce_local): inout[i] = in[i] op
+// inout[i], in's elements taking the place of a lower rank's contribution, as in a reduction. The two hold the same
+// number of elements of one type (Views included); they must not overlap.
+func ReduceLocal(in, inout any, op Op) error {
+	va, in, inout := PackViews(in, inout)
+	if va != nil {
+		va.Pack()
+	}
+	src, err := viewOfRole(in, "reduce_local", " in")
+	if err != nil {
+		return err
+	}
+	dst, err := viewOfRole(inout, "reduce_local", " inout")
+	if err != nil {
+		return err
+	}
+	if err := sameKind(src, dst); err != nil {
+		return err
+	}
+	if src.n != dst.n {
+		return errArg("reduce_local: %d elements in, %d in inout", src.n, dst.n)
+	}
+	k, err := kernelFor(op, src.k)
+	if err != nil {
+		return err
+	}
+	if len(src.b) > 0 {
+		k(dst.b, src.b)
+	}
+	if va != nil {
+		va.Unpack()
+	}
+	return nil
+}
