@@ -1,7 +1,9 @@
 package nbc
 
 import (
+	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sync/atomic"
 
 	"github.com/gompj/gompj/collectives"
@@ -164,7 +166,7 @@ func (o *op) step() {
 	if o.done.Load() {
 		return
 	}
-	done, err := o.m.Progress(&o.tr)
+	done, err := o.progress()
 	if !done {
 		return
 	}
@@ -197,6 +199,19 @@ func (o *op) drop() {
 	o.shm = nil
 	o.watch = nil
 	o.finish = nil
+}
+
+// progress runs the machine as far as it goes. A panic in one of its steps ends the op with an error that carries
+// it: a user's op function that panics, say. A run is often a worker's, on no rank's goroutine, where a panic would
+// end the whole node process instead of failing the rank as the blocking collective does.
+func (o *op) progress() (done bool, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			done, err = true, fmt.Errorf("%w: a step of a nonblocking collective panicked (a user op's function, or "+
+				"a bug): %v\n%s", ranks.ErrInternal, p, debug.Stack())
+		}
+	}()
+	return o.m.Progress(&o.tr)
 }
 
 // forget drops the references between a finished op and the ops around it on its shared-memory slots: its

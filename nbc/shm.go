@@ -90,7 +90,8 @@ type member struct {
 	sendDone         atomic.Uint64 // alltoall: blocks copied out of src in this use
 	blk              int
 	last             atomic.Pointer[op] // its operation of the slot's latest use, until done (acquire, op.forget)
-	_                [72]byte           // to 512 bytes: every member of the array starts at the same offset in a line
+	coll             string             // a root's collective, published with its entry: the readers check it
+	_                [56]byte           // to 512 bytes: every member of the array starts at the same offset in a line
 }
 
 func newSlot(n int) *slot { return &slot{mem: make([]member, n)} }
@@ -373,6 +374,7 @@ func (b *shmb) rooted(pub func() error, part func(root *member) error, inline bo
 		b.acquire()
 		if inline {
 			b.s.Do(func() error {
+				b.me.coll = b.a.Coll
 				err := pub()
 				b.publish()
 				b.sl.list.notify()
@@ -382,6 +384,7 @@ func (b *shmb) rooted(pub func() error, part func(root *member) error, inline bo
 			return
 		}
 		b.s.Do(func() error {
+			b.me.coll = b.a.Coll
 			err = pub() // reported once the others are done with the root's buffer
 			b.publish()
 			b.sl.list.notify()
@@ -394,7 +397,16 @@ func (b *shmb) rooted(pub func() error, part func(root *member) error, inline bo
 	// A reader needs no acquire: the root publishes use u only after acquiring the slot for it.
 	b.waitGen(root)
 	b.s.Do(func() error {
-		err := part(&b.sl.mem[root])
+		m := &b.sl.mem[root]
+		var err error
+		if m.coll != b.a.Coll {
+			// An erroneous program: its members started different collectives at this point. The root's entry
+			// is not laid out for this call; reading it as if it were went out of its buffers.
+			err = fmt.Errorf("%w: collective mismatch: rank %d started %s with root %d, which started %s", ranks.ErrArg,
+				b.r, b.a.Coll, root, m.coll)
+		} else {
+			err = part(m)
+		}
 		b.finish()
 		return err
 	})

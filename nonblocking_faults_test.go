@@ -1,0 +1,63 @@
+package gompj_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	. "github.com/gompj/gompj"
+)
+
+// A user's op that panics inside a nonblocking collective fails the collective's request with an error that carries
+// the panic, whoever ran the step: the owner's Wait, or a worker of the node's pool on no rank's goroutine, where
+// the panic used to end the whole node process.
+func TestNonblockingOpPanicFailsRequest(t *testing.T) {
+	boom := NewOp(func(in, inout []float64) { panic("boom in a user op") }, true)
+	err := RunWith(Config{Ranks: 2}, func(c *Comm) error {
+		for i := 0; i < 3; i++ {
+			r, err := c.Iallreduce([]float64{1}, make([]float64, 1), boom) // inline: every member combines it all
+			if err != nil {
+				return err
+			}
+			if _, err := r.Wait(); !errors.Is(err, ErrInternal) || !strings.Contains(err.Error(), "boom in a user op") {
+				return fmt.Errorf("call %d: Wait: %v", i, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Members that start different collectives at the same point (an erroneous program) get an error, not a panic: a
+// scatter's members read the root's shared-memory entry as a scatter's, and a gather root's is laid out otherwise.
+func TestNonblockingCollectiveMismatch(t *testing.T) {
+	err := RunWith(Config{Ranks: 2}, func(c *Comm) error {
+		for _, coll := range []string{"igather", "iscatter"} {
+			if err := c.ForceAlgorithm(coll, "shm"); err != nil {
+				return err
+			}
+		}
+		buf, all := make([]float64, 4), make([]float64, 8)
+		var r *Request
+		var err error
+		if c.Rank() == 0 {
+			r, err = c.Igather(buf, all, 0)
+		} else {
+			r, err = c.Iscatter(all, buf, 0)
+		}
+		if err != nil {
+			return err
+		}
+		_, err = r.Wait()
+		if c.Rank() == 1 && (!errors.Is(err, ErrArg) || !strings.Contains(err.Error(), "collective mismatch")) {
+			return fmt.Errorf("the scatter's member: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
