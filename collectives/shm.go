@@ -43,6 +43,7 @@ type shmSlot struct {
 	stage    [2][]byte // small-message staging, double-buffered by barrier phase parity
 	rcounts  []int     // alltoallv: receive counts and displacements in elements
 	rdispls  []int
+	coll     string // a root's collective (bcast, scatter, gather): its readers check it (rootIs)
 	_        [cacheLine]byte
 
 	// alltoall: blocks copied into this member's receive buffer and out of its send buffer, over all alltoalls
@@ -236,10 +237,12 @@ func (o shmOp) Bcast(buf []byte, root int) error {
 		return err
 	}
 	src := o.s.slots[root].src
-	var err error
-	if len(src) > len(buf) {
+	err := o.rootIs(root, "bcast")
+	switch {
+	case err != nil:
+	case len(src) > len(buf):
 		err = errTrunc("bcast of %d bytes from root %d into a buffer of %d", len(src), root, len(buf))
-	} else {
+	default:
 		copy(buf, src)
 	}
 	o.ack(root)
@@ -251,8 +254,19 @@ func (o shmOp) Bcast(buf []byte, root int) error {
 func (o shmOp) BcastPublish(buf []byte) {
 	g := o.next()
 	o.expectAcks(o.rank, o.s.n-1)
-	o.s.slots[o.rank].src = buf
+	o.s.slots[o.rank].src, o.s.slots[o.rank].coll = buf, "bcast"
 	o.publish(g)
+}
+
+// rootIs checks that the root's published slot is for collective coll: members of an erroneous program that
+// started different collectives at this point would read the root's buffers laid out for another, out of their
+// bounds.
+func (o shmOp) rootIs(root int, coll string) error {
+	if c := o.s.slots[root].coll; c != coll {
+		return fmt.Errorf("%w: collective mismatch: rank %d started %s with root %d, which started %s", ranks.ErrArg,
+			o.rank, coll, root, c)
+	}
+	return nil
 }
 
 // Scatterv: the root's send holds counts[i] elements of size sz for rank i at displs[i] (nil displs: packed in
@@ -262,7 +276,7 @@ func (o shmOp) Scatterv(send []byte, counts, displs []int, sz, blk int, recv []b
 	o.expectAcks(root, o.s.n-1)
 	if o.rank == root {
 		sl := &o.s.slots[root]
-		sl.src, sl.counts, sl.displs, sl.blk = send, counts, displs, blk
+		sl.src, sl.counts, sl.displs, sl.blk, sl.coll = send, counts, displs, blk, "scatter"
 		o.publish(g)
 		var err error
 		if !inPlace {
@@ -279,12 +293,13 @@ func (o shmOp) Scatterv(send []byte, counts, displs []int, sz, blk int, recv []b
 		return err
 	}
 	sl := &o.s.slots[root]
-	b := blockOf(sl.src, sl.counts, sl.displs, sz, o.rank, sl.blk)
-	var err error
-	if len(b) > len(recv) {
-		err = errTrunc("scatter: %d bytes for rank %d into a buffer of %d", len(b), o.rank, len(recv))
-	} else {
-		copy(recv, b)
+	err := o.rootIs(root, "scatter")
+	if err == nil {
+		if b := blockOf(sl.src, sl.counts, sl.displs, sz, o.rank, sl.blk); len(b) > len(recv) {
+			err = errTrunc("scatter: %d bytes for rank %d into a buffer of %d", len(b), o.rank, len(recv))
+		} else {
+			copy(recv, b)
+		}
 	}
 	o.ack(root)
 	return err
@@ -313,7 +328,7 @@ func (o shmOp) Gatherv(send []byte, inPlace bool, recv []byte, counts, displs []
 	o.expectAcks(root, o.s.n-1)
 	if o.rank == root {
 		sl := &o.s.slots[root]
-		sl.dst, sl.counts, sl.displs, sl.blk = recv, counts, displs, blk
+		sl.dst, sl.counts, sl.displs, sl.blk, sl.coll = recv, counts, displs, blk, "gather"
 		o.publish(g)
 		var err error
 		if !inPlace {
@@ -330,12 +345,13 @@ func (o shmOp) Gatherv(send []byte, inPlace bool, recv []byte, counts, displs []
 		return err
 	}
 	sl := &o.s.slots[root]
-	b := blockOf(sl.dst, sl.counts, sl.displs, sz, o.rank, sl.blk)
-	var err error
-	if len(send) > len(b) {
-		err = errTrunc("gather: %d bytes from rank %d into a block of %d", len(send), o.rank, len(b))
-	} else {
-		copy(b, send)
+	err := o.rootIs(root, "gather")
+	if err == nil {
+		if b := blockOf(sl.dst, sl.counts, sl.displs, sz, o.rank, sl.blk); len(send) > len(b) {
+			err = errTrunc("gather: %d bytes from rank %d into a block of %d", len(send), o.rank, len(b))
+		} else {
+			copy(b, send)
+		}
 	}
 	o.ack(root)
 	return err

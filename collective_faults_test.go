@@ -61,3 +61,32 @@ func TestNonblockingCollectiveMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The blocking forms too: the scatter's member reports the mismatch and the gather's root returns, where the member
+// used to panic reading the root's slot as a scatter's (on a goroutine of the program's own, that ended the process).
+func TestCollectiveMismatch(t *testing.T) {
+	err := RunWith(Config{Ranks: 2}, func(c *Comm) error {
+		for _, coll := range []string{"gather", "scatter"} {
+			if err := c.ForceAlgorithm(coll, "shm"); err != nil {
+				return err
+			}
+		}
+		buf, all := make([]float64, 4), make([]float64, 8)
+		done := make(chan error, 1)
+		go func() { // a goroutine of the program's own: a panic here is nobody's to recover
+			if c.Rank() == 0 {
+				done <- c.Gather(buf, all, 0)
+			} else {
+				done <- c.Scatter(all, buf, 0)
+			}
+		}()
+		err := <-done
+		if c.Rank() == 1 && (!errors.Is(err, ErrArg) || !strings.Contains(err.Error(), "collective mismatch")) {
+			return fmt.Errorf("the scatter's member: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
