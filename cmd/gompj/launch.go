@@ -60,7 +60,7 @@ func (l *launch) runOne() int {
 		return 1
 	}
 	sig := make(chan os.Signal, 2)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM, syscall.SIGQUIT) // passed on: SIGQUIT prints the ranks' stacks
 	defer signal.Stop(sig)
 	done := make(chan struct{})
 	var forwarded atomic.Bool
@@ -192,7 +192,7 @@ func (l *launch) runMulti() int {
 	}
 
 	sig := make(chan os.Signal, 2)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM, syscall.SIGQUIT)
 	defer signal.Stop(sig)
 	exited := make(chan *child, l.nodes)
 	for _, c := range children {
@@ -225,6 +225,19 @@ func (l *launch) runMulti() int {
 				killTimer = time.After(5 * time.Second)
 			}
 		case s := <-sig:
+			if s == syscall.SIGQUIT {
+				// Ctrl-\: every node process prints the stacks of its goroutines, its ranks' among them, and
+				// exits, as Go's runtime does on SIGQUIT: where a job that hangs is stuck. The launcher's own stacks
+				// would tell nothing, and the node processes lead process groups of their own, which the
+				// terminal's signal does not reach. (Over ssh, the signal ends the ssh client only: the remote
+				// node processes lose the coordinator and abort.)
+				fmt.Fprintf(l.stderr, "gompj run: %v: the node processes print their goroutines' stacks\n", s)
+				l.killAll(children, syscall.SIGQUIT)
+				if killTimer == nil {
+					killTimer = time.After(5 * time.Second)
+				}
+				continue
+			}
 			if interrupted == nil {
 				interrupted = s
 				fmt.Fprintf(l.stderr, "gompj run: %v: stopping the job\n", s)

@@ -276,6 +276,24 @@ func TestInterruptStopsJob(t *testing.T) {
 	}
 }
 
+// TestQuitPrintsStacks: SIGQUIT (Ctrl-\) to the launcher makes every node process print its goroutines' stacks,
+// the ranks' among them, where a job that hangs is stuck; then the job ends.
+func TestQuitPrintsStacks(t *testing.T) {
+	for _, job := range []struct {
+		args  []string
+		procs int
+	}{{[]string{"-np", "4", "-nodes", "2"}, 2}, {[]string{"-np", "2"}, 1}} {
+		cmd, _, so, se, done := startReady(t, job.args...)
+		cmd.Process.Signal(syscall.SIGQUIT)
+		if code := waitExit(t, cmd, done); code == 0 {
+			t.Errorf("%v: exit %d", job.args, code)
+		}
+		if out := se.String(); strings.Count(out, "SIGQUIT: quit") != job.procs || !strings.Contains(out, "main.body(") {
+			t.Errorf("%v: no stacks of every node process's ranks\n%s%s", job.args, so.String(), out)
+		}
+	}
+}
+
 func TestBenchAcrossNodes(t *testing.T) {
 	r := runGompj(t, nil, "bench", "latency", "-np", "2", "-nodes", "2", "-sizes", "0,1K,256K", "-iters", "200")
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
