@@ -125,9 +125,19 @@ func (o *op) kick() {
 	}
 }
 
-// work is the pool's task.
+// work is the pool's task. A worker runs the op on no rank's goroutine, where a panic in a step (a user's op
+// function that panics, say) would end the whole node process: it ends the op instead, with an error that carries
+// the panic. (On a rank's goroutine, in the calls that start, test and wait, a panic fails the rank, as it does in
+// the blocking collective.)
 func (o *op) work() {
 	o.queued.Store(false)
+	defer func() {
+		if p := recover(); p != nil && !o.done.Load() {
+			o.end(fmt.Errorf("%w: a step of a nonblocking collective panicked on a worker (a user op's function, or "+
+				"a bug): %v\n%s", ranks.ErrInternal, p, debug.Stack()))
+			o.state.Store(opIdle) // the panicking run held the op
+		}
+	}()
 	o.run()
 }
 
@@ -166,10 +176,13 @@ func (o *op) step() {
 	if o.done.Load() {
 		return
 	}
-	done, err := o.progress()
-	if !done {
-		return
+	if done, err := o.m.Progress(&o.tr); done {
+		o.end(err)
 	}
+}
+
+// end completes the op whose machine has finished (or failed) with err; the caller holds the op.
+func (o *op) end(err error) {
 	o.err = err
 	o.unwatch()
 	o.forget()
@@ -199,19 +212,6 @@ func (o *op) drop() {
 	o.shm = nil
 	o.watch = nil
 	o.finish = nil
-}
-
-// progress runs the machine as far as it goes. A panic in one of its steps ends the op with an error that carries
-// it: a user's op function that panics, say. A run is often a worker's, on no rank's goroutine, where a panic would
-// end the whole node process instead of failing the rank as the blocking collective does.
-func (o *op) progress() (done bool, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			done, err = true, fmt.Errorf("%w: a step of a nonblocking collective panicked (a user op's function, or "+
-				"a bug): %v\n%s", ranks.ErrInternal, p, debug.Stack())
-		}
-	}()
-	return o.m.Progress(&o.tr)
 }
 
 // forget drops the references between a finished op and the ops around it on its shared-memory slots: its
