@@ -55,13 +55,14 @@ func (l *launch) runOne() int {
 	cmd.Env = env.Job{Ranks: l.np, Nodes: 1}.Environ(os.Environ())
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, l.stdout, l.stderr
 	proc.Group(cmd)
+	// Caught before the child starts: a signal in between would end the launcher alone, the child running on.
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM, syscall.SIGQUIT) // passed on: SIGQUIT prints the ranks' stacks
+	defer signal.Stop(sig)
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(l.stderr, "gompj run: %v\n", err)
 		return 1
 	}
-	sig := make(chan os.Signal, 2)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM, syscall.SIGQUIT) // passed on: SIGQUIT prints the ranks' stacks
-	defer signal.Stop(sig)
 	done := make(chan struct{})
 	var forwarded atomic.Bool
 	go func() {
@@ -146,6 +147,11 @@ func (l *launch) runMulti() int {
 	}
 	defer co.Close()
 
+	// Signals are caught before any node process starts: one in between would end the launcher alone.
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM, syscall.SIGQUIT)
+	defer signal.Stop(sig)
+
 	var outMu sync.Mutex // whole lines from different nodes never interleave
 	children := make([]*child, l.nodes)
 	for i := range l.nodes {
@@ -191,9 +197,6 @@ func (l *launch) runMulti() int {
 		children[i] = c
 	}
 
-	sig := make(chan os.Signal, 2)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM, syscall.SIGQUIT)
-	defer signal.Stop(sig)
 	exited := make(chan *child, l.nodes)
 	for _, c := range children {
 		go func() {

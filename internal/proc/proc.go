@@ -13,8 +13,8 @@ func ExitStatus(cmd *exec.Cmd) int {
 	if ps == nil {
 		return 1
 	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
+	if s, ok := EndSignal(cmd); ok {
+		return 128 + int(s)
 	}
 	if c := ps.ExitCode(); c >= 0 {
 		return c
@@ -25,21 +25,27 @@ func ExitStatus(cmd *exec.Cmd) int {
 // Describe says how the started child cmd ended, for a message: "exited with status 3", "was killed by signal 9
 // (killed)".
 func Describe(cmd *exec.Cmd) string {
-	ps := cmd.ProcessState
-	if ps == nil {
+	if cmd.ProcessState == nil {
 		return "did not finish"
 	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return fmt.Sprintf("was killed by signal %d (%v)", int(ws.Signal()), ws.Signal())
+	if s, ok := EndSignal(cmd); ok {
+		return fmt.Sprintf("was killed by signal %d (%v)", int(s), s)
 	}
-	return fmt.Sprintf("exited with status %d", ps.ExitCode())
+	return fmt.Sprintf("exited with status %d", cmd.ProcessState.ExitCode())
 }
 
 // Signaled reports whether a signal ended the started child cmd.
 func Signaled(cmd *exec.Cmd) bool {
+	_, ok := EndSignal(cmd)
+	return ok
+}
+
+// EndSignal returns the signal that ended the started child cmd, if one did.
+func EndSignal(cmd *exec.Cmd) (syscall.Signal, bool) {
 	if ps := cmd.ProcessState; ps != nil {
-		ws, ok := ps.Sys().(syscall.WaitStatus)
-		return ok && ws.Signaled()
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return ws.Signal(), true
+		}
 	}
-	return false
+	return 0, false
 }

@@ -9,12 +9,14 @@ import (
 )
 
 // Group makes the child cmd starts lead a process group of its own, so that Signal reaches whatever it starts
-// in turn, and a Ctrl-C at the terminal reaches the starter alone (which then decides what the children get).
+// in turn, and a Ctrl-C at the terminal reaches the starter alone (which then decides what the children get). Where
+// the system allows, the child also dies with its starter (dieWithStarter).
 func Group(cmd *exec.Cmd) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true
+	dieWithStarter(cmd.SysProcAttr)
 }
 
 // Signal sends sig to the process group of the started child cmd.
