@@ -263,10 +263,16 @@ func (o shmOp) BcastPublish(buf []byte) {
 // bounds.
 func (o shmOp) rootIs(root int, coll string) error {
 	if c := o.s.slots[root].coll; c != coll {
-		return fmt.Errorf("%w: collective mismatch: rank %d started %s with root %d, which started %s", ranks.ErrArg,
-			o.rank, coll, root, c)
+		return Mismatch(o.rank, coll, root, c)
 	}
 	return nil
+}
+
+// Mismatch is the error of a member (rank, which started coll) that finds its root started another collective
+// (other) at the same point: an erroneous program, which package nbc's shared-memory schedules detect as well.
+func Mismatch(rank int, coll string, root int, other string) error {
+	return fmt.Errorf("%w: collective mismatch: rank %d started %s with root %d, which started %s", ranks.ErrArg,
+		rank, coll, root, other)
 }
 
 // Scatterv: the root's send holds counts[i] elements of size sz for rank i at displs[i] (nil displs: packed in

@@ -402,8 +402,7 @@ func (b *shmb) rooted(pub func() error, part func(root *member) error, inline bo
 		if m.coll != b.a.Coll {
 			// An erroneous program: its members started different collectives at this point. The root's entry
 			// is not laid out for this call; reading it as if it were went out of its buffers.
-			err = fmt.Errorf("%w: collective mismatch: rank %d started %s with root %d, which started %s", ranks.ErrArg,
-				b.r, b.a.Coll, root, m.coll)
+			err = collectives.Mismatch(b.r, b.a.Coll, root, m.coll)
 		} else {
 			err = part(m)
 		}
