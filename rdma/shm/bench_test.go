@@ -136,17 +136,29 @@ func TestEagerAllocs(t *testing.T) {
 	h := &device.Header{Kind: device.KindEager, Type: 1, Source: 0, Dest: 1}
 	devs[1].Enter()
 	defer devs[1].Leave(true)
+	// Both loops poll both devices. Node 1's progress goroutine stands down while this goroutine has entered it
+	// (device.Poller), so a credit message node 1 could not hand to its ring at once waits for a poll of node 1;
+	// polling node 0 alone for that credit could spin for ever. A deadline turns any other stall into a failure
+	// that says what it waited for, rather than the package's timeout.
+	deadline := time.Now().Add(time.Minute)
+	spin := func(what string, done func() bool) {
+		for i := 0; !done(); i++ {
+			devs[0].Poll()
+			devs[1].Poll()
+			if i%4096 == 0 && time.Now().After(deadline) {
+				t.Fatalf("stalled waiting for %s: eager limit toward node 1 %d, %d delivered", what,
+					devs[0].EagerLimit(1), sinks[1].got.Load())
+			}
+		}
+	}
 	round := func() {
 		n := sinks[1].got.Load()
-		for devs[0].EagerLimit(1) < len(payload) { // credit comes back in a message node 0 must poll
-			devs[0].Poll()
-		}
+		// Credit comes back in a message node 0 must poll.
+		spin("credit", func() bool { return devs[0].EagerLimit(1) >= len(payload) })
 		if err := devs[0].SendEager(h, payload, nil); err != nil {
 			t.Fatal(err)
 		}
-		for sinks[1].got.Load() == n {
-			devs[1].Poll()
-		}
+		spin("delivery", func() bool { return sinks[1].got.Load() != n })
 	}
 	for range 1000 { // past the first credit returns
 		round()
