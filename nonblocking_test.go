@@ -1117,23 +1117,3 @@ func TestNonblockingScratchReuse(t *testing.T) {
 		harness.Procs(t, harness.Spec{Ranks: 4, Nodes: 2}, body).Check(t)
 	})
 }
-
-// Which peers a nonblocking collective's large messages go to through a device that writes on the posting goroutine
-// (TCP): the collective's runs then start on the worker pool (nbc, firstRound). Node processes that share memory
-// post by enqueueing, and ranks of one process by matching: neither hands its runs over.
-func TestPeerWritesInline(t *testing.T) {
-	for _, shm := range []bool{false, true} {
-		t.Run(fmt.Sprint("hostshm=", shm), func(t *testing.T) {
-			harness.Procs(t, harness.Spec{Ranks: 4, Nodes: 2, HostSHM: shm}, func(c *Comm) error {
-				rc := RanksComm(c)
-				for p := range c.Size() {
-					want := !shm && !rc.PeerOnNode(p)
-					if got := rc.PeerWritesInline(p); got != want {
-						return fmt.Errorf("rank %d, peer %d: writes inline %v, want %v", c.Rank(), p, got, want)
-					}
-				}
-				return nil
-			}).Check(t)
-		})
-	}
-}

@@ -383,15 +383,6 @@ func putScratch(sc *[MeanSample][]byte, used int) {
 // IovMax is the most pieces a device hands the kernel in one scatter-gather call (Linux's IOV_MAX).
 const IovMax = 1024
 
-// InlineWriter is implemented by devices whose sends and clears write to a byte stream on the calling goroutine
-// (netdev: a TCP socket), so that a call that posts one may also write out what is queued on the connection: a
-// rendezvous payload of another send, for as long as its transfer takes. A caller that must return at once (a
-// nonblocking collective's start, package nbc) hands such posts to a worker. Devices whose posts only enqueue (the
-// rdma device's rings and queues) do not implement it.
-type InlineWriter interface {
-	WritesInline() bool
-}
-
 // Segmented is implemented by devices that move segmented payloads without packing them: they gather the pieces
 // on send and scatter into them on receive (writev and readv, a NIC's scatter-gather list, CMA's iovecs), or stage
 // tiny pieces through buffers of their own where that is faster. The rules of Device hold for these methods as for

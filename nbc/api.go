@@ -212,7 +212,7 @@ func start(c *ranks.Comm, a *collectives.Call, err error, va *collectives.ViewAr
 		remember(c, k, o, forces)
 	}
 	o.lend = o.key == nil // not kept for reuse: its scratch buffers go back when it finishes
-	o.firstRound()
+	o.run()
 	o.started()
 	return o.req, nil
 }
@@ -252,6 +252,5 @@ func build(c *ranks.Comm, a *collectives.Call, algo string, persistent bool) (*o
 	o.m.Reset()
 	o.tr = newTransport(o, c, len(s.Steps))
 	o.onNode = o.messagesOnNode()
-	o.offload = !o.onNode && o.sendsLarge()
 	return o, nil
 }

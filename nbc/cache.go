@@ -72,12 +72,7 @@ func (o *op) again(c *ranks.Comm, cc *commCache) bool {
 	o.done.Store(false)
 	o.setReq(c.OpRequest(o))
 	ranks.Launch(o.req)
-	if o.offload && o.exec != nil {
-		o.state.Store(opIdle) // a stale run that found it held goes round on the worker's run instead
-		o.firstRound()
-	} else {
-		o.held()
-	}
+	o.held()
 	o.started()
 	return true
 }

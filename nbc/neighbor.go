@@ -72,7 +72,7 @@ func startNeighbor(c *ranks.Comm, a *collectives.NbrCall, err error) (*ranks.Req
 	o := buildNeighbor(c, a, collectives.NextOp(c)) // not kept for reuse (cache.go): its steps carry whole tags
 	o.setReq(c.OpRequest(o))
 	ranks.Launch(o.req)
-	o.firstRound()
+	o.run()
 	o.started()
 	return o.req, nil
 }
@@ -104,6 +104,5 @@ func buildNeighbor(c *ranks.Comm, a *collectives.NbrCall, id collectives.OpID) *
 	o.m.Reset()
 	o.tr = newTransport(o, c, len(s.Steps))
 	o.onNode = o.messagesOnNode()
-	o.offload = !o.onNode && o.sendsLarge()
 	return o
 }

@@ -47,7 +47,6 @@ type op struct {
 	onStart []func() // a persistent op's shared-memory schedules move to their slots' next use at each Start
 	finish  func()   // runs once the machine has finished, before the request completes (unpacking Views)
 	onNode  bool     // every message of the op stays on this node (ranks.OpOnNode)
-	offload bool     // large messages to other nodes: a worker starts each run (firstRound)
 	release []func() // what Release lets go of
 	lend    bool     // a one-off op: its schedules' scratch buffers go back to the pools when it finishes (scratch.go)
 
@@ -101,46 +100,6 @@ func (o *op) messagesOnNode() bool {
 	return true
 }
 
-// offloadMin is the size of a message to another node, through a device that writes on the sending goroutine
-// (device.InlineWriter: TCP), from which an op's runs are started by a worker of the node's pool rather than by the
-// starting call (firstRound). Where posting only enqueues (shared memory between node processes), the hand-off
-// would cost the pure time and gain nothing: 1 MiB iallreduce, ialltoall and ibcast between two node processes of
-// one host took 17-37 % longer started by a worker (5 interleaved runs).
-const offloadMin = 64 << 10
-
-// sendsLarge reports whether the op, its phases included, sends a message of offloadMin bytes or more to a rank of
-// another node through a device that writes inline.
-func (o *op) sendsLarge() bool {
-	if largeOffNode(o.c, o.m.s) {
-		return true
-	}
-	for _, p := range o.phases {
-		if largeOffNode(p.c, p.s) {
-			return true
-		}
-	}
-	return false
-}
-
-func largeOffNode(c *ranks.Comm, s *Schedule) bool {
-	for i := range s.Steps {
-		st := &s.Steps[i]
-		n := 0
-		switch st.Kind {
-		case StepSend:
-			n = len(st.Buf)
-		case StepSendMem:
-			n = st.Mem.N * st.Mem.Type.Size()
-		default:
-			continue
-		}
-		if n >= offloadMin && c.PeerWritesInline(st.Peer) {
-			return true
-		}
-	}
-	return false
-}
-
 func stepsOnNode(c *ranks.Comm, s *Schedule) bool {
 	for i := range s.Steps {
 		switch st := &s.Steps[i]; st.Kind {
@@ -164,23 +123,6 @@ func (o *op) kick() {
 	if o.exec != nil && o.queued.CompareAndSwap(false, true) {
 		o.exec.Submit(o.task)
 	}
-}
-
-// firstRound starts a run of the op: its first round, on the caller's goroutine; or, for an op that sends large
-// messages to other nodes (offload), on a worker of the node's pool, so that the starting call returns at once.
-// Posting such a round writes to the network: an RTS, a CTS, and on a connection that a CTS has just given a
-// stream to, that stream's payload, a millisecond per 512 KiB over loopback TCP. Traced, the starting call of a
-// 1 MiB Iallreduce between two node processes took up to that long, time that no computation overlaps (OSU's
-// overlap counts the starting call as communication). A rank that waits soon after runs the op itself (Progress)
-// if no worker has come to it yet. The caller holds no run of the op.
-func (o *op) firstRound() {
-	if o.offload && o.exec != nil {
-		if o.queued.CompareAndSwap(false, true) {
-			o.exec.Submit(o.task)
-		}
-		return
-	}
-	o.run()
 }
 
 // work is the pool's task. A worker runs the op on no rank's goroutine, where a panic in a step (a user's op
@@ -412,7 +354,7 @@ func (o *op) Start() error {
 	o.m.Reset()
 	o.err = nil
 	o.done.Store(false)
-	o.firstRound()
+	o.run()
 	o.started()
 	return nil
 }

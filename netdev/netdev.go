@@ -522,10 +522,6 @@ func (d *Device) signalState() {
 	d.stateMu.Unlock()
 }
 
-// WritesInline implements device.InlineWriter: a sender that finds its connection idle writes on its own
-// goroutine, and writes out what others queued meanwhile before it lets the connection go (conn.send).
-func (d *Device) WritesInline() bool { return true }
-
 // WaitConnected waits until every connection of the mesh is up (immediately in lazy mode). It fails if a peer is
 // lost or the timeout passes, naming the nodes still missing.
 func (d *Device) WaitConnected(timeout time.Duration) error {

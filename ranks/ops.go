@@ -174,17 +174,6 @@ func (c *Comm) OpRequest(op Operation) *Request {
 	return r
 }
 
-// PeerWritesInline reports whether messages to rank p of c go through a device that writes to a byte stream on the
-// sending goroutine (device.InlineWriter): a post may then take as long as a transfer queued on the same
-// connection.
-func (c *Comm) PeerWritesInline(p int) bool {
-	if c.PeerOnNode(p) {
-		return false
-	}
-	w, ok := c.w.sendDev(c.peerWorld(p)).(device.InlineWriter)
-	return ok && w.WritesInline()
-}
-
 // PeerOnNode reports whether rank p of c (or ProcNull) is reached without the network device: it lives in this
 // node process, or there is no device.
 func (c *Comm) PeerOnNode(p int) bool {
