@@ -60,6 +60,62 @@ func TestNonblockingCollectiveMismatch(t *testing.T) {
 	}
 }
 
+// Members that each read the others' entries check them too: an Ibcast's root against an Iallreduce's member, whose
+// sum took the root's buffer as the root's contribution and came out wrong without a word; an Ialltoall against an
+// Iallgather; and a member whose predecessor in an Iscan started an Iexscan. Small and large, whatever the path.
+func TestNonblockingPeerMismatch(t *testing.T) {
+	type start func(c *Comm, n int) (*Request, error)
+	bcast := func(c *Comm, n int) (*Request, error) { return c.Ibcast(make([]float64, n), 0) }
+	allreduce := func(c *Comm, n int) (*Request, error) {
+		return c.Iallreduce(make([]float64, n), make([]float64, n), Sum)
+	}
+	alltoall := func(c *Comm, n int) (*Request, error) {
+		return c.Ialltoall(make([]float64, 2*n), make([]float64, 2*n))
+	}
+	allgather := func(c *Comm, n int) (*Request, error) {
+		return c.Iallgather(make([]float64, n), make([]float64, 2*n))
+	}
+	scan := func(c *Comm, n int) (*Request, error) { return c.Iscan(make([]float64, n), make([]float64, n), Sum) }
+	exscan := func(c *Comm, n int) (*Request, error) {
+		return c.Iexscan(make([]float64, n), make([]float64, n), Sum)
+	}
+	for _, k := range []struct {
+		name     string
+		r0, r1   start
+		detector int // the rank that must see the mismatch
+	}{
+		{"bcast/allreduce", bcast, allreduce, 1},
+		{"alltoall/allgather", alltoall, allgather, 1},
+		{"exscan/scan", exscan, scan, 1},
+	} {
+		for _, n := range []int{1, 1 << 14} {
+			err := RunWith(Config{Ranks: 2}, func(c *Comm) error {
+				for _, coll := range []string{"ibcast", "iallreduce", "ialltoall", "iallgather", "iscan", "iexscan"} {
+					if err := c.ForceAlgorithm(coll, "shm"); err != nil {
+						return err
+					}
+				}
+				s := k.r0
+				if c.Rank() == 1 {
+					s = k.r1
+				}
+				r, err := s(c, n)
+				if err != nil {
+					return err
+				}
+				_, err = r.Wait()
+				if c.Rank() == k.detector && (!errors.Is(err, ErrArg) || !strings.Contains(err.Error(), "collective mismatch")) {
+					return fmt.Errorf("%s, %d elements: rank %d: %v", k.name, n, c.Rank(), err)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		}
+	}
+}
+
 // The blocking forms too: the scatter's member reports the mismatch and the gather's root returns, where the member
 // used to panic reading the root's slot as a scatter's (on a goroutine of the program's own, that ended the process).
 func TestCollectiveMismatch(t *testing.T) {

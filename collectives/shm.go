@@ -268,11 +268,12 @@ func (o shmOp) rootIs(root int, coll string) error {
 	return nil
 }
 
-// Mismatch is the error of a member (rank, which started coll) that finds its root started another collective
-// (other) at the same point: an erroneous program, which package nbc's shared-memory schedules detect as well.
-func Mismatch(rank int, coll string, root int, other string) error {
-	return fmt.Errorf("%w: collective mismatch: rank %d started %s with root %d, which started %s", ranks.ErrArg,
-		rank, coll, root, other)
+// Mismatch is the error of a member (rank, which started coll) that finds another (peer: its root, or any member
+// whose entry it reads) started another collective (other) at the same point: an erroneous program, which package
+// nbc's shared-memory schedules detect as well.
+func Mismatch(rank int, coll string, peer int, other string) error {
+	return fmt.Errorf("%w: collective mismatch: rank %d started %s where rank %d started %s", ranks.ErrArg,
+		rank, coll, peer, other)
 }
 
 // Scatterv: the root's send holds counts[i] elements of size sz for rank i at displs[i] (nil displs: packed in

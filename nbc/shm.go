@@ -90,7 +90,7 @@ type member struct {
 	sendDone         atomic.Uint64 // alltoall: blocks copied out of src in this use
 	blk              int
 	last             atomic.Pointer[op] // its operation of the slot's latest use, until done (acquire, op.forget)
-	coll             string             // a root's collective, published with its entry: the readers check it
+	coll             string             // the collective the entry was published for: its readers check it (sameColl)
 	_                [56]byte           // to 512 bytes: every member of the array starts at the same offset in a line
 }
 
@@ -178,7 +178,9 @@ func (b *shmb) allFinished(from *int, u uint64, skip int) bool {
 	return true
 }
 
+// publish makes this member's entry for the use visible, with the collective it is for (sameColl).
 func (b *shmb) publish() {
+	b.me.coll = b.a.Coll
 	b.me.gen.Store(b.u)
 }
 
@@ -189,6 +191,18 @@ func (b *shmb) arrive() {
 	if b.allPublished() {
 		b.sl.list.notify()
 	}
+}
+
+// sameColl checks that every member published its entry for the same collective as this one. Members of an
+// erroneous program that started different collectives at this point would read each other's entries as their own:
+// an Ibcast's root's buffer as an Iallreduce's contribution gave a wrong sum, silently.
+func (b *shmb) sameColl() error {
+	for j := range b.sl.mem {
+		if c := b.sl.mem[j].coll; c != b.a.Coll {
+			return collectives.Mismatch(b.r, b.a.Coll, j, c)
+		}
+	}
+	return nil
 }
 
 // allPublished reports whether every member has published for the use. It resumes where its last look stopped
@@ -374,7 +388,6 @@ func (b *shmb) rooted(pub func() error, part func(root *member) error, inline bo
 		b.acquire()
 		if inline {
 			b.s.Do(func() error {
-				b.me.coll = b.a.Coll
 				err := pub()
 				b.publish()
 				b.sl.list.notify()
@@ -384,7 +397,6 @@ func (b *shmb) rooted(pub func() error, part func(root *member) error, inline bo
 			return
 		}
 		b.s.Do(func() error {
-			b.me.coll = b.a.Coll
 			err = pub() // reported once the others are done with the root's buffer
 			b.publish()
 			b.sl.list.notify()
@@ -477,6 +489,9 @@ func (b *shmb) reduction() {
 		b.waitArrived()
 		b.s.Do(func() error {
 			defer b.finish()
+			if err := b.sameColl(); err != nil {
+				return err
+			}
 			out := a.Recv[:total]
 			for i := n - 1; i >= 0; i-- {
 				m := &b.sl.mem[i]
@@ -509,6 +524,9 @@ func (b *shmb) reduction() {
 	}
 	b.s.Do(func() error {
 		defer b.finish()
+		if err := b.sameColl(); err != nil {
+			return err
+		}
 		if err := b.checkSrcs(a.Coll, total); err != nil {
 			return err
 		}
@@ -558,6 +576,9 @@ func (b *shmb) allgather() {
 		b.waitArrived()
 		b.s.Do(func() error {
 			defer b.finish()
+			if err := b.sameColl(); err != nil {
+				return err
+			}
 			var err error
 			for j := 0; j < n; j++ {
 				if j == r && a.InPlace {
@@ -584,6 +605,9 @@ func (b *shmb) allgather() {
 	b.waitArrived()
 	b.s.Do(func() error {
 		defer b.finish()
+		if err := b.sameColl(); err != nil {
+			return err
+		}
 		var err error
 		for x := 1; x <= n; x++ {
 			j := (r + x) % n // the next rank first: spreads the readers over the sources
@@ -692,6 +716,10 @@ func (b *shmb) move(i, j int) {
 	sz := b.a.Sz
 	var err error
 	switch {
+	case from.coll != b.a.Coll:
+		err = collectives.Mismatch(b.r, b.a.Coll, i, from.coll)
+	case to.coll != b.a.Coll:
+		err = collectives.Mismatch(b.r, b.a.Coll, j, to.coll)
 	case from.counts == nil && len(from.src) < b.n*from.blk:
 		err = collectivesArg("alltoall: rank %d sends %d bytes, not %d blocks of %d", i, len(from.src), b.n, from.blk)
 	case to.rcounts == nil && len(to.dst) < b.n*to.blk:
@@ -743,6 +771,10 @@ func (b *shmb) alltoallInline() {
 		for x := 0; x < n; x++ {
 			j := (r + x) % n
 			m := &b.sl.mem[j]
+			if m.coll != a.Coll {
+				err = collectives.Mismatch(r, a.Coll, j, m.coll)
+				continue
+			}
 			if m.inlen < n*m.blk {
 				err = collectivesArg("alltoall: rank %d sends %d bytes, not %d blocks of %d", j, m.inlen, n, m.blk)
 				continue
@@ -775,6 +807,10 @@ func (b *shmb) alltoallPull(src []byte) {
 		for x := 0; x < n; x++ {
 			j := (r + x) % n
 			m := &b.sl.mem[j]
+			if m.coll != a.Coll {
+				err = collectives.Mismatch(r, a.Coll, j, m.coll)
+				continue
+			}
 			if m.counts == nil && len(m.src) < n*m.blk {
 				err = collectivesArg("alltoall: rank %d sends %d bytes, not %d blocks of %d", j, len(m.src), n, m.blk)
 				continue
@@ -819,6 +855,9 @@ func (b *shmb) reduceScatter() {
 	b.waitArrived()
 	b.s.Do(func() error {
 		defer b.finish()
+		if err := b.sameColl(); err != nil {
+			return err
+		}
 		if err := b.checkSrcs("reduce_scatter", total); err != nil {
 			return err
 		}
@@ -858,6 +897,9 @@ func (b *shmb) scan() {
 		b.waitGen(r - 1)
 	}
 	prev := func() ([]byte, error) {
+		if c := b.sl.mem[r-1].coll; c != a.Coll {
+			return nil, collectives.Mismatch(r, a.Coll, r-1, c)
+		}
 		p := b.sl.mem[r-1].dst
 		if len(p) != total {
 			return nil, collectivesArg("%s: rank %d contributes %d bytes, rank %d %d", a.Coll, r, total, r-1, len(p))
