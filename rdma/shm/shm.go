@@ -393,8 +393,11 @@ func (e *endpoint) attach(p *peer, c *net.UnixConn) {
 	up = append(up, p)
 	e.up.Store(&up)
 	e.mu.Unlock()
-	p.ready.Store(true)
+	// The peer is reachable (e.ready, which sends look up) before it counts as ready: Ready may return, and its
+	// caller send, the moment p.ready is set. The other way round, a send right after Ready failed now and then
+	// with "not connected" (TestEagerAllocs, once in about 2000 runs under the race detector and a load).
 	e.ready[p.node].Store(p)
+	p.ready.Store(true)
 	e.signal()
 	e.spawn(func() { e.watch(p) })
 }
