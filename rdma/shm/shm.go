@@ -158,8 +158,7 @@ type peer struct {
 	pm      *peerMaps
 	bell    bell // its doorbell: its control page and our descriptor of its eventfd (-1 until the handshake passes it)
 	cma     bool
-	started bool // a handshake is under way or done
-	ready   atomic.Bool
+	started bool         // a handshake is under way or done
 	err     error        // the handshake failed
 	state   atomic.Int32 // stateUp, stateClosing (goodbye seen), stateLost
 	why     atomic.Value // error: why it was lost
@@ -393,11 +392,10 @@ func (e *endpoint) attach(p *peer, c *net.UnixConn) {
 	up = append(up, p)
 	e.up.Store(&up)
 	e.mu.Unlock()
-	// The peer is reachable (e.ready, which sends look up) before it counts as ready: Ready may return, and its
-	// caller send, the moment p.ready is set. The other way round, a send right after Ready failed now and then
-	// with "not connected" (TestEagerAllocs, once in about 2000 runs under the race detector and a load).
+	// One store makes the peer both ready (Ready) and reachable (peer, which sends use). With a flag of its own set
+	// first, Ready could return before the peer was reachable, and a send right after it failed now and then with
+	// "not connected" (TestEagerAllocs, twice in 3000 runs under the race detector and a load).
 	e.ready[p.node].Store(p)
-	p.ready.Store(true)
 	e.signal()
 	e.spawn(func() { e.watch(p) })
 }
@@ -576,7 +574,7 @@ func (e *endpoint) Ready(timeout time.Duration) error {
 			case p == nil:
 			case p.err != nil:
 				errs = append(errs, p.err)
-			case !p.ready.Load():
+			case e.peer(p.node) == nil:
 				missing = append(missing, p.node)
 			}
 		}
@@ -904,7 +902,7 @@ func (e *endpoint) Close() error {
 	e.mu.Unlock()
 	e.ln.Close()
 	for _, p := range peers {
-		if p != nil && p.ready.Load() {
+		if p != nil && e.peer(p.node) != nil {
 			p.conn.SetWriteDeadline(time.Now().Add(time.Second))
 			p.conn.Write([]byte{bye})
 		}
