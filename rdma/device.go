@@ -317,7 +317,7 @@ func (d *Device) Start(sink device.Sink, addrs [][]byte) error {
 		p := &peer{id: n, d: d, eagerMax: min(eager, d.cfg.EagerLimit), chunk: eager, grant: int32(grant),
 			syncWait: map[uint64]*syncEntry{}, rdvSend: map[uint64]*rdvSend{}, rdvRecv: map[uint64]*rdvRecv{},
 			rtsIn: map[uint64]*hdr{}, held: map[uint32]heldMsg{}}
-		p.lim = limits{ranks: d.ranks, nodeOf: d.nodeOf, self: d.self, peer: n, maxEager: uint64(d.cfg.EagerLimit),
+		p.lim = limits{ranks: d.ranks, rankNode: d.rankNode, self: d.self, peer: n, maxEager: uint64(d.cfg.EagerLimit),
 			maxData: uint64(d.cfg.EagerLimit), maxMessage: d.cfg.MaxMessage}
 		d.peers[n] = p
 		d.active = append(d.active, p)
@@ -355,8 +355,6 @@ func (d *Device) WaitConnected(timeout time.Duration) error {
 	}
 	return nil
 }
-
-func (d *Device) nodeOf(r int) int { return int(d.rankNode[r]) }
 
 // peerOf returns the served peer hosting rank.
 func (d *Device) peerOf(rank int32, what string) (*peer, error) {

@@ -294,7 +294,9 @@ func (d *Device) claim(h *hdr, payload []byte) bool {
 	if !ok {
 		return false
 	}
-	dst.Scatter(0, payload) // a copy, or into a View's blocks
+	if len(payload) > 0 {
+		dst.Scatter(0, payload) // a copy, or into a View's blocks
+	}
 	done.Complete(nil)
 	return true
 }

@@ -88,7 +88,7 @@ func (h *hdr) put(b []byte) int {
 // limits is what decode checks a message against: the job's shape, this node and the sending peer.
 type limits struct {
 	ranks      int
-	nodeOf     func(int) int
+	rankNode   []int32 // the node of each rank (ranks entries): a table, since decode looks twice per message
 	self, peer int
 	maxEager   uint64 // largest eager payload this node accepts
 	maxData    uint64 // largest DATA payload
@@ -204,10 +204,10 @@ func (l *limits) ranksOn(h *hdr, src, dst int) error {
 	if h.Source < 0 || int(h.Source) >= l.ranks || h.Dest < 0 || int(h.Dest) >= l.ranks {
 		return badf(l.peer, "kind %d: ranks %d -> %d out of range [0,%d)", h.Kind, h.Source, h.Dest, l.ranks)
 	}
-	if n := l.nodeOf(int(h.Source)); n != src {
+	if n := int(l.rankNode[h.Source]); n != src {
 		return badf(l.peer, "kind %d: source rank %d lives on node %d, not node %d", h.Kind, h.Source, n, src)
 	}
-	if n := l.nodeOf(int(h.Dest)); n != dst {
+	if n := int(l.rankNode[h.Dest]); n != dst {
 		return badf(l.peer, "kind %d: destination rank %d lives on node %d, not node %d", h.Kind, h.Dest, n, dst)
 	}
 	return nil

@@ -8,7 +8,7 @@ import (
 )
 
 func fuzzLimits() *limits {
-	return &limits{ranks: 4, nodeOf: func(r int) int { return r / 2 }, self: 0, peer: 1, maxEager: 1024, maxData: 1024,
+	return &limits{ranks: 4, rankNode: []int32{0, 0, 1, 1}, self: 0, peer: 1, maxEager: 1024, maxData: 1024,
 		maxMessage: 1 << 20}
 }
 
