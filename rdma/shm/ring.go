@@ -167,8 +167,9 @@ func (p *producer) put(off uint64, b []byte) {
 	if off >= end {
 		off -= p.cells * cellSize
 	}
-	n := copy(p.mem[off:end], b)
-	copy(p.mem[ringHdr:], b[n:])
+	if n := copy(p.mem[off:end], b); n < len(b) {
+		copy(p.mem[ringHdr:], b[n:]) // wrapped
+	}
 }
 
 // peek reports the length of the entry at the head, if one is published. An entry that no correct producer

@@ -654,6 +654,7 @@ func (e *endpoint) push(node int, call string, hdr, payload []byte) error {
 	}
 	err := p.out.push(hdr, payload)
 	switch {
+	case err == nil:
 	case err == errAgain:
 		p.full.Store(true)
 		p.bell.wake() // it has work: let it drain
@@ -664,7 +665,7 @@ func (e *endpoint) push(node int, call string, hdr, payload []byte) error {
 		p.state.CompareAndSwap(stateUp, stateLost)
 		e.Wake()
 		return &rdma.OpError{Call: call, Node: node, Err: err}
-	case err != nil:
+	default:
 		return &rdma.OpError{Call: call, Node: node, Err: err}
 	}
 	if p.full.Load() {
@@ -786,11 +787,19 @@ func (e *endpoint) Poll(cs []rdma.Completion) (int, error) {
 		return n, nil
 	}
 	peers := *up
+	if e.next >= len(peers) {
+		e.next = 0 // the peers changed
+	}
 	for i := range peers {
 		if n == len(cs) {
 			break
 		}
-		p := peers[(e.next+i)%len(peers)]
+		// Round robin from e.next, without a division per Poll (a poll of an empty ring is a few loads).
+		k := e.next + i
+		if k >= len(peers) {
+			k -= len(peers)
+		}
+		p := peers[k]
 		if p.told.Load() {
 			continue
 		}
@@ -842,7 +851,9 @@ func (e *endpoint) Poll(cs []rdma.Completion) (int, error) {
 			n++
 		}
 	}
-	e.next++
+	if e.next++; e.next == len(peers) {
+		e.next = 0
+	}
 	return n, nil
 }
 
