@@ -2,6 +2,7 @@ package ranks
 
 import (
 	"fmt"
+	"math/bits"
 	"reflect"
 	"unsafe"
 
@@ -56,10 +57,27 @@ func (t Type) String() string {
 // Valid reports whether t is a known element type.
 func (t Type) Valid() bool { return t > TypeNone && t < numTypes }
 
+// typeShifts holds the log2 of each type's size: every size is a power of two, and a shift is a cycle where the
+// division it replaces on the message paths (elements in a message's bytes) takes tens.
+var typeShifts [numTypes]uint8
+
 func init() {
 	if unsafe.Sizeof(int(0)) != 8 {
 		typeSizes[TypeInt], typeSizes[TypeUint] = int(unsafe.Sizeof(int(0))), int(unsafe.Sizeof(uint(0)))
 	}
+	for t, s := range typeSizes {
+		if s&(s-1) != 0 {
+			panic(fmt.Sprintf("ranks: the size %d of %s is not a power of two", s, Type(t)))
+		}
+		typeShifts[t] = uint8(bits.TrailingZeros(uint(s)))
+	}
+}
+
+// elems returns how many elements of t are in n bytes (n >> log2 of the size), and whether n is a whole number of
+// them. t must be valid (not TypeNone).
+func (t Type) elems(n uint64) (uint64, bool) {
+	s := typeShifts[t]
+	return n >> s, n&(1<<s-1) == 0
 }
 
 // Mem is a primitive buffer seen as memory: element type, first element and element count; or N elements of a

@@ -175,8 +175,9 @@ func (r *Request) status() Status {
 		if r.bytes > 0 { // 0: an object truncated into nil, of which nothing was delivered
 			st.count = 1
 		}
-	case r.styp.Size() > 0:
-		st.count = int(r.bytes) / r.styp.Size()
+	case r.styp.Valid():
+		n, _ := r.styp.elems(uint64(r.bytes))
+		st.count = int(n)
 	}
 	return st
 }

@@ -30,18 +30,19 @@ func (w *World) inbound(h *device.Header) (*Rank, queues.Envelope, int, error) {
 	if !empty && !t.Valid() {
 		return nil, queues.Envelope{}, 0, fmt.Errorf("frame from rank %d with unknown element type %d", h.Source, h.Type)
 	}
-	if !empty && h.Length%uint64(t.Size()) != 0 {
-		return nil, queues.Envelope{}, 0, fmt.Errorf("frame from rank %d: %d bytes is not a whole number of %s elements", h.Source, h.Length, t)
+	count := 0
+	if !empty {
+		n, whole := t.elems(h.Length)
+		if !whole {
+			return nil, queues.Envelope{}, 0, fmt.Errorf("frame from rank %d: %d bytes is not a whole number of %s elements", h.Source, h.Length, t)
+		}
+		count = int(n)
+		if t == TypeObject {
+			count = 1
+		}
 	}
 	if h.Tag < 0 || h.SrcRank < 0 || int(h.SrcRank) >= w.size {
 		return nil, queues.Envelope{}, 0, fmt.Errorf("frame from rank %d with tag %d, source rank %d", h.Source, h.Tag, h.SrcRank)
-	}
-	count := 0
-	switch {
-	case t == TypeObject:
-		count = 1
-	case !empty:
-		count = int(h.Length) / t.Size()
 	}
 	return r, queues.Envelope{Ctx: h.Context, Src: h.SrcRank, Tag: h.Tag}, count, nil
 }
@@ -111,7 +112,8 @@ func (w *World) ClaimEager(h *device.Header) (device.Payload, device.Completer, 
 		return device.Payload{}, rr.completer(), true
 	}
 	// inbound checked that the length is whole elements, takes that the receive holds them all.
-	return rr.mem().Window(0, int(h.Length)/t.Size()).payload(), rr.completer(), true
+	n, _ := t.elems(h.Length)
+	return rr.mem().Window(0, int(n)).payload(), rr.completer(), true
 }
 
 // DeliverRTS implements device.Sink.

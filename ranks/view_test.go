@@ -340,3 +340,17 @@ func TestViewBlockwiseCopies(t *testing.T) {
 		}
 	}
 }
+
+// TestTypeElems: elems counts whole elements of every type as a division by its size would, and says when bytes
+// are not a whole number of them.
+func TestTypeElems(t *testing.T) {
+	for ty := Type(1); ty < numTypes; ty++ {
+		s := uint64(ty.Size())
+		for _, n := range []uint64{0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 1000, 1 << 20, 1<<20 + 3} {
+			got, whole := ty.elems(n)
+			if got != n/s || whole != (n%s == 0) {
+				t.Errorf("%s: elems(%d) = %d, %v; want %d, %v", ty, n, got, whole, n/s, n%s == 0)
+			}
+		}
+	}
+}
