@@ -2,7 +2,6 @@ package ranks
 
 import (
 	"encoding"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"reflect"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/gompj/gompj/internal/msgcheck"
 )
 
 // Object messages come from other node processes, and the msgpack decoder trusts the lengths it reads: five bytes
@@ -24,139 +25,14 @@ import (
 // which also kills the process.
 const maxObjectDepth = 1000
 
-var errMalformed = errors.New("malformed object encoding")
+var errMalformed = msgcheck.ErrMalformed
 
-type hdrKind uint8
+// objectRules is what an object message's encoding must keep to. Extensions pass: an object may hold values that
+// encode themselves as such (time.Time), and checkExtMaps covers the decoder's reading of one as a map.
+var objectRules = msgcheck.Rules{MaxDepth: maxObjectDepth}
 
-const (
-	hScalar hdrKind = iota // nil, bool, numbers
-	hBytes                 // str, bin: skip payload bytes
-	hExt                   // ext: a type byte, then payload bytes
-	hArray                 // elems values follow
-	hMap                   // elems values follow (keys and values)
-)
-
-// hdr is one msgpack header: what it is, how long it is, and what follows it.
-type hdr struct {
-	kind    hdrKind
-	size    int    // bytes of the header itself
-	payload uint64 // bytes of payload after the header (str, bin, ext data; scalars' value bytes)
-	elems   uint64 // values that follow (arrays; maps count keys and values)
-}
-
-// header reads the header at data[p:]. Lengths are not checked against the data here.
-func header(data []byte, p int) (hdr, error) {
-	if p >= len(data) {
-		return hdr{}, fmt.Errorf("%w: value expected at offset %d, at the end", errMalformed, p)
-	}
-	c := data[p]
-	length := func(w int) (uint64, error) {
-		if p+1+w > len(data) {
-			return 0, fmt.Errorf("%w: length of %d bytes at offset %d, at the end", errMalformed, w, p+1)
-		}
-		b := data[p+1:]
-		switch w {
-		case 1:
-			return uint64(b[0]), nil
-		case 2:
-			return uint64(binary.BigEndian.Uint16(b)), nil
-		}
-		return uint64(binary.BigEndian.Uint32(b)), nil
-	}
-	var err error
-	h := hdr{size: 1}
-	switch {
-	case c <= 0x7f || c >= 0xe0, c == 0xc0, c == 0xc2, c == 0xc3: // fixint, nil, bool
-	case c >= 0x80 && c <= 0x8f: // fixmap
-		h.kind, h.elems = hMap, 2*uint64(c&0x0f)
-	case c >= 0x90 && c <= 0x9f: // fixarray
-		h.kind, h.elems = hArray, uint64(c&0x0f)
-	case c >= 0xa0 && c <= 0xbf: // fixstr
-		h.kind, h.payload = hBytes, uint64(c&0x1f)
-	case c == 0xc4 || c == 0xc5 || c == 0xc6: // bin8, bin16, bin32
-		w := 1 << (c - 0xc4)
-		h.kind, h.size = hBytes, 1+w
-		h.payload, err = length(w)
-	case c == 0xd9 || c == 0xda || c == 0xdb: // str8, str16, str32
-		w := 1 << (c - 0xd9)
-		h.kind, h.size = hBytes, 1+w
-		h.payload, err = length(w)
-	case c == 0xc7 || c == 0xc8 || c == 0xc9: // ext8, ext16, ext32: length, type, data
-		w := 1 << (c - 0xc7)
-		h.kind, h.size = hExt, 1+w+1
-		h.payload, err = length(w)
-	case c == 0xca: // float32
-		h.payload = 4
-	case c == 0xcb: // float64
-		h.payload = 8
-	case c >= 0xcc && c <= 0xcf: // uint8..uint64
-		h.payload = 1 << (c - 0xcc)
-	case c >= 0xd0 && c <= 0xd3: // int8..int64
-		h.payload = 1 << (c - 0xd0)
-	case c >= 0xd4 && c <= 0xd8: // fixext1..fixext16: type, data
-		h.kind, h.size, h.payload = hExt, 2, 1<<(c-0xd4)
-	case c == 0xdc || c == 0xdd: // array16, array32
-		w := 2 << (c - 0xdc)
-		h.kind, h.size = hArray, 1+w
-		h.elems, err = length(w)
-	case c == 0xde || c == 0xdf: // map16, map32
-		w := 2 << (c - 0xde)
-		h.kind, h.size = hMap, 1+w
-		h.elems, err = length(w)
-		h.elems *= 2
-	default: // 0xc1: never used
-		return hdr{}, fmt.Errorf("%w: byte %#x at offset %d", errMalformed, c, p)
-	}
-	return h, err
-}
-
-// valueEnd walks the one value at data[p:] without decoding it and returns where it ends. It fails unless every
-// declared length is backed by bytes (every value takes at least one, so an array's or map's count is checked
-// against what is left) and nesting stays within maxObjectDepth. It is iterative: a deep value cannot exhaust its
-// stack.
-func valueEnd(data []byte, p int) (int, error) {
-	pending := []uint64{1} // values still to read at each depth
-	for len(pending) > 0 {
-		if pending[len(pending)-1] == 0 {
-			pending = pending[:len(pending)-1]
-			continue
-		}
-		pending[len(pending)-1]--
-		h, err := header(data, p)
-		if err != nil {
-			return p, err
-		}
-		p += h.size
-		if h.payload > uint64(len(data)-p) {
-			return p, fmt.Errorf("%w: %d bytes declared at offset %d, %d left", errMalformed, h.payload, p,
-				len(data)-p)
-		}
-		p += int(h.payload)
-		if h.elems > 0 {
-			if h.elems > uint64(len(data)-p) {
-				return p, fmt.Errorf("%w: %d values declared at offset %d, %d bytes left", errMalformed, h.elems, p,
-					len(data)-p)
-			}
-			if len(pending) >= maxObjectDepth {
-				return p, fmt.Errorf("%w: nested deeper than %d", errMalformed, maxObjectDepth)
-			}
-			pending = append(pending, h.elems)
-		}
-	}
-	return p, nil
-}
-
-// checkEncoding checks that data is exactly one well-formed value (see valueEnd).
-func checkEncoding(data []byte) error {
-	end, err := valueEnd(data, 0)
-	if err != nil {
-		return err
-	}
-	if end != len(data) {
-		return fmt.Errorf("%w: %d bytes after the value", errMalformed, len(data)-end)
-	}
-	return nil
-}
+// checkEncoding checks that data is exactly one well-formed value (see msgcheck.Rules.End).
+func checkEncoding(data []byte) error { return objectRules.Check(data) }
 
 // checkExtMaps follows the decoding of data into a value of type t (data passed checkEncoding) to the places where
 // the decoder expects a map. There the decoder takes an extension value as a wrapped map: it reads a map length out
@@ -188,28 +64,28 @@ func (w *extWalk) value(p int, t reflect.Type, depth int) (int, error) {
 	if !mayReadMap(t) {
 		return w.skip(p)
 	}
-	h, err := header(w.data, p)
+	h, err := msgcheck.Read(w.data, p)
 	if err != nil {
 		return p, errStop
 	}
 	switch t.Kind() {
 	case reflect.Map:
-		if h.kind == hExt {
+		if h.Kind == msgcheck.Ext {
 			// The decoder skips the extension's header (and type byte) and reads a map length from its payload.
-			p += h.size
-			if h, err = header(w.data, p); err != nil || h.kind != hMap {
+			p += h.Size
+			if h, err = msgcheck.Read(w.data, p); err != nil || h.Kind != msgcheck.Map {
 				return p, errStop
 			}
-			if h.elems > uint64(len(w.data)-p-h.size) {
+			if h.Elems > uint64(len(w.data)-p-h.Size) {
 				return p, fmt.Errorf("%w: an extension at a map's place claims a map of %d entries, %d bytes left",
-					errMalformed, h.elems/2, len(w.data)-p-h.size)
+					errMalformed, h.Elems/2, len(w.data)-p-h.Size)
 			}
 		}
-		if h.kind != hMap {
+		if h.Kind != msgcheck.Map {
 			return w.skip(p)
 		}
-		p += h.size
-		for i := uint64(0); i < h.elems/2; i++ {
+		p += h.Size
+		for i := uint64(0); i < h.Elems/2; i++ {
 			if p, err = w.value(p, t.Key(), depth+1); err != nil {
 				return p, err
 			}
@@ -219,21 +95,21 @@ func (w *extWalk) value(p int, t reflect.Type, depth int) (int, error) {
 		}
 		return p, nil
 	case reflect.Slice, reflect.Array:
-		if h.kind != hArray {
+		if h.Kind != msgcheck.Array {
 			return w.skip(p)
 		}
-		p += h.size
-		for i := uint64(0); i < h.elems; i++ {
+		p += h.Size
+		for i := uint64(0); i < h.Elems; i++ {
 			if p, err = w.value(p, t.Elem(), depth+1); err != nil {
 				return p, err
 			}
 		}
 		return p, nil
 	case reflect.Struct:
-		if h.kind == hArray { // a struct encoded as an array: its fields in order
-			p += h.size
+		if h.Kind == msgcheck.Array { // a struct encoded as an array: its fields in order
+			p += h.Size
 			fields := structFields(t)
-			for i := uint64(0); i < h.elems; i++ {
+			for i := uint64(0); i < h.Elems; i++ {
 				ft := reflect.TypeFor[any]()
 				if i < uint64(len(fields)) {
 					ft = fields[i].typ
@@ -244,18 +120,18 @@ func (w *extWalk) value(p int, t reflect.Type, depth int) (int, error) {
 			}
 			return p, nil
 		}
-		if h.kind != hMap {
+		if h.Kind != msgcheck.Map {
 			return w.skip(p)
 		}
-		p += h.size
+		p += h.Size
 		fields := structFields(t)
-		for i := uint64(0); i < h.elems/2; i++ {
-			kh, err := header(w.data, p)
-			if err != nil || kh.kind != hBytes || uint64(len(w.data)-p-kh.size) < kh.payload {
+		for i := uint64(0); i < h.Elems/2; i++ {
+			kh, err := msgcheck.Read(w.data, p)
+			if err != nil || kh.Kind != msgcheck.Bytes || uint64(len(w.data)-p-kh.Size) < kh.Payload {
 				return p, errStop
 			}
-			name := string(w.data[p+kh.size : p+kh.size+int(kh.payload)])
-			p += kh.size + int(kh.payload)
+			name := string(w.data[p+kh.Size : p+kh.Size+int(kh.Payload)])
+			p += kh.Size + int(kh.Payload)
 			ft := reflect.TypeFor[any]() // an unknown field is skipped
 			for _, f := range fields {
 				if f.name == name {
@@ -274,7 +150,7 @@ func (w *extWalk) value(p int, t reflect.Type, depth int) (int, error) {
 
 // skip steps over one value the decoder reads without looking for maps in it.
 func (w *extWalk) skip(p int) (int, error) {
-	end, err := valueEnd(w.data, p)
+	end, err := objectRules.End(w.data, p)
 	if err != nil {
 		return p, errStop // checkEncoding passed, so this is a replay that left the structure: the decoder fails too
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -309,5 +311,36 @@ func FuzzDecodeMessage(f *testing.F) {
 		if m.Kind == msgTable && len(m.Table) != 3 {
 			t.Fatalf("accepted a table of %d", len(m.Table))
 		}
+		// what is accepted re-encodes to a message that decodes to the same value
+		re, err := encodeMessage(&m)
+		if err != nil {
+			t.Fatalf("accepted %+v, which does not encode: %v", m, err)
+		}
+		m2, err := decodeMessage(re[4:], 3)
+		if err != nil || !reflect.DeepEqual(m, m2) {
+			t.Fatalf("accepted %+v; re-encoded it decodes to %+v, %v", m, m2, err)
+		}
 	})
+}
+
+// A message's declared lengths are checked against its bytes before it is decoded: a few bytes claiming a huge
+// table, address or name are refused without the decoder allocating what they claim.
+func TestDecodeBoundedAlloc(t *testing.T) {
+	for _, b := range [][]byte{
+		[]byte("\x82\xa1k\x02\xa1t\xdd\xff\xff\xff\xff"),                                                 // a table of 4G endpoints
+		[]byte("\x83\xa1k\x01\xa1n\x00\xa1a\x82\xa1h\xa1x\xa1d\x81\xa3tcp\xc6\xff\xff\xff\xff"),          // a 4 GiB address
+		[]byte("\x82\xa1k\x03\xa1b\xdb\xff\xff\xff\xff"),                                                 // a 4 GiB barrier name
+		[]byte("\x83\xa1k\x01\xa1n\x00\xa1a\x82\xa1h\xa1x\xa1d\xd7\x00\xdf\xff\xff\xff\xff\x00\x00\x00"), // an extension where a map goes
+	} {
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		_, err := decodeMessage(b, 3)
+		runtime.ReadMemStats(&m1)
+		if !errors.Is(err, ErrBadMessage) {
+			t.Errorf("%q: %v, want ErrBadMessage", b, err)
+		}
+		if a := m1.TotalAlloc - m0.TotalAlloc; a > 1<<20 {
+			t.Errorf("%q: decoding allocated %d bytes", b, a)
+		}
+	}
 }

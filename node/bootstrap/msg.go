@@ -8,6 +8,8 @@ import (
 	"io"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/gompj/gompj/internal/msgcheck"
 )
 
 // Purpose is the handshake label of coordinator connections.
@@ -58,10 +60,18 @@ func bad(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrBadMessage, fmt.Sprintf(format, args...))
 }
 
+// messageRules: a message nests four deep (message, table, endpoint, addresses) and holds no extension.
+var messageRules = msgcheck.Rules{MaxDepth: 8, NoExt: true}
+
 // decodeMessage decodes and validates one message body for a job of nodes nodes. It never panics.
 func decodeMessage(b []byte, nodes int) (m message, err error) {
 	if len(b) > maxMsg {
 		return m, bad("%d bytes", len(b))
+	}
+	// The decoder allocates what lengths claim before it reads what backs them: a message of ten bytes could claim
+	// a table of four billion endpoints (msgcheck).
+	if err := messageRules.Check(b); err != nil {
+		return m, bad("%v", err)
 	}
 	r := bytes.NewReader(b)
 	dec := msgpack.NewDecoder(r)
