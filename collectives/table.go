@@ -372,6 +372,9 @@ func parseTable(text, origin string) ([]rule, error) {
 		}
 		rules = append(rules, r)
 	}
+	if err := sc.Err(); err != nil { // a line too long to scan: the rest of the table would be lost unsaid
+		return nil, fmt.Errorf("%w: %s:%d: %v", ranks.ErrArg, origin, line+1, err)
+	}
 	return rules, nil
 }
 
