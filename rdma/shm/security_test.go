@@ -3,9 +3,11 @@
 package shm
 
 import (
+	"math"
 	"net"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,4 +103,28 @@ func TestUnsealedSegmentRefused(t *testing.T) {
 	if _, err := mapPeer(fd, pageSize, int64(ringBytes(minCells))); err == nil {
 		t.Fatal("an unsealed segment was mapped")
 	}
+}
+
+// TestRingPastSegmentRefused: a hello whose ring lies past the segment is refused by the bounds check, also when
+// offset plus length overflows.
+func TestRingPastSegmentRefused(t *testing.T) {
+	s, err := newSegment(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	n := int64(ringBytes(minCells))
+	if _, _, err := s.addRing(int(n)); err != nil {
+		t.Fatal(err)
+	}
+	for _, off := range []int64{s.size, s.size - n + pageSize, math.MaxInt64 &^ (pageSize - 1)} {
+		if _, err := mapPeer(s.fd, off, n); err == nil || !strings.Contains(err.Error(), "announces a ring") {
+			t.Errorf("a ring of %d bytes at %d in a segment of %d: %v", n, off, s.size, err)
+		}
+	}
+	m, err := mapPeer(s.fd, pageSize, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.close()
 }

@@ -123,7 +123,7 @@ func mapPeer(fd int, ringOff, ringLen int64) (*peerMaps, error) {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, fmt.Errorf("shm: fstat of the peer's segment: %w", err)
 	}
-	if ringOff < pageSize || ringOff%pageSize != 0 || ringLen <= 0 || ringLen > maxRingLen || ringOff+ringLen > st.Size {
+	if ringOff < pageSize || ringOff%pageSize != 0 || ringLen <= 0 || ringLen > maxRingLen || ringOff > st.Size-ringLen {
 		return nil, fmt.Errorf("shm: the peer announces a ring of %d bytes at %d in a segment of %d", ringLen, ringOff, st.Size)
 	}
 	ctl, err := mmap(fd, 0, pageSize)
