@@ -4,6 +4,7 @@ package netdev
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -61,18 +62,19 @@ func FuzzDecodeHeader(f *testing.F) {
 		if !bytes.Equal(re, b[:HeaderSize]) {
 			t.Fatalf("decode/encode mismatch:\n%x\n%x", b[:HeaderSize], re)
 		}
-		if payloadLen(&h) > 1<<20 {
-			t.Fatalf("accepted payload of %d bytes", payloadLen(&h))
+		if h.Kind == device.KindEager && h.Length > l.maxEager || h.Kind == device.KindData && h.Length > l.maxData ||
+			payloadLen(&h) > l.maxMessage {
+			t.Fatalf("accepted a kind %d frame with a payload of %d bytes", h.Kind, payloadLen(&h))
 		}
 	})
 }
 
 // offlineConn is a device with no sockets and a connection from node 1 whose tables expect: a CTS for seq 1,
-// DATA for seq 7 (100 bytes), an ACK for seq 3.
+// DATA for seq 7 (100 bytes), 8 and 9 (segmented, 100 bytes and 100 KiB), 10 (100 KiB), an ACK for seq 3.
 func offlineConn(t testing.TB) (*Device, *conn, *sink) {
 	s := newSink()
 	d, err := newDevice(Config{Node: 0, Nodes: 2, Ranks: 4, NodeOf: func(r int) int { return r / 2 },
-		Secret: testSecret, EagerLimit: 1024, ChunkSize: 4096, MaxMessage: 1 << 20})
+		Secret: testSecret, EagerLimit: 1024, ChunkSize: 64 << 10, MaxMessage: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,12 +89,16 @@ func offlineConn(t testing.TB) (*Device, *conn, *sink) {
 		dst: device.Payload{Segs: &stridedPieces{buf: make([]byte, 300), blk: 3, stride: 7}, Len: 100}}
 	p.rdvRecv[9] = &rdvRecv{h: device.Header{Kind: device.KindRTS, Source: 2, Dest: 1, Length: 100 << 10, Seq: 9},
 		dst: device.Payload{Segs: &stridedPieces{buf: make([]byte, 300<<10), blk: 20 << 10, stride: 30 << 10}, Off: 5, Len: 100 << 10}, direct: true}
+	// a large contiguous destination: DATA frames of 16 KiB or more are read straight into it
+	p.rdvRecv[10] = &rdvRecv{h: device.Header{Kind: device.KindRTS, Source: 2, Dest: 1, Length: 100 << 10, Seq: 10},
+		dst: device.Contiguous(make([]byte, 100<<10))}
 	p.syncWait[3] = &syncEntry{h: device.Header{Source: 1, Dest: 3, Seq: 3}, done: completerFunc(func(error) {})}
 	return d, p.slots[0], s
 }
 
 // FuzzStream feeds arbitrary bytes, in arbitrary pieces, through a connection's read state machine and the
-// device's frame handling. It must never panic or read past what it was given.
+// device's frame handling (see stream). It must never panic or read past what it was given, and what it rejects is
+// an error wrapping ErrFrame.
 func FuzzStream(f *testing.F) {
 	frames := seedFrames()
 	var all []byte
@@ -104,24 +110,65 @@ func FuzzStream(f *testing.F) {
 	for _, b := range frames {
 		f.Add(b, uint16(40))
 	}
-	f.Fuzz(func(t *testing.T, data []byte, piece uint16) {
-		_, c, _ := offlineConn(t)
-		step := int(piece)%97 + 1
-		for len(data) > 0 {
-			n := min(step, len(data))
+	f.Fuzz(stream)
+}
+
+// FuzzStreamDirect is FuzzStream from DATA frames large enough (directMin) to be read straight into their
+// destination, contiguous (direct) or segmented (directv). Its inputs are tens of KiB, which slows a fuzzer down:
+// hence a target of its own, which leaves FuzzStream fast.
+func FuzzStreamDirect(f *testing.F) {
+	for _, seq := range []uint64{9, 10} {
+		h := device.Header{Kind: device.KindData, Source: 2, Dest: 1, Length: directMin + 4<<10, Seq: seq}
+		b := make([]byte, HeaderSize, HeaderSize+int(h.Length))
+		putHeader(b, &h, 0)
+		b = append(b, bytes.Repeat([]byte{byte(seq)}, int(h.Length))...)
+		f.Add(b, uint16(96))
+		f.Add(b, uint16(0x8000|96))
+	}
+	f.Fuzz(stream)
+}
+
+// stream feeds data to an offline connection in pieces of at most piece%97+1 bytes, the way the read loop does:
+// straight into a large payload's destination when the state machine offers one (direct, directv), else through
+// the read buffer. With piece's top bit set, a direct read takes all it can, as a read that fills its destination.
+func stream(t *testing.T, data []byte, piece uint16) {
+	_, c, _ := offlineConn(t)
+	step := int(piece)%97 + 1
+	for len(data) > 0 {
+		n := min(step, len(data))
+		var err error
+		if pl, ok := c.rx.directv(); ok {
+			if piece&0x8000 != 0 {
+				n = len(data)
+			}
+			n = min(n, pl.Len)
+			pl.Scatter(0, data[:n])
+			err = c.rx.advanceDirect(n, c)
+		} else if dst := c.rx.direct(); dst != nil {
+			if piece&0x8000 != 0 {
+				n = len(data)
+			}
+			n = copy(dst, data[:n])
+			err = c.rx.advanceDirect(n, c)
+		} else {
 			sp := c.rx.space()
 			n = min(n, len(sp))
 			copy(sp, data[:n])
-			data = data[n:]
 			c.rx.w += n
-			if err := c.rx.parse(&c.lim, c); err != nil {
-				return
-			}
-			if c.rx.r > c.rx.w || c.rx.w > len(c.rx.buf) {
-				t.Fatalf("read state out of bounds: r %d w %d", c.rx.r, c.rx.w)
-			}
+			err = c.rx.parse(&c.lim, c)
 		}
-	})
+		data = data[n:]
+		if err != nil {
+			if !errors.Is(err, ErrFrame) {
+				t.Fatalf("an error that is not ErrFrame: %v", err)
+			}
+			return
+		}
+		if c.rx.r > c.rx.w || c.rx.w > len(c.rx.buf) || c.rx.inPayload && c.rx.got > c.rx.target.size() {
+			t.Fatalf("read state out of bounds: r %d w %d, %d of a payload of %d", c.rx.r, c.rx.w, c.rx.got,
+				c.rx.target.size())
+		}
+	}
 }
 
 //go:generate go test -run ^TestSeedCorpus$ -update-corpus .

@@ -69,8 +69,12 @@ func FuzzDecode(f *testing.F) {
 		if !bytes.Equal(re[:n], b[:n]) || !bytes.Equal(payload, b[n:]) {
 			t.Fatalf("decode/encode mismatch:\n%x\n%x", b, re[:n])
 		}
-		if h.Kind == device.KindEager && h.Length > l.maxEager {
-			t.Fatalf("accepted an eager payload of %d bytes", h.Length)
+		if h.Kind == device.KindEager && h.Length > l.maxEager || h.Kind == device.KindData && h.Length > l.maxData ||
+			(h.Kind == device.KindRTS || h.Kind == device.KindCTS) && h.Length > l.maxMessage {
+			t.Fatalf("accepted a kind %d message of %d bytes", h.Kind, h.Length)
+		}
+		if h.Kind == device.KindCTS && h.offset > h.Length {
+			t.Fatalf("accepted a CTS at offset %d of a message of %d bytes", h.offset, h.Length)
 		}
 	})
 }

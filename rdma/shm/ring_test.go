@@ -183,15 +183,17 @@ func TestRingCorrupt(t *testing.T) {
 }
 
 // FuzzRingConsumer: whatever a peer writes into the ring (cells and head), the consumer never panics, never copies
-// more than the entry it validated, and reports garbage as ErrCorrupt.
+// more than the entry it validated, never shows (view) bytes outside the ring's cells, and reports garbage as
+// ErrCorrupt. The bits of inPlace choose, entry by entry, the in-place path (view, release) or the copy (consume).
 func FuzzRingConsumer(f *testing.F) {
 	p, _ := pair(f, 64)
 	p.push([]byte("header-bytes"), []byte("payload"))
 	p.push(nil, msgOf(1, 200))
-	f.Add(append([]byte(nil), p.mem[ringHdr:]...), uint16(0))
-	f.Add(append([]byte(nil), p.mem[ringHdr:]...), uint16(3))
-	f.Add(make([]byte, 64*cellSize), uint16(5))
-	f.Fuzz(func(t *testing.T, cellsBytes []byte, head uint16) {
+	f.Add(append([]byte(nil), p.mem[ringHdr:]...), uint16(0), uint8(0))
+	f.Add(append([]byte(nil), p.mem[ringHdr:]...), uint16(3), uint8(0))
+	f.Add(append([]byte(nil), p.mem[ringHdr:]...), uint16(0), uint8(0xff))
+	f.Add(make([]byte, 64*cellSize), uint16(5), uint8(0))
+	f.Fuzz(func(t *testing.T, cellsBytes []byte, head uint16, inPlace uint8) {
 		m := ringMem(64)
 		copy(m[ringHdr:], cellsBytes)
 		c, err := newConsumer(m, maxMsg(64))
@@ -200,7 +202,7 @@ func FuzzRingConsumer(f *testing.F) {
 		}
 		c.head = uint64(head)
 		dst := make([]byte, maxMsg(64)+64)
-		for range 8 {
+		for i := range 8 {
 			n, ok, err := c.peek()
 			if err != nil {
 				if !errors.Is(err, ErrCorrupt) {
@@ -213,6 +215,16 @@ func FuzzRingConsumer(f *testing.F) {
 			}
 			if n > maxMsg(64) {
 				t.Fatalf("accepted an entry of %d bytes", n)
+			}
+			if inPlace>>i&1 != 0 {
+				if v, ok := c.view(n); ok {
+					start := uintptr(unsafe.Pointer(unsafe.SliceData(v))) - uintptr(unsafe.Pointer(&m[0]))
+					if len(v) != n || cap(v) != n || n > 0 && (start < ringHdr || start+uintptr(n) > uintptr(len(m))) {
+						t.Fatalf("view of an entry of %d bytes: %d bytes at %d of a ring of %d", n, len(v), start, len(m))
+					}
+					c.release(n)
+					continue
+				}
 			}
 			guard := dst[n:]
 			for i := range guard {
