@@ -370,9 +370,54 @@ func (e *endpoint) fail(p *peer, err error) {
 // hello is what each end of a new connection tells the other, with its segment's descriptor and its doorbell's
 // (an eventfd), in that order:
 //
-//	0  8 magic "GOMPJSH1"   8  4 node   12 4 reserved   16 8 ring offset   24 8 ring length
+//	0  8 magic "GOMPJSH2"   8  4 node   12 4 reserved   16 8 ring offset   24 8 ring length
 //	32 8 probe address      40 8 probe value            48 1 CMA allowed   49 15 reserved
 const helloSize = 64
+
+// hello's fields.
+type hello struct {
+	node            int
+	ringOff         int64
+	ringLen         int64
+	probe, probeVal uint64 // the address of a word of the sender's, and what it holds: the receiver's CMA check
+	cma             bool
+}
+
+func (h *hello) put(b *[helloSize]byte) {
+	*b = [helloSize]byte{}
+	binary.LittleEndian.PutUint64(b[0:], ctlMagic)
+	binary.LittleEndian.PutUint32(b[8:], uint32(h.node))
+	binary.LittleEndian.PutUint64(b[16:], uint64(h.ringOff))
+	binary.LittleEndian.PutUint64(b[24:], uint64(h.ringLen))
+	binary.LittleEndian.PutUint64(b[32:], h.probe)
+	binary.LittleEndian.PutUint64(b[40:], h.probeVal)
+	if h.cma {
+		b[48] = 1
+	}
+}
+
+// parseHello decodes the hello b from node, the peer's. It checks what can be checked without the segment (whose
+// size bounds the ring: mapPeer); it never panics.
+func parseHello(b []byte, node int) (hello, error) {
+	if len(b) != helloSize {
+		return hello{}, fmt.Errorf("a bad hello: %d bytes, not %d", len(b), helloSize)
+	}
+	if m := binary.LittleEndian.Uint64(b[0:]); m != ctlMagic {
+		return hello{}, fmt.Errorf("a bad hello: magic %#x, not %#x (another version of gompj?)", m, uint64(ctlMagic))
+	}
+	h := hello{node: int(binary.LittleEndian.Uint32(b[8:])), ringOff: int64(binary.LittleEndian.Uint64(b[16:])),
+		ringLen: int64(binary.LittleEndian.Uint64(b[24:])), probe: binary.LittleEndian.Uint64(b[32:]),
+		probeVal: binary.LittleEndian.Uint64(b[40:]), cma: b[48] == 1}
+	switch {
+	case h.node != node:
+		return hello{}, fmt.Errorf("a bad hello: from node %d, not %d", h.node, node)
+	case b[48] > 1:
+		return hello{}, fmt.Errorf("a bad hello: CMA flag %d", b[48])
+	case h.ringOff <= 0 || h.ringLen <= 0:
+		return hello{}, fmt.Errorf("a bad hello: a ring of %d bytes at %d", h.ringLen, h.ringOff)
+	}
+	return h, nil
+}
 
 // attach runs the handshake on an authenticated connection: the peer's user must be ours; each end makes a ring
 // for the other in its own segment and passes the segment's descriptor and its doorbell's; each maps the other's;
@@ -430,23 +475,16 @@ func (e *endpoint) handshake(p *peer, c *net.UnixConn) error {
 		return err
 	}
 	var h [helloSize]byte
-	binary.LittleEndian.PutUint64(h[0:], ctlMagic)
-	binary.LittleEndian.PutUint32(h[8:], uint32(e.cfg.Node))
-	binary.LittleEndian.PutUint64(h[16:], uint64(off))
-	binary.LittleEndian.PutUint64(h[24:], uint64(len(mem)))
-	binary.LittleEndian.PutUint64(h[32:], uint64(uintptr(unsafe.Pointer(e.probe))))
-	binary.LittleEndian.PutUint64(h[40:], *e.probe)
-	if e.cma {
-		h[48] = 1
-	}
+	(&hello{node: e.cfg.Node, ringOff: off, ringLen: int64(len(mem)), probe: uint64(uintptr(unsafe.Pointer(e.probe))),
+		probeVal: *e.probe, cma: e.cma}).put(&h)
 	c.SetDeadline(time.Now().Add(e.opts.HandshakeTimeout))
 	defer c.SetDeadline(time.Time{})
 	if _, _, err := c.WriteMsgUnix(h[:], unix.UnixRights(e.seg.fd, e.door.fd), nil); err != nil {
 		return fmt.Errorf("sending the segment: %w", err)
 	}
-	var ph [helloSize]byte
+	var phb [helloSize]byte
 	oob := make([]byte, unix.CmsgSpace(4*4))
-	n, oobn, flags, _, err := c.ReadMsgUnix(ph[:], oob)
+	n, oobn, flags, _, err := c.ReadMsgUnix(phb[:], oob)
 	if err != nil {
 		return fmt.Errorf("receiving the segment: %w", err)
 	}
@@ -461,18 +499,20 @@ func (e *endpoint) handshake(p *peer, c *net.UnixConn) error {
 			unix.Close(fd)
 		}
 	}()
-	if n != helloSize || flags&unix.MSG_CTRUNC != 0 || binary.LittleEndian.Uint64(ph[0:]) != ctlMagic ||
-		int(binary.LittleEndian.Uint32(ph[8:])) != p.node {
+	if flags&unix.MSG_CTRUNC != 0 {
 		unix.Close(bfd)
-		return fmt.Errorf("a bad hello (%d bytes)", n)
+		return errors.New("a bad hello: its control message was cut short")
+	}
+	ph, err := parseHello(phb[:n], p.node)
+	if err != nil {
+		unix.Close(bfd)
+		return err
 	}
 	if err := checkEventfd(bfd, e.door.fd); err != nil {
 		unix.Close(bfd)
 		return err
 	}
-	roff := int64(binary.LittleEndian.Uint64(ph[16:]))
-	rlen := int64(binary.LittleEndian.Uint64(ph[24:]))
-	if p.pm, err = mapPeer(fd, roff, rlen); err != nil {
+	if p.pm, err = mapPeer(fd, ph.ringOff, ph.ringLen); err != nil {
 		unix.Close(bfd)
 		return err
 	}
@@ -486,10 +526,10 @@ func (e *endpoint) handshake(p *peer, c *net.UnixConn) error {
 	// sender may ring with it at any time, and a closed number could be reused by another file meanwhile.
 	p.bell = bell{ctl: p.pm.ctl, fd: bfd}
 	p.segFd, keep = fd, true
-	if e.cma && ph[48] == 1 {
+	if e.cma && ph.cma {
 		var got uint64
-		err := cmaCopy(false, p.pid, unsafe.Slice((*byte)(unsafe.Pointer(&got)), 8), binary.LittleEndian.Uint64(ph[32:]))
-		p.cma = err == nil && got == binary.LittleEndian.Uint64(ph[40:])
+		err := cmaCopy(false, p.pid, unsafe.Slice((*byte)(unsafe.Pointer(&got)), 8), ph.probe)
+		p.cma = err == nil && got == ph.probeVal
 	}
 	return nil
 }
