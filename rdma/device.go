@@ -255,6 +255,21 @@ func (d *Device) Address() []byte {
 	return append(b, pa...)
 }
 
+// parseAddress decodes a peer's address blob (see Address), which comes through the job's bootstrap from another
+// process: its eager limit, the credits it grants, and the provider's address (for the endpoint's Connect, which
+// checks it). It never panics.
+func parseAddress(a []byte) (eager int, grant int64, provider []byte, err error) {
+	if len(a) <= addrHead || a[0] != addrVersion {
+		return 0, 0, nil, errors.New("not an rdma address")
+	}
+	eager = int(binary.LittleEndian.Uint32(a[1:]))
+	grant = int64(binary.LittleEndian.Uint32(a[5:]))
+	if eager <= 0 || eager > 1<<30 || grant <= 0 || grant > maxCredits {
+		return 0, 0, nil, fmt.Errorf("an eager limit of %d and %d credits", eager, grant)
+	}
+	return eager, grant, a[addrHead:], nil
+}
+
 // Alloc implements device.Lender with the endpoint's Lender, if it is one.
 func (d *Device) Alloc(n int) ([]byte, error) {
 	if l, ok := d.ep.(Lender); ok {
@@ -303,15 +318,11 @@ func (d *Device) Start(sink device.Sink, addrs [][]byte) error {
 		if n == d.self || a == nil {
 			continue
 		}
-		if len(a) <= addrHead || a[0] != addrVersion {
-			return fmt.Errorf("rdma: node %d's address is not an rdma address", n)
+		eager, grant, pa, err := parseAddress(a)
+		if err != nil {
+			return fmt.Errorf("rdma: node %d's address: %w", n, err)
 		}
-		eager := int(binary.LittleEndian.Uint32(a[1:]))
-		grant := int64(binary.LittleEndian.Uint32(a[5:]))
-		if eager <= 0 || eager > 1<<30 || grant <= 0 || grant > maxCredits {
-			return fmt.Errorf("rdma: node %d's address claims an eager limit of %d and %d credits", n, eager, grant)
-		}
-		if err := d.ep.Connect(n, a[addrHead:]); err != nil {
+		if err := d.ep.Connect(n, pa); err != nil {
 			return fmt.Errorf("rdma: connecting to node %d: %w", n, err)
 		}
 		p := &peer{id: n, d: d, eagerMax: min(eager, d.cfg.EagerLimit), chunk: eager, grant: int32(grant),

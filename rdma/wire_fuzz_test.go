@@ -2,6 +2,7 @@ package rdma
 
 import (
 	"bytes"
+	"encoding/binary"
 	"testing"
 
 	"github.com/gompj/gompj/device"
@@ -87,4 +88,32 @@ func TestSeedsDecode(t *testing.T) {
 			t.Errorf("seed %d: %v", i, err)
 		}
 	}
+}
+
+// FuzzParseAddress: a peer's address blob comes from another process through the job's bootstrap. Parsing never
+// panics; what it accepts has the bounds Start relies on and is what Address writes for those fields.
+func FuzzParseAddress(f *testing.F) {
+	addr := func(v byte, eager, grant uint32, pa string) []byte {
+		b := []byte{v, 0, 0, 0, 0, 0, 0, 0, 0}
+		binary.LittleEndian.PutUint32(b[1:], eager)
+		binary.LittleEndian.PutUint32(b[5:], grant)
+		return append(b, pa...)
+	}
+	f.Add(addr(addrVersion, 64<<10, 16, "shm-name"))
+	f.Add(addr(addrVersion, 0, 16, "x"))
+	f.Add(addr(addrVersion, 1<<31, 1<<31, "x"))
+	f.Add(addr(addrVersion, 8, 1, ""))
+	f.Add(addr(2, 8, 1, "x"))
+	f.Fuzz(func(t *testing.T, a []byte) {
+		eager, grant, pa, err := parseAddress(a)
+		if err != nil {
+			return
+		}
+		if eager <= 0 || eager > 1<<30 || grant <= 0 || grant > maxCredits || len(pa) == 0 {
+			t.Fatalf("accepted an eager limit of %d, %d credits and a provider address of %d bytes", eager, grant, len(pa))
+		}
+		if !bytes.Equal(addr(addrVersion, uint32(eager), uint32(grant), string(pa)), a) {
+			t.Fatalf("accepted %x as %d, %d, %x", a, eager, grant, pa)
+		}
+	})
 }
