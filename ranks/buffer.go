@@ -260,7 +260,7 @@ func decodeInto(target any, data []byte) error {
 	if err := checkEncoding(data); err != nil {
 		return fmt.Errorf("%w: decoding into %s: %v", ErrType, pt, err)
 	}
-	if err := checkExtMaps(data, pt.Elem()); err != nil {
+	if err := checkTyped(data, pt.Elem()); err != nil {
 		return fmt.Errorf("%w: decoding into %s: %v", ErrType, pt, err)
 	}
 	fresh := reflect.New(pt.Elem())

@@ -3,6 +3,7 @@ package ranks
 import (
 	"bytes"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -133,5 +134,65 @@ func TestDecodeIntoTimesBesideMaps(t *testing.T) {
 		if !out.T.Equal(at) || !out.MT["t"].Equal(at) || out.M["a"] != 1 {
 			t.Fatalf("nanoseconds %d: decoded %+v", ns, out)
 		}
+	}
+}
+
+// A message whose counts are backed by bytes can still ask for far more memory than it holds, where each element
+// takes one byte (a nil) and decodes into a large one (a zero struct): it is refused with ErrType before the decoder
+// allocates for it, whatever nests the slice; a message of real elements of the same type, and a large one of
+// small elements, decode.
+func TestDecodeIntoBoundedAlloc(t *testing.T) {
+	type big struct {
+		A [1024]byte
+		N int
+	}
+	type holder struct {
+		Name  string
+		Items []big
+	}
+	nils := func(n int) []byte { // an array of n nils
+		b := []byte{0xdd, byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}
+		return append(b, bytes.Repeat([]byte{0xc0}, n)...)
+	}
+	const n = 1 << 20 // 1 MiB of nils; 1 GiB of big
+	inHolder := append([]byte("\x82\xa4Name\xa1x\xa5Items"), nils(n)...)
+	for _, tc := range []struct {
+		name   string
+		target any
+		data   []byte
+	}{
+		{"slice", new([]big), nils(n)},
+		{"slice of pointers", new([]*[]big), append([]byte{0x91}, nils(n)...)},
+		{"in a struct", new(holder), inHolder},
+		{"map", new(map[int]big), append([]byte{0xdf, 0, 0x10, 0, 0}, bytes.Repeat([]byte{0x01, 0xc0}, n)...)},
+	} {
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		err := decodeInto(tc.target, tc.data)
+		runtime.ReadMemStats(&m1)
+		if !errors.Is(err, ErrType) {
+			t.Errorf("%s: %v, want ErrType", tc.name, err)
+		}
+		if a := m1.TotalAlloc - m0.TotalAlloc; a > 64<<20 {
+			t.Errorf("%s: refusing took %d bytes", tc.name, a)
+		}
+	}
+	items := make([]big, 1000)
+	items[999].N = 7
+	b, err := msgpack.Marshal(holder{Name: "y", Items: items})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h holder
+	if err := decodeInto(&h, b); err != nil || len(h.Items) != 1000 || h.Items[999].N != 7 {
+		t.Fatalf("1000 real elements: %v, %d items", err, len(h.Items))
+	}
+	fs := make([]float64, 1<<20)
+	if b, err = msgpack.Marshal(fs); err != nil {
+		t.Fatal(err)
+	}
+	var out []float64
+	if err := decodeInto(&out, b); err != nil || len(out) != len(fs) {
+		t.Fatalf("a million float64: %v, %d", err, len(out))
 	}
 }

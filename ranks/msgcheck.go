@@ -18,7 +18,7 @@ import (
 // that claim an array of four billion elements make it allocate for them, and the process dies of it (an
 // out-of-memory error is not a panic: nothing recovers it). So before decoding, decodeInto checks the encoding
 // against the bytes that back it (checkEncoding) and against what the decoder does with the target type
-// (checkExtMaps).
+// (checkTyped): where it reads an extension as a map, and how much its slices and maps of the type will take.
 
 // maxObjectDepth bounds how deeply an object message's values may nest. The decoder recurses once per level, so
 // without a bound a message of a few megabytes of nested one-element arrays would exhaust the goroutine's stack,
@@ -28,29 +28,58 @@ const maxObjectDepth = 1000
 var errMalformed = msgcheck.ErrMalformed
 
 // objectRules is what an object message's encoding must keep to. Extensions pass: an object may hold values that
-// encode themselves as such (time.Time), and checkExtMaps covers the decoder's reading of one as a map.
+// encode themselves as such (time.Time), and checkTyped covers the decoder's reading of one as a map.
 var objectRules = msgcheck.Rules{MaxDepth: maxObjectDepth}
 
 // checkEncoding checks that data is exactly one well-formed value (see msgcheck.Rules.End).
 func checkEncoding(data []byte) error { return objectRules.Check(data) }
 
-// checkExtMaps follows the decoding of data into a value of type t (data passed checkEncoding) to the places where
-// the decoder expects a map. There the decoder takes an extension value as a wrapped map: it reads a map length out
-// of the extension's payload and carries on from there, outside the structure checkEncoding walked. checkExtMaps
-// replays that reading and fails where a length so read claims more than the bytes left. Types that decode
-// themselves (custom decoders, time.Time) and interfaces (which the decoder fills with its own generic values,
-// never reading an extension as a map) are not followed.
-func checkExtMaps(data []byte, t reflect.Type) error {
-	if !mayReadMap(t) {
+// checkTyped follows the decoding of data into a value of type t (data passed checkEncoding) to two kinds of place:
+//   - Where the decoder expects a map. There it takes an extension value as a wrapped map: it reads a map length
+//     out of the extension's payload and carries on from there, outside the structure checkEncoding walked. The
+//     walk replays that reading and fails where a length so read claims more than the bytes left.
+//   - Where it makes a slice or a map of the type. It allocates the declared count of elements at once, and an
+//     element may take far more memory than the byte that encodes it: a nil decodes as a zero struct. The walk adds
+//     up what those counts will take and fails past allocBudget (see there).
+//
+// Types that decode themselves (custom decoders, time.Time) and interfaces (which the decoder fills with its own
+// generic values: never an extension read as a map, and elements of at most a few words) are not followed.
+func checkTyped(data []byte, t reflect.Type) error {
+	if !mayWalk(t) {
 		return nil
 	}
-	_, err := (&extWalk{data: data}).value(0, t, 0)
+	_, err := (&extWalk{data: data, budget: allocBudget(len(data))}).value(0, t, 0)
 	return err
 }
 
+// allocRatio and allocFloor bound what decoding an object message may allocate for the slices and maps of the
+// target type: allocRatio bytes per byte of the message, or allocFloor, whichever is more. An element of at most
+// allocRatio bytes cannot go past the ratio, since each takes a byte of the message at least: only slices of larger
+// elements, and maps, are counted. A legitimate message takes at least a byte for each field of a struct it holds,
+// so it stays well within; a message of nils or empty values into a slice of large structs does not.
+const (
+	allocRatio = 64
+	allocFloor = 64 << 20
+)
+
+func allocBudget(n int) uint64 { return max(allocFloor, allocRatio*uint64(n)) }
+
 // extWalk replays a typed decode. Where data stops making sense for the type, the decoder would fail there too:
 // the walk stops without error (stop).
-type extWalk struct{ data []byte }
+type extWalk struct {
+	data          []byte
+	alloc, budget uint64 // what the counted slices and maps will take, and the most they may
+}
+
+// charge adds n elements of size bytes each to what the decode will allocate.
+func (w *extWalk) charge(n uint64, size uintptr, t reflect.Type) error {
+	if size > 0 && n > (w.budget-w.alloc)/uint64(size) {
+		return fmt.Errorf("%w: %d elements of %s, with what came before, would take more than the %d bytes allowed "+
+			"for a message of %d bytes", errMalformed, n, t, w.budget, len(w.data))
+	}
+	w.alloc += n * uint64(size)
+	return nil
+}
 
 var errStop = errors.New("stop")
 
@@ -61,7 +90,7 @@ func (w *extWalk) value(p int, t reflect.Type, depth int) (int, error) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if !mayReadMap(t) {
+	if !mayWalk(t) {
 		return w.skip(p)
 	}
 	h, err := msgcheck.Read(w.data, p)
@@ -84,6 +113,9 @@ func (w *extWalk) value(p int, t reflect.Type, depth int) (int, error) {
 		if h.Kind != msgcheck.Map {
 			return w.skip(p)
 		}
+		if err := w.charge(h.Elems/2, t.Key().Size()+t.Elem().Size(), t); err != nil {
+			return p, err
+		}
 		p += h.Size
 		for i := uint64(0); i < h.Elems/2; i++ {
 			if p, err = w.value(p, t.Key(), depth+1); err != nil {
@@ -97,6 +129,11 @@ func (w *extWalk) value(p int, t reflect.Type, depth int) (int, error) {
 	case reflect.Slice, reflect.Array:
 		if h.Kind != msgcheck.Array {
 			return w.skip(p)
+		}
+		if t.Kind() == reflect.Slice && t.Elem().Size() > allocRatio {
+			if err := w.charge(h.Elems, t.Elem().Size(), t); err != nil {
+				return p, err
+			}
 		}
 		p += h.Size
 		for i := uint64(0); i < h.Elems; i++ {
@@ -191,15 +228,16 @@ func structFields(t reflect.Type) []structField {
 	return out
 }
 
-var mayReadMapCache sync.Map // reflect.Type -> bool
+var mayWalkCache sync.Map // reflect.Type -> bool
 
-// mayReadMap reports whether decoding into t can come to a map-typed place that the walk follows.
-func mayReadMap(t reflect.Type) bool {
-	if v, ok := mayReadMapCache.Load(t); ok {
+// mayWalk reports whether decoding into t can come to a place that checkTyped follows: a map, or a slice of
+// elements over allocRatio bytes.
+func mayWalk(t reflect.Type) bool {
+	if v, ok := mayWalkCache.Load(t); ok {
 		return v.(bool)
 	}
-	v := reachesMap(t, map[reflect.Type]bool{})
-	mayReadMapCache.Store(t, v)
+	v := reaches(t, map[reflect.Type]bool{})
+	mayWalkCache.Store(t, v)
 	return v
 }
 
@@ -221,7 +259,7 @@ func decodesItself(t reflect.Type) bool {
 	return t == timeType
 }
 
-func reachesMap(t reflect.Type, seen map[reflect.Type]bool) bool {
+func reaches(t reflect.Type, seen map[reflect.Type]bool) bool {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -232,11 +270,13 @@ func reachesMap(t reflect.Type, seen map[reflect.Type]bool) bool {
 	switch t.Kind() {
 	case reflect.Map:
 		return true
-	case reflect.Slice, reflect.Array:
-		return reachesMap(t.Elem(), seen)
+	case reflect.Slice:
+		return t.Elem().Size() > allocRatio || reaches(t.Elem(), seen)
+	case reflect.Array:
+		return reaches(t.Elem(), seen)
 	case reflect.Struct:
 		for _, f := range structFields(t) {
-			if reachesMap(f.typ, seen) {
+			if reaches(f.typ, seen) {
 				return true
 			}
 		}
