@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"runtime"
 	"sync"
 
 	"github.com/gompj/gompj/device"
@@ -59,7 +58,7 @@ func (d *Device) tinyPieces(p device.Payload) bool {
 // piecesRMA makes the Reads of a receive into p's pieces from the peer's raddr: vectored Reads of up to
 // device.IovMax pieces and Caps.MaxRMA bytes, or a Read per piece, whose memory stays pinned until the receive
 // releases pin (a provider may keep a local buffer until the Read completes: a NIC, libfabric through cgo).
-func (d *Device) piecesRMA(write bool, pin *runtime.Pinner, p device.Payload, raddr, rkey, ctx uint64) []*rmaOp {
+func (d *Device) piecesRMA(write bool, pin *pins, p device.Payload, raddr, rkey, ctx uint64) []*rmaOp {
 	var scratch [64][]byte
 	var ops []*rmaOp
 	var batch [][]byte // the vectored Read being filled: its pieces, from byte at of the payload

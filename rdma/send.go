@@ -3,7 +3,6 @@ package rdma
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 	"unsafe"
 
@@ -39,7 +38,7 @@ type rdvSend struct {
 	segs   device.Payload
 	done   device.Completer
 	reg    *regEntry
-	pin    runtime.Pinner
+	pin    pins
 	id     uint64 // rma op id of its Writes
 
 	needFin   bool // the receiver Reads our payload: wait for its FIN
@@ -68,7 +67,7 @@ type rdvRecv struct {
 	stage  *[]byte
 	done   device.Completer
 	reg    *regEntry
-	pin    runtime.Pinner
+	pin    pins
 	id     uint64
 
 	reading   int // Reads in flight
