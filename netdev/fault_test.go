@@ -374,3 +374,18 @@ func TestForgedCTSLonger(t *testing.T) {
 		t.Fatal("the send completed without error")
 	}
 }
+
+// TestCreditOverWindow: a peer that returns more credit than is out toward it (a bug: it would have us overrun its
+// buffers) is a bad frame; what it owes back is accepted.
+func TestCreditOverWindow(t *testing.T) {
+	d, c, _ := offlineConn(t)
+	p := c.p
+	p.credit.Store(d.window - 100) // 100 bytes of ours are out
+	h := device.Header{Kind: device.KindEager, Source: 2, Dest: 1, Length: 0}
+	if _, err := c.header(&h, 100); err != nil {
+		t.Fatalf("the credit owed back: %v", err)
+	}
+	if _, err := c.header(&h, 1); !errors.Is(err, ErrFrame) {
+		t.Fatalf("credit past the window: %v, want ErrFrame", err)
+	}
+}

@@ -455,8 +455,13 @@ func (c *conn) header(h *device.Header, credit uint32) (target, error) {
 	if c.byeRecv {
 		return target{}, badf(p.id, "kind %d after goodbye", h.Kind)
 	}
+	// Credit comes back for messages we sent, so a correct peer never returns more than the window (every node
+	// grants the same: see newDevice) less what is still out. More is a peer's bug, which would make us overrun its
+	// buffers.
 	if credit > 0 {
-		p.credit.Add(int64(credit))
+		if c := p.credit.Add(int64(credit)); c > d.window {
+			return target{}, badf(p.id, "%d bytes of credit returned, %d in all, over the window of %d", credit, c, d.window)
+		}
 	}
 	switch h.Kind {
 	case device.KindEager:
