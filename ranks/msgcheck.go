@@ -25,8 +25,6 @@ import (
 // which also kills the process.
 const maxObjectDepth = 1000
 
-var errMalformed = msgcheck.ErrMalformed
-
 // objectRules is what an object message's encoding must keep to. Extensions pass: an object may hold values that
 // encode themselves as such (time.Time), and checkTyped covers the decoder's reading of one as a map.
 var objectRules = msgcheck.Rules{MaxDepth: maxObjectDepth}
@@ -48,7 +46,7 @@ func checkTyped(data []byte, t reflect.Type) error {
 	if !mayWalk(t) {
 		return nil
 	}
-	_, err := (&extWalk{data: data, budget: allocBudget(len(data))}).value(0, t, 0)
+	_, err := (&typedWalk{data: data, budget: allocBudget(len(data))}).value(0, t, 0)
 	return err
 }
 
@@ -64,18 +62,18 @@ const (
 
 func allocBudget(n int) uint64 { return max(allocFloor, allocRatio*uint64(n)) }
 
-// extWalk replays a typed decode. Where data stops making sense for the type, the decoder would fail there too:
+// typedWalk replays a typed decode. Where data stops making sense for the type, the decoder would fail there too:
 // the walk stops without error (stop).
-type extWalk struct {
+type typedWalk struct {
 	data          []byte
 	alloc, budget uint64 // what the counted slices and maps will take, and the most they may
 }
 
 // charge adds n elements of size bytes each to what the decode will allocate.
-func (w *extWalk) charge(n uint64, size uintptr, t reflect.Type) error {
+func (w *typedWalk) charge(n uint64, size uintptr, t reflect.Type) error {
 	if size > 0 && n > (w.budget-w.alloc)/uint64(size) {
-		return fmt.Errorf("%w: %d elements of %s, with what came before, would take more than the %d bytes allowed "+
-			"for a message of %d bytes", errMalformed, n, t, w.budget, len(w.data))
+		return fmt.Errorf("%d elements of %s, with what came before, would take more than the %d bytes allowed "+
+			"for a message of %d bytes", n, t, w.budget, len(w.data))
 	}
 	w.alloc += n * uint64(size)
 	return nil
@@ -83,7 +81,7 @@ func (w *extWalk) charge(n uint64, size uintptr, t reflect.Type) error {
 
 var errStop = errors.New("stop")
 
-func (w *extWalk) value(p int, t reflect.Type, depth int) (int, error) {
+func (w *typedWalk) value(p int, t reflect.Type, depth int) (int, error) {
 	if depth > maxObjectDepth {
 		return p, errStop
 	}
@@ -107,7 +105,7 @@ func (w *extWalk) value(p int, t reflect.Type, depth int) (int, error) {
 			}
 			if h.Elems > uint64(len(w.data)-p-h.Size) {
 				return p, fmt.Errorf("%w: an extension at a map's place claims a map of %d entries, %d bytes left",
-					errMalformed, h.Elems/2, len(w.data)-p-h.Size)
+					msgcheck.ErrMalformed, h.Elems/2, len(w.data)-p-h.Size)
 			}
 		}
 		if h.Kind != msgcheck.Map {
@@ -186,7 +184,7 @@ func (w *extWalk) value(p int, t reflect.Type, depth int) (int, error) {
 }
 
 // skip steps over one value the decoder reads without looking for maps in it.
-func (w *extWalk) skip(p int) (int, error) {
+func (w *typedWalk) skip(p int) (int, error) {
 	end, err := objectRules.End(w.data, p)
 	if err != nil {
 		return p, errStop // checkEncoding passed, so this is a replay that left the structure: the decoder fails too

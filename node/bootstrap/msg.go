@@ -73,14 +73,10 @@ func decodeMessage(b []byte, nodes int) (m message, err error) {
 	if err := messageRules.Check(b); err != nil {
 		return m, bad("%v", err)
 	}
-	r := bytes.NewReader(b)
-	dec := msgpack.NewDecoder(r)
+	dec := msgpack.NewDecoder(bytes.NewReader(b)) // one value and nothing after it: Check saw to that
 	dec.DisallowUnknownFields(true)
 	if err := dec.Decode(&m); err != nil {
 		return m, bad("%v", err)
-	}
-	if r.Len() != 0 {
-		return m, bad("%d trailing bytes", r.Len())
 	}
 	inRange := m.Node >= 0 && m.Node < nodes
 	// Only the fields of the message's kind may be set.
