@@ -81,9 +81,13 @@
 // sends; EagerLimit(dest) returns 0 once the credit left toward dest's node is below the eager limit plus 64, which
 // tells the rank layer to use rendezvous (even for empty messages). The receiver adds the cost to what it owes the
 // peer when the sink releases the Inbound; owed credit rides in the credit field of the next frame to that peer,
-// or, once it reaches a quarter of the grant, in a credit frame of its own. Unexpected eager bytes held per peer
-// are thus bounded by the grant plus what concurrent senders that saw a positive EagerLimit had in flight (at most
-// ranks-per-node × eager limit).
+// or, once it reaches a quarter of the grant, in a credit frame of its own. Senders that saw a positive EagerLimit
+// at once may overdraw the credit, by at most (ranks of the sending node - 1) × (eager limit + 64): a send that
+// would go further (more concurrent senders than the node has ranks, or a caller that did not ask EagerLimit) goes
+// by rendezvous instead, from a copy. Unexpected eager bytes held per peer are thus bounded by the grant plus that
+// overdraft, and the receiver enforces it: it counts the cost of every eager frame from a peer at its header until
+// the message is released, and an eager frame that would take the count past the bound fails the peer as a bad
+// frame before any buffer is taken for it. (The grant is capped at 256 TiB so that none of this overflows.)
 //
 // # Connections and security
 //

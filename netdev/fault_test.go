@@ -4,6 +4,7 @@ package netdev
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -387,5 +388,168 @@ func TestCreditOverWindow(t *testing.T) {
 	}
 	if _, err := c.header(&h, 1); !errors.Is(err, ErrFrame) {
 		t.Fatalf("credit past the window: %v, want ErrFrame", err)
+	}
+}
+
+// TestHeldBound: a peer's unreleased eager cost may reach exactly window + its overdraft (node 1 has 2 ranks: one
+// message of the largest cost), not a byte more; a release makes room again.
+func TestHeldBound(t *testing.T) {
+	d, c, _ := offlineConn(t)
+	p := c.p
+	const most = 1024 + creditOverhead
+	if want := d.window + most; p.heldMax != want {
+		t.Fatalf("heldMax %d, want the window %d plus one message of %d", p.heldMax, d.window, most)
+	}
+	if d.overdraft != most {
+		t.Fatalf("overdraft %d, want %d (node 0 has 2 ranks)", d.overdraft, most)
+	}
+	h := device.Header{Kind: device.KindEager, Source: 2, Dest: 1, Length: 1024}
+	p.held.Store(p.heldMax - most)
+	if _, err := c.header(&h, 0); err != nil {
+		t.Fatalf("a message up to the bound: %v", err)
+	}
+	empty := device.Header{Kind: device.KindEager, Source: 3, Dest: 0}
+	if _, err := c.header(&empty, 0); !errors.Is(err, ErrFrame) || !strings.Contains(err.Error(), "node 1") {
+		t.Fatalf("an empty message past the bound: %v, want ErrFrame naming node 1", err)
+	}
+	p.held.Store(p.heldMax - most)
+	d.returnCredit(2, 0) // an empty message of the peer's is released
+	if _, err := c.header(&h, 0); err != nil {
+		t.Fatalf("a message after a release: %v", err)
+	}
+	// Rendezvous takes no credit and counts nothing: DATA for a cleared receive goes through at the bound.
+	data := device.Header{Kind: device.KindData, Source: 2, Dest: 1, Length: 10, Seq: 7}
+	if _, err := c.header(&data, 0); err != nil {
+		t.Fatalf("DATA at the bound: %v", err)
+	}
+	if p.held.Load() != p.heldMax-creditOverhead {
+		t.Fatalf("held %d after DATA, want %d", p.held.Load(), p.heldMax-creditOverhead)
+	}
+}
+
+// TestEagerFlood: a peer that writes valid eager frames without waiting for credit is failed as a bad frame once
+// it passes the bound, and this node holds no more of its messages than the bound allows.
+func TestEagerFlood(t *testing.T) {
+	const eager, limit = 1024, 16 << 10
+	d, s := oneDevice(t, func(cfg *Config) { cfg.EagerLimit, cfg.UnexpectedLimit = eager, limit })
+	p := d.peers[1]
+	const cost = eager + creditOverhead
+	// node 1 has 2 ranks: the grant (2 nodes: the whole limit) plus one message
+	if p.heldMax != limit+cost {
+		t.Fatalf("heldMax %d, want %d", p.heldMax, limit+cost)
+	}
+	fits := int(p.heldMax / cost)
+	nc := impostor(t, d)
+	defer nc.Close()
+	var flood []byte
+	for i := range 3 * fits {
+		flood = append(flood, rawHeader(device.Header{Kind: device.KindEager, Source: 2 + int32(i%2), Dest: 0, Tag: int32(i), Length: eager}, 0)...)
+		flood = append(flood, make([]byte, eager)...)
+	}
+	nc.Write(flood) // the device may close the connection under it: its error is no news
+	s.wait(t, 5*time.Second, "PeerLost", func() bool { return len(s.lost) == 1 })
+	if s.lost[0].node != 1 || !errors.Is(s.lost[0].err, ErrFrame) || !errors.Is(s.lost[0].err, ErrPeerLost) ||
+		!strings.Contains(s.lost[0].err.Error(), "node 1") {
+		t.Fatalf("PeerLost(%d, %v)", s.lost[0].node, s.lost[0].err)
+	}
+	t.Log(s.lost[0].err)
+	s.mu.Lock()
+	var held int64
+	for i, in := range s.eager {
+		held += int64(len(in.Payload)) + creditOverhead
+		if in.Header.Tag != int32(i) {
+			t.Errorf("held message %d has tag %d", i, in.Header.Tag)
+		}
+	}
+	n := len(s.eager)
+	s.mu.Unlock()
+	if n != fits || held > p.heldMax {
+		t.Fatalf("holds %d messages (%d bytes with overhead), want %d within %d", n, held, fits, p.heldMax)
+	}
+	// The device closed the socket (with our flood unread: a reset is as good as an end).
+	nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadAll(nc); err != nil && !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("the device did not close the connection: %v", err)
+	}
+}
+
+// TestEagerWithoutCredit: an eager send that finds the credit spent beyond the overdraft (more racing senders than
+// the node has ranks, or a caller that did not ask EagerLimit) goes by rendezvous from a copy; up to the overdraft
+// it stays eager.
+func TestEagerWithoutCredit(t *testing.T) {
+	const eager = 1024
+	d, _ := oneDevice(t, nil)
+	nc := impostor(t, d)
+	defer nc.Close()
+	p := d.peers[1]
+	p.credit.Store(eager + creditOverhead) // one message's worth: EagerLimit says yes
+	if d.EagerLimit(2) != eager {
+		t.Fatalf("EagerLimit %d with one message's worth of credit", d.EagerLimit(2))
+	}
+	// Node 0 has 2 ranks: two senders that looked at once both go eager, the credit one message below zero.
+	for i := range 2 {
+		if err := d.SendEager(&device.Header{Source: 0, Dest: 2, Tag: int32(i)}, make([]byte, eager), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c := p.credit.Load(); c != -(eager + creditOverhead) {
+		t.Fatalf("credit %d after two messages, want %d", c, -(eager + creditOverhead))
+	}
+	// A third finds none: a synchronous send, whose buffer the caller overwrites as soon as SendEager returns.
+	buf := payloadFor(0, 2, 2, eager)
+	want := append([]byte(nil), buf...)
+	done := newCompleter()
+	if err := d.SendEager(&device.Header{Flags: device.FlagSync, Source: 0, Dest: 2, Tag: 2}, buf, done); err != nil {
+		t.Fatal(err)
+	}
+	clear(buf)
+	lim := limits{ranks: 4, nodeOf: func(r int) int { return r / 2 }, self: 1, peer: 0, maxEager: eager, maxData: 1 << 20, maxMessage: 1 << 20}
+	r := bufio.NewReader(nc)
+	nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	next := func() device.Header {
+		t.Helper()
+		b := make([]byte, HeaderSize)
+		if _, err := io.ReadFull(r, b); err != nil {
+			t.Fatal(err)
+		}
+		h, _, err := decodeHeader(b, &lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	for i := range 2 {
+		if h := next(); h.Kind != device.KindEager || h.Tag != int32(i) || h.Length != eager {
+			t.Fatalf("frame %d: %+v, want eager", i, h)
+		}
+		r.Discard(eager)
+	}
+	rts := next()
+	if rts.Kind != device.KindRTS || rts.Tag != 2 || rts.Length != eager || rts.Flags != 0 {
+		t.Fatalf("third frame %+v, want an RTS of %d bytes without FlagSync", rts, eager)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("the synchronous send completed (%v) before its receive was matched", err)
+	default:
+	}
+	cts := rts
+	cts.Kind = device.KindCTS
+	nc.Write(rawHeader(cts, 0))
+	if h := next(); h.Kind != device.KindData || h.Seq != rts.Seq || h.Length != eager {
+		t.Fatalf("after the CTS: %+v, want DATA of %d bytes", h, eager)
+	}
+	got := make([]byte, eager)
+	if _, err := io.ReadFull(r, got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("the rendezvous carried the caller's buffer as overwritten, not the copy")
+	}
+	if err := done.wait(t, 5*time.Second, "the synchronous send"); err != nil {
+		t.Fatal(err)
+	}
+	if c := p.credit.Load(); c != -(eager + creditOverhead) {
+		t.Fatalf("credit %d after the rendezvous, want it untouched (%d)", c, -(eager + creditOverhead))
 	}
 }

@@ -465,6 +465,15 @@ func (c *conn) header(h *device.Header, credit uint32) (target, error) {
 	}
 	switch h.Kind {
 	case device.KindEager:
+		// The peer's senders take credit before they send and never leave it more than their overdraft below
+		// zero (takeCredit), and we count a message released before the credit for it can go back (returnCredit),
+		// so a correct peer's unreleased eager cost never exceeds heldMax = window + its overdraft. More is a peer
+		// that ignores its credit: fail it before a buffer is taken or a receive is claimed for the frame, so that
+		// what it makes us hold stays bounded.
+		cost := int64(h.Length) + creditOverhead
+		if held := p.held.Add(cost); held > p.heldMax {
+			return target{}, badf(p.id, "eager message of %d bytes would have %d bytes unreleased, over the %d its credit allows", h.Length, held, p.heldMax)
+		}
 		if d.claimer != nil {
 			// Matched at the header: the payload goes straight into the receive, not through an Inbound.
 			if dst, done, ok := d.claimer.ClaimEager(h); ok {

@@ -36,6 +36,10 @@ const (
 // too (it stands for the Inbound and the queue entry the receiver keeps).
 const creditOverhead = 64
 
+// maxWindow caps the grant per peer (256 TiB, beyond any real memory), so that the credit arithmetic (window plus
+// overdraft plus one message, see peer.heldMax) cannot overflow an int64 whatever UnexpectedLimit says.
+const maxWindow = 1 << 48
+
 // Config describes one node's device. Every node of a job must use the same Stripes, EagerLimit, UnexpectedLimit,
 // ChunkSize and limits.
 type Config struct {
@@ -110,6 +114,11 @@ type Device struct {
 	busyPoll atomic.Int64 // how long the loop polls after the last event before it sleeps (ns; <= 0: not at all)
 	ln       net.Listener
 
+	nodeRanks []int // how many ranks each node has
+	// overdraft is how far below zero this node's senders may take the credit toward a peer: the eager messages
+	// of ranks that raced past EagerLimit together (see takeCredit). Every peer allows it (see peer.heldMax).
+	overdraft int64
+
 	started      bool // Start ran (set before any goroutine of the device exists)
 	seq          atomic.Uint64
 	closing      atomic.Bool
@@ -179,6 +188,10 @@ type peer struct {
 
 	credit atomic.Int64 // send credit left toward the peer
 	owed   atomic.Int64 // receive credit to return to the peer
+	// held is the eager cost received from the peer and not yet released (counted at the frame's header, given
+	// back in returnCredit); heldMax is the most a correct peer can have outstanding toward us (see conn.header).
+	held    atomic.Int64
+	heldMax int64
 
 	mu       sync.Mutex
 	err      error // set once: the peer is lost or closed
@@ -359,6 +372,9 @@ func (d *Device) bind(sink device.Sink, addrs [][]byte) error {
 		}
 		// Every node starts with the same grant (the configs agree); credit returns keep it topped up.
 		p.credit.Store(d.window)
+		// The peer's senders overdraw their credit by at most their own node's overdraft (the layout is the
+		// same on every node, so this is the figure the peer computes for itself).
+		p.heldMax = d.window + overdraftOf(d.nodeRanks[i], d.eager)
 		for s := range d.cfg.Stripes {
 			p.slots = append(p.slots, d.newConn(p, s))
 		}
@@ -395,19 +411,22 @@ func newDevice(cfg Config) (*Device, error) {
 	}
 	d.busyPoll.Store(int64(cfg.BusyPoll))
 	d.releaseFn = d.release
+	d.nodeRanks = make([]int, cfg.Nodes)
 	for r := range cfg.Ranks {
 		n := cfg.NodeOf(r)
 		if n < 0 || n >= d.nnodes {
 			return nil, fmt.Errorf("netdev: layout puts rank %d on node %d, outside [0,%d)", r, n, d.nnodes)
 		}
 		d.rankNode[r] = int32(n)
+		d.nodeRanks[n]++
 	}
 	// The grant divides the limit by every other node, whichever device serves them, so that both ends of a pair
 	// compute the same grant.
 	if d.nnodes > 1 {
-		d.window = cfg.UnexpectedLimit / int64(d.nnodes-1)
+		d.window = min(cfg.UnexpectedLimit/int64(d.nnodes-1), maxWindow)
 	}
 	d.batch = max(d.window/4, 1)
+	d.overdraft = overdraftOf(d.nodeRanks[d.self], d.eager)
 	return d, nil
 }
 
@@ -672,23 +691,46 @@ func (d *Device) sendEager(h *device.Header, payload device.Payload, done device
 	if err != nil {
 		return err
 	}
+	sync := h.Flags&device.FlagSync != 0 && done != nil
+	cost := int64(size + creditOverhead)
+	if !p.takeCredit(cost, d.overdraft) {
+		// More senders than the overdraft allows for raced past EagerLimit (extra goroutines of a rank, the worker
+		// pool's nonblocking collectives), or the caller did not ask it: the message goes by rendezvous, which
+		// needs no credit, from a copy (the caller may reuse its buffer once we return). The peer would fail us as
+		// a bad frame rather than hold it eager. A synchronous send completes once it is matched, as an eager one
+		// does at its ACK.
+		cp := make([]byte, size)
+		payload.Gather(0, cp)
+		rh := *h
+		rh.Flags &^= device.FlagSync // a rendezvous is synchronous by itself: nothing to ACK
+		var rdone device.Completer
+		if sync {
+			rdone = done
+		}
+		if err := d.sendRendezvous(&rh, device.Contiguous(cp), rdone); err != nil {
+			return err
+		}
+		if !sync && done != nil {
+			done.Complete(nil)
+		}
+		return nil
+	}
 	hh := *h
 	hh.Kind = device.KindEager
 	hh.Flags &= device.FlagSync
 	hh.Length = uint64(size)
 	hh.Seq = d.seq.Add(1)
-	sync := hh.Flags&device.FlagSync != 0 && done != nil
 	if sync {
 		p.mu.Lock()
 		if p.err != nil {
 			err := p.err
 			p.mu.Unlock()
+			p.credit.Add(cost)
 			return err
 		}
 		p.syncWait[hh.Seq] = &syncEntry{h: hh, done: done}
 		p.mu.Unlock()
 	}
-	p.credit.Add(-int64(size + creditOverhead))
 	if err := p.slots[stripeOf(hh.Source, hh.Dest, len(p.slots))].send(&hh, payload); err != nil {
 		if sync {
 			p.mu.Lock()
@@ -903,8 +945,40 @@ func (d *Device) returnCredit(src int32, n int) {
 	if p == nil {
 		return
 	}
-	if p.owed.Add(int64(n)+creditOverhead) >= d.batch {
+	cost := int64(n) + creditOverhead
+	// Released before it is owed: credit the peer gets back must never be more than what left held, or a
+	// frame it sends on that credit could find held still counting the message (see conn.header).
+	p.held.Add(-cost)
+	if p.owed.Add(cost) >= d.batch {
 		p.slots[0].sendCredit()
+	}
+}
+
+// overdraftOf is how far below zero a node of ranks ranks takes its send credit toward a peer (eager limit eager):
+// ranks-1 messages of the largest cost, eager + creditOverhead. A rank sends eager only after EagerLimit saw at
+// least one such message's worth of credit, and takes the cost after that look. Of the sends taken so far, the one
+// that looked last saw at least one message's worth; every take since that look is a sender's that had looked by
+// then and not yet taken, k at most if k senders can be between their look and their take at once, each taking at
+// most one message's worth: the credit is at least (1-k) messages. With one sender per rank, the race of every rank
+// of the node at once thus stays eager, as it did before the receiver checked; a sender beyond that (a rank's
+// extra goroutine, the worker pool's nonblocking collectives) is refused by takeCredit and goes by rendezvous.
+func overdraftOf(ranks, eager int) int64 {
+	return int64(max(ranks-1, 0)) * (int64(eager) + creditOverhead)
+}
+
+// takeCredit takes cost bytes of send credit toward p unless that would leave it more than overdraft below zero.
+// It is the only place the credit goes down, and credit returns only raise it, so the credit is never below
+// -overdraft: the eager cost out toward p, sent and not yet given back, never exceeds window + overdraft, which is
+// the peer's heldMax for us.
+func (p *peer) takeCredit(cost, overdraft int64) bool {
+	for {
+		c := p.credit.Load()
+		if c-cost < -overdraft {
+			return false
+		}
+		if p.credit.CompareAndSwap(c, c-cost) {
+			return true
+		}
 	}
 }
 

@@ -270,6 +270,122 @@ func TestFlowControl(t *testing.T) {
 	waitUntil(t, waitLong, "EagerLimit to recover after Release", func() bool { return d0.EagerLimit(1) == eager })
 }
 
+// TestCreditRace: a correct node whose ranks send eager messages at full speed, more senders at once than it has
+// ranks (as a rank's extra goroutines or the worker pool may), and choose eager or rendezvous by EagerLimit as the
+// rank layer does, never trips the receiver's bound on what it holds, over a window of a few messages that the
+// receiver keeps full by releasing late. Every message arrives once, in order per sender, with its payload.
+func TestCreditRace(t *testing.T) {
+	const rpn, senders, per, eager = 4, 8, 300, 2 << 10
+	release := make(chan *device.Inbound, senders*per)
+	go func() { // the receiver releases late, from another goroutine: the window stays full
+		for in := range release {
+			in.Done()
+		}
+	}()
+	t.Cleanup(func() { close(release) }) // after the devices' Close (cleanups run last first): no send is left
+	c := startCluster(t, 2, rpn, func(i int, cfg *Config) {
+		cfg.EagerLimit = eager
+		cfg.UnexpectedLimit = 8 * (eager + creditOverhead)
+	})
+	d0, d1, s1 := c.devs[0], c.devs[1], c.sinks[1]
+	size := func(g, i int) int { return (g*7919 + i*104729) % (eager + 1) }
+	var (
+		mu                    sync.Mutex
+		next                  [senders]int
+		bad                   string
+		eagers, rdvs, arrived atomic.Int64
+		maxHeld               atomic.Int64
+	)
+	// check runs in the receiving loop, at each message's header: arrivals from one sender keep its order.
+	check := func(h *device.Header) (g, i int) {
+		g, i = int(h.Tag>>16), int(h.Tag&0xffff)
+		mu.Lock()
+		if bad == "" && (g >= senders || next[g] != i || h.Source != c.rank(0, g/2) || h.Dest != c.rank(1, g%rpn)) {
+			bad = fmt.Sprintf("%d->%d tag %#x arrived, want sender %d's message %d", h.Source, h.Dest, h.Tag, g, next[g%senders])
+		}
+		next[g%senders]++
+		mu.Unlock()
+		return g, i
+	}
+	verify := func(g, i int, b []byte) {
+		if !bytes.Equal(b, payloadFor(c.rank(0, g/2), c.rank(1, g%rpn), i, size(g, i))) {
+			mu.Lock()
+			if bad == "" {
+				bad = fmt.Sprintf("sender %d's message %d: payload of %d bytes differs", g, i, len(b))
+			}
+			mu.Unlock()
+		}
+		arrived.Add(1)
+		s1.poke()
+	}
+	s1.mu.Lock()
+	s1.onEager = func(in *device.Inbound) bool {
+		if h := d1.peers[0].held.Load(); h > maxHeld.Load() {
+			maxHeld.Store(h)
+		}
+		g, i := check(&in.Header)
+		eagers.Add(1)
+		verify(g, i, in.Payload)
+		release <- in
+		return true
+	}
+	s1.onRTS = func(h *device.Header) bool {
+		g, i := check(h)
+		rdvs.Add(1)
+		buf := make([]byte, h.Length)
+		if err := d1.ClearToSend(h, buf, completerFunc(func(err error) {
+			if err != nil {
+				t.Errorf("rendezvous: %v", err)
+			}
+			verify(g, i, buf)
+		})); err != nil {
+			t.Errorf("ClearToSend: %v", err)
+		}
+		return true
+	}
+	s1.mu.Unlock()
+	var wg sync.WaitGroup
+	for g := range senders {
+		src, dst := c.rank(0, g/2), c.rank(1, g%rpn)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range per {
+				n := size(g, i)
+				h := eagerHeader(src, dst, int32(g<<16|i))
+				var err error
+				if lim := d0.EagerLimit(int(dst)); lim > 0 && n <= lim {
+					err = d0.SendEager(h, payloadFor(src, dst, i, n), nil)
+				} else { // a rank waits for its rendezvous send (the receiver clears it at once)
+					h.Kind = device.KindRTS
+					done := newCompleter()
+					if err = d0.SendRendezvous(h, payloadFor(src, dst, i, n), done); err == nil {
+						err = done.wait(t, waitLong, "a rendezvous send")
+					}
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	s1.wait(t, waitLong, "every message", func() bool { return arrived.Load() == senders*per || len(s1.lost) > 0 })
+	for i, s := range c.sinks {
+		if _, _, lost := s.counts(); lost != 0 {
+			t.Fatalf("node %d lost its peer: %v", i, s.lost[0].err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if bad != "" {
+		t.Fatal(bad)
+	}
+	t.Logf("%d eager, %d rendezvous; held at most %d of the %d allowed (window %d)", eagers.Load(), rdvs.Load(),
+		maxHeld.Load(), d1.peers[0].heldMax, d1.window)
+}
+
 func TestStripesKeepOrder(t *testing.T) {
 	const stripes = 4
 	c := startCluster(t, 2, 4, func(i int, cfg *Config) { cfg.Stripes = stripes })

@@ -551,23 +551,36 @@ func release(l leftovers) {
 	l.door.close()
 }
 
-// twoFds takes the two descriptors of a hello's control message (segment, doorbell), or closes whatever came.
+// twoFds takes the two descriptors of a hello's control message (segment, doorbell). By the time we see the
+// message the kernel has installed in this process every descriptor it carried (those that fit in oob; it drops
+// the rest), so whatever goes wrong, every one of them that is not handed back is closed: those before a malformed
+// control message, and all of them when there are not exactly two. The rights are read here rather than by
+// unix.ParseSocketControlMessage and unix.ParseUnixRights, which give up on a malformed message without saying
+// which descriptors came before it (and the latter would panic on a length that is not whole descriptors).
 func twoFds(oob []byte) ([2]int, error) {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return [2]int{-1, -1}, fmt.Errorf("the segment's descriptors: %w", err)
-	}
 	var fds []int
-	for i := range msgs {
-		if f, err := unix.ParseUnixRights(&msgs[i]); err == nil {
-			fds = append(fds, f...)
+	var bad error
+	for rest := oob; len(rest) >= unix.CmsgLen(0); {
+		h, data, next, err := unix.ParseOneSocketControlMessage(rest)
+		if err != nil {
+			bad = fmt.Errorf("a malformed control message (%w) after %d descriptors", err, len(fds))
+			break
 		}
+		if h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_RIGHTS {
+			for ; len(data) >= 4; data = data[4:] {
+				fds = append(fds, int(int32(binary.NativeEndian.Uint32(data))))
+			}
+		}
+		rest = next
 	}
-	if len(fds) != 2 {
+	if bad == nil && len(fds) != 2 {
+		bad = fmt.Errorf("%d descriptors where a segment and a doorbell were expected", len(fds))
+	}
+	if bad != nil {
 		for _, f := range fds {
 			unix.Close(f)
 		}
-		return [2]int{-1, -1}, fmt.Errorf("%d descriptors where a segment and a doorbell were expected", len(fds))
+		return [2]int{-1, -1}, fmt.Errorf("the segment's descriptors: %w", bad)
 	}
 	return [2]int{fds[0], fds[1]}, nil
 }
