@@ -58,6 +58,16 @@ type Comm struct {
 	c *ranks.Comm
 }
 
+// rc is the communicator of the rank layer, nil for a nil *Comm: what Split with Undefined, Create and CartCreate
+// give the ranks they leave out. The layers below report a nil communicator as ErrComm; reaching through c.c
+// made every call on one panic instead.
+func (c *Comm) rc() *ranks.Comm {
+	if c == nil {
+		return nil
+	}
+	return c.c
+}
+
 func wrap(c *ranks.Comm) *Comm {
 	if c == nil {
 		return nil
@@ -102,116 +112,118 @@ func Wtick() float64 { return 1e-9 }
 func ProcessorName() (string, error) { return os.Hostname() }
 
 // Rank is this rank's rank in the communicator.
-func (c *Comm) Rank() int { return c.c.Rank() }
+func (c *Comm) Rank() int { return c.rc().Rank() }
 
 // Size is the number of ranks in the communicator.
-func (c *Comm) Size() int { return c.c.Size() }
+func (c *Comm) Size() int { return c.rc().Size() }
 
 // Send sends buf to rank dest with tag. It returns once buf may be reused.
-func (c *Comm) Send(buf any, dest, tag int) error { return c.c.Send(buf, dest, tag) }
+func (c *Comm) Send(buf any, dest, tag int) error { return c.rc().Send(buf, dest, tag) }
 
 // Ssend sends buf to dest and returns only once the matching receive has started.
-func (c *Comm) Ssend(buf any, dest, tag int) error { return c.c.Ssend(buf, dest, tag) }
+func (c *Comm) Ssend(buf any, dest, tag int) error { return c.rc().Ssend(buf, dest, tag) }
 
 // Recv receives into buf a message from source (or AnySource) with tag (or AnyTag).
-func (c *Comm) Recv(buf any, source, tag int) (Status, error) { return c.c.Recv(buf, source, tag) }
+func (c *Comm) Recv(buf any, source, tag int) (Status, error) { return c.rc().Recv(buf, source, tag) }
 
 // Isend starts a send; buf must not change until the request completes.
-func (c *Comm) Isend(buf any, dest, tag int) (*Request, error) { return c.c.Isend(buf, dest, tag) }
+func (c *Comm) Isend(buf any, dest, tag int) (*Request, error) { return c.rc().Isend(buf, dest, tag) }
 
 // Issend starts a synchronous send.
-func (c *Comm) Issend(buf any, dest, tag int) (*Request, error) { return c.c.Issend(buf, dest, tag) }
+func (c *Comm) Issend(buf any, dest, tag int) (*Request, error) { return c.rc().Issend(buf, dest, tag) }
 
 // Irecv starts a receive into buf.
-func (c *Comm) Irecv(buf any, source, tag int) (*Request, error) { return c.c.Irecv(buf, source, tag) }
+func (c *Comm) Irecv(buf any, source, tag int) (*Request, error) {
+	return c.rc().Irecv(buf, source, tag)
+}
 
 // Sendrecv sends and receives in one call, without deadlock against a matching Sendrecv.
 func (c *Comm) Sendrecv(sendBuf any, dest, sendTag int, recvBuf any, source, recvTag int) (Status, error) {
-	return c.c.Sendrecv(sendBuf, dest, sendTag, recvBuf, source, recvTag)
+	return c.rc().Sendrecv(sendBuf, dest, sendTag, recvBuf, source, recvTag)
 }
 
 // Probe waits for a message from source with tag and returns its status without receiving it.
-func (c *Comm) Probe(source, tag int) (Status, error) { return c.c.Probe(source, tag) }
+func (c *Comm) Probe(source, tag int) (Status, error) { return c.rc().Probe(source, tag) }
 
 // Iprobe reports whether a message from source with tag is waiting, and its status.
-func (c *Comm) Iprobe(source, tag int) (Status, bool, error) { return c.c.Iprobe(source, tag) }
+func (c *Comm) Iprobe(source, tag int) (Status, bool, error) { return c.rc().Iprobe(source, tag) }
 
 // Dup returns a communicator with the same group and a new context. Collective.
 func (c *Comm) Dup() (*Comm, error) {
-	d, err := c.c.Dup()
+	d, err := c.rc().Dup()
 	return wrap(d), err
 }
 
 // Split partitions the communicator by color, ordering each part by key. Color Undefined returns nil, nil.
 func (c *Comm) Split(color, key int) (*Comm, error) {
-	s, err := c.c.Split(color, key)
+	s, err := c.rc().Split(color, key)
 	return wrap(s), err
 }
 
 // SplitNode returns the communicator of the ranks on this node (MPI_Comm_split_type, shared memory).
 func (c *Comm) SplitNode() (*Comm, error) {
-	s, err := c.c.SplitNode()
+	s, err := c.rc().SplitNode()
 	return wrap(s), err
 }
 
 // Free releases the communicator.
-func (c *Comm) Free() error { return c.c.Free() }
+func (c *Comm) Free() error { return c.rc().Free() }
 
 // Abort ends the whole job with code: every rank's blocked call returns ErrAborted. It does not return.
-func (c *Comm) Abort(code int) { c.c.Abort(code) }
+func (c *Comm) Abort(code int) { c.rc().Abort(code) }
 
 // SendInit creates a persistent send of buf to dest: an inactive request that each Start sends again (a slice's
 // elements as they are at that Start).
 func (c *Comm) SendInit(buf any, dest, tag int) (*Request, error) {
-	return c.c.SendInit(buf, dest, tag)
+	return c.rc().SendInit(buf, dest, tag)
 }
 
 // BsendInit creates a persistent buffered send: each Start copies buf into the attached buffer and completes at
 // once, as Ibsend (ErrBuffer at Start when it does not fit or no buffer is attached).
 func (c *Comm) BsendInit(buf any, dest, tag int) (*Request, error) {
-	return c.c.BsendInit(buf, dest, tag)
+	return c.rc().BsendInit(buf, dest, tag)
 }
 
 // RsendInit creates a persistent ready send (sent as SendInit sends, which MPI allows).
 func (c *Comm) RsendInit(buf any, dest, tag int) (*Request, error) {
-	return c.c.RsendInit(buf, dest, tag)
+	return c.rc().RsendInit(buf, dest, tag)
 }
 
 // SsendInit creates a persistent synchronous send.
 func (c *Comm) SsendInit(buf any, dest, tag int) (*Request, error) {
-	return c.c.SsendInit(buf, dest, tag)
+	return c.rc().SsendInit(buf, dest, tag)
 }
 
 // RecvInit creates a persistent receive into buf: an inactive request that each Start posts again.
 func (c *Comm) RecvInit(buf any, source, tag int) (*Request, error) {
-	return c.c.RecvInit(buf, source, tag)
+	return c.rc().RecvInit(buf, source, tag)
 }
 
 // Rsend sends in ready mode: MPI lets it assume the matching receive is posted; gompj sends it as Send does.
-func (c *Comm) Rsend(buf any, dest, tag int) error { return c.c.Rsend(buf, dest, tag) }
+func (c *Comm) Rsend(buf any, dest, tag int) error { return c.rc().Rsend(buf, dest, tag) }
 
 // Irsend is the nonblocking Rsend.
-func (c *Comm) Irsend(buf any, dest, tag int) (*Request, error) { return c.c.Irsend(buf, dest, tag) }
+func (c *Comm) Irsend(buf any, dest, tag int) (*Request, error) { return c.rc().Irsend(buf, dest, tag) }
 
 // BsendOverhead is what each buffered message takes in the attached buffer beyond its payload.
 const BsendOverhead = ranks.BsendOverhead
 
 // Bsend copies the message into the attached buffer and returns at once, never waiting for the receiver; ErrBuffer
 // when no buffer is attached or the message (plus BsendOverhead) does not fit in its free space.
-func (c *Comm) Bsend(buf any, dest, tag int) error { return c.c.Bsend(buf, dest, tag) }
+func (c *Comm) Bsend(buf any, dest, tag int) error { return c.rc().Bsend(buf, dest, tag) }
 
 // Ibsend is Bsend returning a request, already complete.
-func (c *Comm) Ibsend(buf any, dest, tag int) (*Request, error) { return c.c.Ibsend(buf, dest, tag) }
+func (c *Comm) Ibsend(buf any, dest, tag int) (*Request, error) { return c.rc().Ibsend(buf, dest, tag) }
 
 // BufferAttach gives the rank a buffer for its buffered sends (one per rank, used by every communicator).
-func (c *Comm) BufferAttach(buf []byte) error { return c.c.BufferAttach(buf) }
+func (c *Comm) BufferAttach(buf []byte) error { return c.rc().BufferAttach(buf) }
 
 // BufferDetach waits until every buffered message has been delivered, then returns the buffer.
-func (c *Comm) BufferDetach() ([]byte, error) { return c.c.BufferDetach() }
+func (c *Comm) BufferDetach() ([]byte, error) { return c.rc().BufferDetach() }
 
 // SendrecvReplace sends buf to dest and receives into buf from source, without deadlock against a matching call.
 func (c *Comm) SendrecvReplace(buf any, dest, sendTag, source, recvTag int) (Status, error) {
-	return c.c.SendrecvReplace(buf, dest, sendTag, source, recvTag)
+	return c.rc().SendrecvReplace(buf, dest, sendTag, source, recvTag)
 }
 
 // Message is a message taken out of matching by Mprobe or Improbe: only its own Recv or Irecv receives it, once.
@@ -219,11 +231,11 @@ type Message = ranks.Message
 
 // Mprobe waits for a message from source with tag and takes it out of matching, so that no other receive or
 // goroutine can take it: the THREAD_MULTIPLE-safe probe. Receive it with the Message's Recv or Irecv.
-func (c *Comm) Mprobe(source, tag int) (*Message, Status, error) { return c.c.Mprobe(source, tag) }
+func (c *Comm) Mprobe(source, tag int) (*Message, Status, error) { return c.rc().Mprobe(source, tag) }
 
 // Improbe is Mprobe without waiting: with false, no such message is there.
 func (c *Comm) Improbe(source, tag int) (*Message, Status, bool, error) {
-	return c.c.Improbe(source, tag)
+	return c.rc().Improbe(source, tag)
 }
 
 // Startall starts persistent requests: all of them, or, if one cannot be started, none (ErrRequest).

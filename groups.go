@@ -25,7 +25,7 @@ const Root = ranks.Root
 var ErrGroup = ranks.ErrGroup
 
 // Group returns the communicator's group (an intercommunicator's local group).
-func (c *Comm) Group() *Group { return c.c.Group() }
+func (c *Comm) Group() *Group { return c.rc().Group() }
 
 // Compare compares two communicators: Ident (the same one), Congruent (the same group(s) in the same order),
 // Similar (the same members in another order) or Unequal.
@@ -33,20 +33,20 @@ func (c *Comm) Compare(d *Comm) Comparison {
 	if d == nil {
 		return Unequal
 	}
-	return c.c.Compare(d.c)
+	return c.rc().Compare(d.c)
 }
 
 // Create returns the communicator of g, a subgroup of c (MPI_Comm_create). Collective over c; ranks outside g get
 // nil, nil.
 func (c *Comm) Create(g *Group) (*Comm, error) {
-	n, err := c.c.Create(g)
+	n, err := c.rc().Create(g)
 	return wrap(n), err
 }
 
 // CreateGroup returns the communicator of g, a subgroup of c; only the members of g call it
 // (MPI_Comm_create_group). Concurrent calls over overlapping groups need distinct tags.
 func (c *Comm) CreateGroup(g *Group, tag int) (*Comm, error) {
-	n, err := c.c.CreateGroup(g, tag)
+	n, err := c.rc().CreateGroup(g, tag)
 	return wrap(n), err
 }
 
@@ -58,22 +58,22 @@ func (c *Comm) IntercommCreate(localLeader int, peer *Comm, remoteLeader, tag in
 	if peer != nil {
 		p = peer.c
 	}
-	n, err := c.c.IntercommCreate(localLeader, p, remoteLeader, tag)
+	n, err := c.rc().IntercommCreate(localLeader, p, remoteLeader, tag)
 	return wrap(n), err
 }
 
 // IsInter reports whether c is an intercommunicator.
-func (c *Comm) IsInter() bool { return c.c.IsInter() }
+func (c *Comm) IsInter() bool { return c.rc().IsInter() }
 
 // RemoteSize is the size of an intercommunicator's remote group (0 on an intracommunicator).
-func (c *Comm) RemoteSize() int { return c.c.RemoteSize() }
+func (c *Comm) RemoteSize() int { return c.rc().RemoteSize() }
 
 // RemoteGroup returns an intercommunicator's remote group (nil on an intracommunicator).
-func (c *Comm) RemoteGroup() *Group { return c.c.RemoteGroup() }
+func (c *Comm) RemoteGroup() *Group { return c.rc().RemoteGroup() }
 
 // Merge makes an intracommunicator of an intercommunicator's two groups (MPI_Intercomm_merge); the group passing
 // high=false comes first.
 func (c *Comm) Merge(high bool) (*Comm, error) {
-	m, err := c.c.Merge(high)
+	m, err := c.rc().Merge(high)
 	return wrap(m), err
 }

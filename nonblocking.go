@@ -12,73 +12,77 @@ import "github.com/gompj/gompj/nbc"
 // order.
 
 // Ibarrier starts a barrier: its request completes once every member has started it.
-func (c *Comm) Ibarrier() (*Request, error) { return nbc.Ibarrier(c.c) }
+func (c *Comm) Ibarrier() (*Request, error) { return nbc.Ibarrier(c.rc()) }
 
 // Ibcast starts a bcast of the root's buf.
-func (c *Comm) Ibcast(buf any, root int) (*Request, error) { return nbc.Ibcast(c.c, buf, root) }
+func (c *Comm) Ibcast(buf any, root int) (*Request, error) { return nbc.Ibcast(c.rc(), buf, root) }
 
 // Ireduce starts a reduce of every member's send into the root's recv.
 func (c *Comm) Ireduce(send, recv any, op Op, root int) (*Request, error) {
-	return nbc.Ireduce(c.c, send, recv, op, root)
+	return nbc.Ireduce(c.rc(), send, recv, op, root)
 }
 
 // Iallreduce starts an allreduce.
 func (c *Comm) Iallreduce(send, recv any, op Op) (*Request, error) {
-	return nbc.Iallreduce(c.c, send, recv, op)
+	return nbc.Iallreduce(c.rc(), send, recv, op)
 }
 
 // Igather starts a gather into the root's recv.
 func (c *Comm) Igather(send, recv any, root int) (*Request, error) {
-	return nbc.Igather(c.c, send, recv, root)
+	return nbc.Igather(c.rc(), send, recv, root)
 }
 
 // Igatherv starts a gatherv.
 func (c *Comm) Igatherv(send, recv any, counts, displs []int, root int) (*Request, error) {
-	return nbc.Igatherv(c.c, send, recv, counts, displs, root)
+	return nbc.Igatherv(c.rc(), send, recv, counts, displs, root)
 }
 
 // Iscatter starts a scatter from the root's send.
 func (c *Comm) Iscatter(send, recv any, root int) (*Request, error) {
-	return nbc.Iscatter(c.c, send, recv, root)
+	return nbc.Iscatter(c.rc(), send, recv, root)
 }
 
 // Iscatterv starts a scatterv.
 func (c *Comm) Iscatterv(send any, counts, displs []int, recv any, root int) (*Request, error) {
-	return nbc.Iscatterv(c.c, send, counts, displs, recv, root)
+	return nbc.Iscatterv(c.rc(), send, counts, displs, recv, root)
 }
 
 // Iallgather starts an allgather.
-func (c *Comm) Iallgather(send, recv any) (*Request, error) { return nbc.Iallgather(c.c, send, recv) }
+func (c *Comm) Iallgather(send, recv any) (*Request, error) {
+	return nbc.Iallgather(c.rc(), send, recv)
+}
 
 // Iallgatherv starts an allgatherv.
 func (c *Comm) Iallgatherv(send, recv any, counts, displs []int) (*Request, error) {
-	return nbc.Iallgatherv(c.c, send, recv, counts, displs)
+	return nbc.Iallgatherv(c.rc(), send, recv, counts, displs)
 }
 
 // Ialltoall starts an alltoall.
-func (c *Comm) Ialltoall(send, recv any) (*Request, error) { return nbc.Ialltoall(c.c, send, recv) }
+func (c *Comm) Ialltoall(send, recv any) (*Request, error) { return nbc.Ialltoall(c.rc(), send, recv) }
 
 // Ialltoallv starts an alltoallv.
 func (c *Comm) Ialltoallv(send any, sendCounts, sendDispls []int, recv any, recvCounts, recvDispls []int) (*Request, error) {
-	return nbc.Ialltoallv(c.c, send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
+	return nbc.Ialltoallv(c.rc(), send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
 }
 
 // IreduceScatter starts a reduce_scatter.
 func (c *Comm) IreduceScatter(send, recv any, counts []int, op Op) (*Request, error) {
-	return nbc.IreduceScatter(c.c, send, recv, counts, op)
+	return nbc.IreduceScatter(c.rc(), send, recv, counts, op)
 }
 
 // IreduceScatterBlock starts a reduce_scatter_block.
 func (c *Comm) IreduceScatterBlock(send, recv any, op Op) (*Request, error) {
-	return nbc.IreduceScatterBlock(c.c, send, recv, op)
+	return nbc.IreduceScatterBlock(c.rc(), send, recv, op)
 }
 
 // Iscan starts an inclusive scan.
-func (c *Comm) Iscan(send, recv any, op Op) (*Request, error) { return nbc.Iscan(c.c, send, recv, op) }
+func (c *Comm) Iscan(send, recv any, op Op) (*Request, error) {
+	return nbc.Iscan(c.rc(), send, recv, op)
+}
 
 // Iexscan starts an exclusive scan.
 func (c *Comm) Iexscan(send, recv any, op Op) (*Request, error) {
-	return nbc.Iexscan(c.c, send, recv, op)
+	return nbc.Iexscan(c.rc(), send, recv, op)
 }
 
 // Persistent collectives (MPI-4): the same arguments as the nonblocking ones, bound once. Each Init call builds
@@ -89,117 +93,119 @@ func (c *Comm) Iexscan(send, recv any, op Op) (*Request, error) {
 // order.
 
 // BarrierInit makes a persistent barrier.
-func (c *Comm) BarrierInit() (*Request, error) { return nbc.BarrierInit(c.c) }
+func (c *Comm) BarrierInit() (*Request, error) { return nbc.BarrierInit(c.rc()) }
 
 // BcastInit makes a persistent bcast of the root's buf.
-func (c *Comm) BcastInit(buf any, root int) (*Request, error) { return nbc.BcastInit(c.c, buf, root) }
+func (c *Comm) BcastInit(buf any, root int) (*Request, error) {
+	return nbc.BcastInit(c.rc(), buf, root)
+}
 
 // ReduceInit makes a persistent reduce.
 func (c *Comm) ReduceInit(send, recv any, op Op, root int) (*Request, error) {
-	return nbc.ReduceInit(c.c, send, recv, op, root)
+	return nbc.ReduceInit(c.rc(), send, recv, op, root)
 }
 
 // AllreduceInit makes a persistent allreduce.
 func (c *Comm) AllreduceInit(send, recv any, op Op) (*Request, error) {
-	return nbc.AllreduceInit(c.c, send, recv, op)
+	return nbc.AllreduceInit(c.rc(), send, recv, op)
 }
 
 // GatherInit makes a persistent gather.
 func (c *Comm) GatherInit(send, recv any, root int) (*Request, error) {
-	return nbc.GatherInit(c.c, send, recv, root)
+	return nbc.GatherInit(c.rc(), send, recv, root)
 }
 
 // GathervInit makes a persistent gatherv.
 func (c *Comm) GathervInit(send, recv any, counts, displs []int, root int) (*Request, error) {
-	return nbc.GathervInit(c.c, send, recv, counts, displs, root)
+	return nbc.GathervInit(c.rc(), send, recv, counts, displs, root)
 }
 
 // ScatterInit makes a persistent scatter.
 func (c *Comm) ScatterInit(send, recv any, root int) (*Request, error) {
-	return nbc.ScatterInit(c.c, send, recv, root)
+	return nbc.ScatterInit(c.rc(), send, recv, root)
 }
 
 // ScattervInit makes a persistent scatterv.
 func (c *Comm) ScattervInit(send any, counts, displs []int, recv any, root int) (*Request, error) {
-	return nbc.ScattervInit(c.c, send, counts, displs, recv, root)
+	return nbc.ScattervInit(c.rc(), send, counts, displs, recv, root)
 }
 
 // AllgatherInit makes a persistent allgather.
 func (c *Comm) AllgatherInit(send, recv any) (*Request, error) {
-	return nbc.AllgatherInit(c.c, send, recv)
+	return nbc.AllgatherInit(c.rc(), send, recv)
 }
 
 // AllgathervInit makes a persistent allgatherv.
 func (c *Comm) AllgathervInit(send, recv any, counts, displs []int) (*Request, error) {
-	return nbc.AllgathervInit(c.c, send, recv, counts, displs)
+	return nbc.AllgathervInit(c.rc(), send, recv, counts, displs)
 }
 
 // AlltoallInit makes a persistent alltoall.
 func (c *Comm) AlltoallInit(send, recv any) (*Request, error) {
-	return nbc.AlltoallInit(c.c, send, recv)
+	return nbc.AlltoallInit(c.rc(), send, recv)
 }
 
 // AlltoallvInit makes a persistent alltoallv.
 func (c *Comm) AlltoallvInit(send any, sendCounts, sendDispls []int, recv any, recvCounts, recvDispls []int) (*Request, error) {
-	return nbc.AlltoallvInit(c.c, send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
+	return nbc.AlltoallvInit(c.rc(), send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
 }
 
 // ReduceScatterInit makes a persistent reduce_scatter.
 func (c *Comm) ReduceScatterInit(send, recv any, counts []int, op Op) (*Request, error) {
-	return nbc.ReduceScatterInit(c.c, send, recv, counts, op)
+	return nbc.ReduceScatterInit(c.rc(), send, recv, counts, op)
 }
 
 // ReduceScatterBlockInit makes a persistent reduce_scatter_block.
 func (c *Comm) ReduceScatterBlockInit(send, recv any, op Op) (*Request, error) {
-	return nbc.ReduceScatterBlockInit(c.c, send, recv, op)
+	return nbc.ReduceScatterBlockInit(c.rc(), send, recv, op)
 }
 
 // ScanInit makes a persistent inclusive scan.
 func (c *Comm) ScanInit(send, recv any, op Op) (*Request, error) {
-	return nbc.ScanInit(c.c, send, recv, op)
+	return nbc.ScanInit(c.rc(), send, recv, op)
 }
 
 // ExscanInit makes a persistent exclusive scan.
 func (c *Comm) ExscanInit(send, recv any, op Op) (*Request, error) {
-	return nbc.ExscanInit(c.c, send, recv, op)
+	return nbc.ExscanInit(c.rc(), send, recv, op)
 }
 
 // IneighborAllgather starts a NeighborAllgather.
 func (c *Comm) IneighborAllgather(send, recv any) (*Request, error) {
-	return nbc.IneighborAllgather(c.c, send, recv)
+	return nbc.IneighborAllgather(c.rc(), send, recv)
 }
 
 // IneighborAllgatherv starts a NeighborAllgatherv.
 func (c *Comm) IneighborAllgatherv(send, recv any, counts, displs []int) (*Request, error) {
-	return nbc.IneighborAllgatherv(c.c, send, recv, counts, displs)
+	return nbc.IneighborAllgatherv(c.rc(), send, recv, counts, displs)
 }
 
 // IneighborAlltoall starts a NeighborAlltoall.
 func (c *Comm) IneighborAlltoall(send, recv any) (*Request, error) {
-	return nbc.IneighborAlltoall(c.c, send, recv)
+	return nbc.IneighborAlltoall(c.rc(), send, recv)
 }
 
 // IneighborAlltoallv starts a NeighborAlltoallv.
 func (c *Comm) IneighborAlltoallv(send any, sendCounts, sendDispls []int, recv any, recvCounts, recvDispls []int) (*Request, error) {
-	return nbc.IneighborAlltoallv(c.c, send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
+	return nbc.IneighborAlltoallv(c.rc(), send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
 }
 
 // NeighborAllgatherInit makes a persistent NeighborAllgather, started with Start or Startall.
 func (c *Comm) NeighborAllgatherInit(send, recv any) (*Request, error) {
-	return nbc.NeighborAllgatherInit(c.c, send, recv)
+	return nbc.NeighborAllgatherInit(c.rc(), send, recv)
 }
 
 // NeighborAllgathervInit makes a persistent NeighborAllgatherv.
 func (c *Comm) NeighborAllgathervInit(send, recv any, counts, displs []int) (*Request, error) {
-	return nbc.NeighborAllgathervInit(c.c, send, recv, counts, displs)
+	return nbc.NeighborAllgathervInit(c.rc(), send, recv, counts, displs)
 }
 
 // NeighborAlltoallInit makes a persistent NeighborAlltoall: a halo exchange set up once, started every step.
 func (c *Comm) NeighborAlltoallInit(send, recv any) (*Request, error) {
-	return nbc.NeighborAlltoallInit(c.c, send, recv)
+	return nbc.NeighborAlltoallInit(c.rc(), send, recv)
 }
 
 // NeighborAlltoallvInit makes a persistent NeighborAlltoallv.
 func (c *Comm) NeighborAlltoallvInit(send any, sendCounts, sendDispls []int, recv any, recvCounts, recvDispls []int) (*Request, error) {
-	return nbc.NeighborAlltoallvInit(c.c, send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
+	return nbc.NeighborAlltoallvInit(c.rc(), send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
 }

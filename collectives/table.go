@@ -486,6 +486,9 @@ func (st *commState) sel(commutative bool, bytes int) selCtx {
 // call (otherwise the table decides); "" removes the forcing. Every member must force alike. For benchmarks and
 // tests. On an intercommunicator it forces the algorithms of the local phases (inter.go).
 func Force(c *ranks.Comm, coll, algo string) error {
+	if err := c.Check(); err != nil { // a nil communicator reached stateOf, a panic
+		return err
+	}
 	if c.IsInter() {
 		c = c.Local()
 	}
