@@ -55,8 +55,10 @@ func checkCounts(what string, counts, displs []int, n, sz, length int) error {
 		if c < 0 || d < 0 {
 			return errArg("%s: count %d, displacement %d for rank %d", what, c, d, i)
 		}
-		if (d+c)*sz > length {
-			return errTrunc("%s: rank %d's block [%d, %d) does not fit a buffer of %d elements", what, i, d, d+c, length/max(sz, 1))
+		// Compared in elements, without d+c or (d+c)*sz: those overflowed for huge counts or displacements,
+		// which then passed, and a peer reading the block (shared memory: blockOf) sliced outside the buffer.
+		if lim := length / max(sz, 1); d > lim || c > lim-d {
+			return errTrunc("%s: rank %d's block of %d at %d does not fit a buffer of %d elements", what, i, c, d, lim)
 		}
 		off += c
 	}

@@ -1,6 +1,9 @@
 package collectives
 
 import (
+	"fmt"
+	"math"
+	"reflect"
 	"slices"
 
 	"github.com/gompj/gompj/ranks"
@@ -89,9 +92,15 @@ func ResolveBcast(c *ranks.Comm, buf any, root int) (Call, error) {
 	if err := checkRoot(c, root); err != nil {
 		return a, err
 	}
+	if isInPlace(buf) { // used to pass as an object: the root sent it and succeeded, the others failed
+		return a, errArg("bcast: InPlace is not a buffer (bcast has no in-place form)")
+	}
 	v, err := viewOf(buf, "bcast")
 	if err != nil {
 		if buf == nil || isView(buf) {
+			return a, err
+		}
+		if err := objectPointer("bcast", buf); err != nil {
 			return a, err
 		}
 		a.Object, a.ObjRecv = true, buf
@@ -100,6 +109,31 @@ func ResolveBcast(c *ranks.Comm, buf any, root int) (Call, error) {
 	a.rv = v
 	a.fill()
 	return a, nil
+}
+
+// Collectives of objects take their operation id as they start (newP2P, or nbc's build) and fail on a bad target
+// only after that, some ranks having sent already: the rank that failed then called again with a later id than its
+// peers', and the job hung; a bcast's root sent its non-pointer value and succeeded while the others failed. So
+// the targets are checked here, before anything is taken or sent.
+
+// objectPointer checks an object collective's receive target: a non-nil pointer.
+func objectPointer(what string, buf any) error {
+	if v := reflect.ValueOf(buf); !v.IsValid() || v.Kind() != reflect.Pointer || v.IsNil() {
+		return fmt.Errorf("%w: %s of objects needs a non-nil pointer to receive into, got %T", ranks.ErrBuffer, what, buf)
+	}
+	return nil
+}
+
+// objectSlice checks a gather's receive target: a non-nil pointer to a slice whose elements take send's values.
+func objectSlice(what string, recv, send any) error {
+	v := reflect.ValueOf(recv)
+	if !v.IsValid() || v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Slice {
+		return fmt.Errorf("%w: %s of objects needs a pointer to a slice to receive into, got %T", ranks.ErrBuffer, what, recv)
+	}
+	if et := v.Elem().Type().Elem(); !reflect.TypeOf(send).AssignableTo(et) {
+		return fmt.Errorf("%w: %s: a %T into a %s", ranks.ErrType, what, send, v.Elem().Type())
+	}
+	return nil
 }
 
 // reduceArgs resolves send/recv of a reduction: src and dst views (dst only where significant).
@@ -183,6 +217,11 @@ func ResolveGather(c *ranks.Comm, send, recv any, root int) (Call, error) {
 	}
 	n := st.size
 	if isObject(send) {
+		if st.rank == root {
+			if err := objectSlice("gather", recv, send); err != nil {
+				return a, err
+			}
+		}
 		a.Object, a.ObjSend, a.ObjRecv = true, send, recv
 		return a, nil
 	}
@@ -273,6 +312,18 @@ func ResolveScatter(c *ranks.Comm, send, recv any, root int) (Call, error) {
 	}
 	n := st.size
 	if isObject(recv) {
+		if err := objectPointer("scatter", recv); err != nil {
+			return a, err
+		}
+		if st.rank == root {
+			sv := reflect.ValueOf(send)
+			if !sv.IsValid() || sv.Kind() != reflect.Slice || sv.Len() != n {
+				return a, fmt.Errorf("%w: scatter of objects needs a slice of %d elements at the root, got %T", ranks.ErrBuffer, n, send)
+			}
+			if et := reflect.TypeOf(recv).Elem(); !sv.Type().Elem().AssignableTo(et) {
+				return a, fmt.Errorf("%w: scatter: a %s into a %T", ranks.ErrType, sv.Type().Elem(), recv)
+			}
+		}
 		a.Object, a.ObjSend, a.ObjRecv = true, send, recv
 		return a, nil
 	}
@@ -355,6 +406,9 @@ func ResolveAllgather(c *ranks.Comm, send, recv any) (Call, error) {
 	}
 	n := st.size
 	if isObject(send) {
+		if err := objectSlice("allgather", recv, send); err != nil {
+			return a, err
+		}
 		a.Object, a.ObjSend, a.ObjRecv = true, send, recv
 		return a, nil
 	}
@@ -506,6 +560,9 @@ func ResolveReduceScatter(c *ranks.Comm, send, recv any, counts []int, op Op) (C
 	for i, x := range counts {
 		if x < 0 {
 			return a, errArg("reduce_scatter: count %d for rank %d", x, i)
+		}
+		if x > math.MaxInt-total { // a total that wrapped round passed the checks below, and in place sliced recv with it
+			return a, errArg("reduce_scatter: counts add up to more than %d", math.MaxInt)
 		}
 		total += x
 	}

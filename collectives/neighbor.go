@@ -495,8 +495,10 @@ func blocks(what string, offs, lens, counts, displs []int, n int) error {
 		if cnt < 0 || d < 0 {
 			return errArg("%s: count %d, displacement %d for neighbour %d", what, cnt, d, i)
 		}
-		if d+cnt > n {
-			return errTrunc("%s: neighbour %d's block [%d, %d) does not fit a buffer of %d elements", what, i, d, d+cnt, n)
+		// Not d+cnt > n: the sum overflowed for a huge count and displacement, and the block passed, to be
+		// sliced out of memory far outside the buffer.
+		if d > n || cnt > n-d {
+			return errTrunc("%s: neighbour %d's block of %d at %d does not fit a buffer of %d elements", what, i, cnt, d, n)
 		}
 		offs[i], lens[i] = d, cnt
 		at = d + cnt

@@ -46,6 +46,9 @@ func (st *commState) packArg(i int, arg *any) bool {
 	if !ok || v == nil {
 		return false // a nil *View is refused by viewOf
 	}
+	if i == argRecv && v.Overlaps() {
+		return false // refused by viewOf where the receive buffer counts (see viewArg)
+	}
 	m, _ := ranks.MemOf(v)
 	if m.Type == ranks.TypeNone {
 		return false // a zero View: refused by viewOf
@@ -75,6 +78,11 @@ func viewArg(buf any, what, role string) (vec, bool, error) {
 	case *ranks.View:
 		if m, _ := ranks.MemOf(b); m.Type == ranks.TypeNone {
 			return vec{}, true, fmt.Errorf("%w: a nil or zero *View as the %s%s buffer", ranks.ErrBuffer, what, role)
+		}
+		if b.Overlaps() {
+			// Left unpacked (packArg, packedCopy): unpacking into blocks that overlap used to let later elements
+			// overwrite earlier ones without a word, where a point-to-point receive into the same View fails.
+			return vec{}, true, fmt.Errorf("%w: receiving into %v, whose blocks overlap (%s%s buffer)", ranks.ErrBuffer, b, what, role)
 		}
 		return vec{}, true, fmt.Errorf("%w: a *View reached the %s%s buffer unpacked (internal)", ranks.ErrInternal, what, role)
 	}
@@ -121,17 +129,17 @@ type ViewArgs struct {
 // and the ViewArgs that keeps them (nil when neither is a View). A nil or zero *View is passed on, for the call to
 // refuse.
 func PackViews(send, recv any) (*ViewArgs, any, any) {
-	send, sm, sb := packedCopy(send)
-	recv, rm, rb := packedCopy(recv)
+	send, sm, sb := packedCopy(send, false)
+	recv, rm, rb := packedCopy(recv, true)
 	if sm.Type == ranks.TypeNone && rm.Type == ranks.TypeNone {
 		return nil, send, recv // no ViewArgs made: a call without Views allocates nothing here
 	}
 	return &ViewArgs{send: sm, sendBuf: sb, recv: rm, recvB: rb}, send, recv
 }
 
-func packedCopy(arg any) (any, ranks.Mem, []byte) {
+func packedCopy(arg any, recv bool) (any, ranks.Mem, []byte) {
 	v, ok := arg.(*ranks.View)
-	if !ok {
+	if !ok || (recv && v.Overlaps()) { // an overlapping receive View: refused where it counts (viewArg)
 		return arg, ranks.Mem{}, nil
 	}
 	m, _ := ranks.MemOf(v)

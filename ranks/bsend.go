@@ -211,6 +211,10 @@ func (c *Comm) SendrecvReplace(buf any, dest, sendTag, source, recvTag int) (Sta
 	if err := c.checkSource(source, recvTag); err != nil {
 		return Status{}, err
 	}
+	// As in Sendrecv: a buffer that cannot be received into (an overlapping View) fails before the send goes.
+	if err := checkRecvBuf(&buf, source); err != nil {
+		return Status{}, err
+	}
 	v, prim := MemOf(buf)
 	if !prim || dest == ProcNull || v.N == 0 {
 		// An object is encoded, and a message of no elements has nothing to copy, before the receive starts:

@@ -84,12 +84,10 @@ func (c *Comm) check() error {
 }
 
 func (c *Comm) checkDest(dest, tag int) error {
-	if dest < 0 || dest >= c.peers() {
-		if dest == ProcNull {
-			return nil
-		}
+	if (dest < 0 || dest >= c.peers()) && dest != ProcNull {
 		return errRank(dest, c.peers())
 	}
+	// The tag of a send to ProcNull is checked too, as a receive's is: it used to pass unseen, any value.
 	if tag < 0 || tag > MaxTag {
 		return errTag(tag)
 	}
@@ -667,6 +665,12 @@ func (c *Comm) Sendrecv(sendBuf any, dest, sendTag int, recvBuf any, source, rec
 	if err := c.checkSource(source, recvTag); err != nil {
 		return Status{}, err
 	}
+	// The receive buffer is checked before anything is sent: a buffer Recv refuses (an object into a non-pointer,
+	// an overlapping View) used to fail the call after its message had gone, left for the peer to receive although
+	// the call reported an error.
+	if err := checkRecvBuf(&recvBuf, source); err != nil {
+		return Status{}, err
+	}
 	var sreq *Request
 	if dest != ProcNull {
 		var err error
@@ -681,6 +685,17 @@ func (c *Comm) Sendrecv(sendBuf any, dest, sendTag int, recvBuf any, source, rec
 		}
 	}
 	return st, rerr
+}
+
+// checkRecvBuf checks *buf as Recv does before it posts a receive from source, without letting buf escape.
+func checkRecvBuf(buf *any, source int) error {
+	if source == ProcNull || *buf == nil {
+		return nil
+	}
+	if v, prim := MemOf(*buf); prim {
+		return checkMem(v, true)
+	}
+	return checkTarget(hide(buf))
 }
 
 // Iprobe reports whether a message from source with tag could be received now, and its status.

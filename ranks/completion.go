@@ -230,6 +230,9 @@ func Waitall(reqs ...*Request) error {
 // Testall reports whether every active request (nil and inactive ones are skipped) has completed. Only then are
 // they reported complete, all at once (and made inactive); otherwise none is. The error is the first of theirs.
 func Testall(reqs ...*Request) (bool, error) {
+	if err := freedIn(reqs); err != nil {
+		return false, err
+	}
 	pollFor(reqs...)
 	var w *World
 	for _, r := range reqs {
@@ -269,6 +272,9 @@ func Testall(reqs ...*Request) (bool, error) {
 // Waitany waits until one of the active requests completes and returns its index and status. Nil and inactive
 // requests are skipped; with none active it returns index -1 (MPI_UNDEFINED) at once.
 func Waitany(reqs ...*Request) (int, Status, error) {
+	if err := freedIn(reqs); err != nil {
+		return -1, Status{}, err
+	}
 	for {
 		i, err := awaitAny(reqs, nil)
 		if err != nil || i < 0 {
@@ -285,6 +291,9 @@ func Waitany(reqs ...*Request) (int, Status, error) {
 // and statuses, in index order. With no active request it returns nil at once. A failed request's error is
 // returned (the first one, naming its index) beside the indices and statuses of all.
 func Waitsome(reqs ...*Request) ([]int, []Status, error) {
+	if err := freedIn(reqs); err != nil {
+		return nil, nil, err
+	}
 	for {
 		i, err := awaitAny(reqs, nil)
 		if err != nil || i < 0 {
@@ -299,6 +308,9 @@ func Waitsome(reqs ...*Request) ([]int, []Status, error) {
 // Testsome reports every active request that has completed, as Waitsome does, without blocking: an empty (non-nil)
 // list when some are active but none is done, nil when none is active.
 func Testsome(reqs ...*Request) ([]int, []Status, error) {
+	if err := freedIn(reqs); err != nil {
+		return nil, nil, err
+	}
 	pollFor(reqs...)
 	active := false
 	for _, r := range reqs {
@@ -333,6 +345,22 @@ func Testsome(reqs ...*Request) ([]int, []Status, error) {
 	return idx, sts, err
 }
 
+// freedIn returns ErrRequest, naming its index, for the first freed request of reqs. The completion calls on lists
+// check this before anything else: they used to meet a freed request only on their way through the list, so that
+// whether one was an error depended on timing (Waitany and Testany returned a request before it that happened to
+// be done, Testall returned false at the first one not done).
+func freedIn(reqs []*Request) error {
+	for i, r := range reqs {
+		if r == nil {
+			continue
+		}
+		if s := r.life.Load(); s == lifeFreeing || s == lifeFreed {
+			return fmt.Errorf("request %d: %w", i, errFreed())
+		}
+	}
+	return nil
+}
+
 // reportDone reports every active request of reqs that is done.
 func reportDone(reqs []*Request) ([]int, []Status, error) {
 	var idx []int
@@ -365,6 +393,9 @@ func reportDone(reqs []*Request) ([]int, []Status, error) {
 // true. With no active request (nil and inactive ones are skipped) it returns -1 and true; with none done, -1 and
 // false.
 func Testany(reqs ...*Request) (int, Status, bool, error) {
+	if err := freedIn(reqs); err != nil {
+		return -1, Status{}, false, err
+	}
 	pollFor(reqs...)
 	var w *World
 	for i, r := range reqs {

@@ -185,7 +185,10 @@ func (g *Group) expandRanges(what string, ranges [][3]int) ([]int, error) {
 			return nil, fmt.Errorf("%w: %s: range %d %v: stride %d never reaches %d from %d", ErrRank, what, i, rg,
 				stride, last, first)
 		}
-		for r := first; (stride > 0 && r <= last) || (stride < 0 && r >= last); r += stride {
+		// Counted, not stepped with r += stride: that overflowed for a stride near math.MaxInt and went on with a
+		// negative rank, an index out of range (a panic). k*stride stays within |last-first| here.
+		for k, count := 0, (last-first)/stride+1; k < count; k++ {
+			r := first + k*stride
 			if seen[r] {
 				return nil, fmt.Errorf("%w: %s: rank %d appears more than once (range %d %v)", ErrRank, what, r, i, rg)
 			}

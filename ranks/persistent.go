@@ -109,10 +109,13 @@ func (c *Comm) sendInit(buf any, dest, tag int, mode sendMode) (*Request, error)
 	if err := c.checkDest(dest, tag); err != nil {
 		return nil, err
 	}
-	if _, prim := MemOf(buf); !prim && buf != nil {
+	if v, prim := MemOf(buf); !prim && buf != nil {
 		if err := encodable(reflect.TypeOf(buf)); err != nil {
 			return nil, err
 		}
+	} else if prim && v.Type == TypeNone {
+		// A nil or zero *View: refused here, as by Send, rather than at every Start.
+		return nil, fmt.Errorf("%w: a nil or zero *View", ErrBuffer)
 	}
 	return c.r.newPersistent(kindSend, &p2pRecipe{c: c, buf: buf, peer: dest, tag: tag, mode: mode}), nil
 }

@@ -155,19 +155,38 @@ func atLeastRoot(f, m, k int) bool {
 	return p >= m
 }
 
-// divisors returns the divisors of m in ascending order.
+// divisors returns the divisors of m in ascending order, made from m's prime factors, which trial division divides
+// out as it finds them. It used to try every d up to the square root of m whatever m's factors, with the bound
+// d*d <= m, which overflows near math.MaxInt: DimsCreate(math.MaxInt, []int{0, 0}) never returned. Now the
+// division stops at the square root of what is left, so a number of small factors is quick (math.MaxInt is
+// 7²·73·127·337·92737·649657); a prime near 2^62 still takes seconds.
 func divisors(m int) []int {
-	var lo, hi []int
-	for d := 1; d*d <= m; d++ {
-		if m%d == 0 {
-			lo = append(lo, d)
-			if d*d != m {
-				hi = append(hi, m/d)
-			}
+	divs := []int{1}
+	for p := 2; p <= m/p; p++ {
+		e := 0
+		for m%p == 0 {
+			m /= p
+			e++
+		}
+		divs = withPowers(divs, p, e)
+	}
+	if m > 1 {
+		divs = withPowers(divs, m, 1)
+	}
+	slices.Sort(divs)
+	return divs
+}
+
+// withPowers extends divs, the divisors found so far, by the prime power p^e.
+func withPowers(divs []int, p, e int) []int {
+	n, pk := len(divs), 1
+	for range e {
+		pk *= p
+		for _, d := range divs[:n] {
+			divs = append(divs, d*pk)
 		}
 	}
-	slices.Reverse(hi)
-	return append(lo, hi...)
+	return divs
 }
 
 // argsHash folds a call's arguments into one value, to check that every member passed the same.

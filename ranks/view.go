@@ -123,8 +123,10 @@ func Vector(buf any, count, blockLen, stride int) (*View, error) {
 	} else if blockLen > m.N {
 		return nil, fmt.Errorf("%w: Vector of a block of %d in a slice of %d", ErrBuffer, blockLen, m.N)
 	}
-	if count > maxInt/blockLen {
-		return nil, fmt.Errorf("%w: Vector of %d blocks of %d elements", ErrArg, count, blockLen)
+	// In bytes, not elements: a stride of 0 lets a few elements be selected any number of times, and a view of
+	// 2^61 float64s passed, whose size in bytes wrapped round to 0: a send of it delivered nothing, without error.
+	if count > maxInt/m.Type.Size()/blockLen {
+		return nil, fmt.Errorf("%w: Vector of %d blocks of %d elements of %d bytes", ErrArg, count, blockLen, m.Type.Size())
 	}
 	v.total = count * blockLen
 	switch {
@@ -164,8 +166,8 @@ func Indexed(buf any, blockLens, displs []int) (*View, error) {
 		case d < 0 || d > m.N-l:
 			return nil, fmt.Errorf("%w: Indexed block %d, elements [%d, %d), reaches past a slice of %d", ErrBuffer, i, d, d+l, m.N)
 		}
-		if v.total > maxInt-l {
-			return nil, fmt.Errorf("%w: Indexed selects more than %d elements", ErrArg, maxInt)
+		if v.total > maxInt/v.sz-l { // in bytes, as for Vector
+			return nil, fmt.Errorf("%w: Indexed selects more than %d elements", ErrArg, maxInt/v.sz)
 		}
 		if k := len(v.offs) - 1; k >= 0 && v.offs[k]+v.lens[k] == d {
 			v.lens[k] += l
