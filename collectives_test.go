@@ -599,24 +599,38 @@ func TestCollectivesMatrix(t *testing.T) {
 	nps, counts := matrixSizes(t)
 	for _, np := range nps {
 		t.Run(fmt.Sprint("np", np), func(t *testing.T) {
+			// Every element type runs up to 8 ranks. Its kernels are the same code whatever the communicator's
+			// size, which is where the algorithms differ; so beyond 8 ranks, and under the race detector (which
+			// looks for races in the algorithms, not in the kernels), one type of each kind runs: integer, float,
+			// complex, bool, the location pairs and a user op. That took a third off the matrix's time in CI,
+			// whose 15 minutes the suite came within a minute of.
+			every := np <= 8 && !raceEnabled
 			runN(t, np, func(c *Comm) error {
-				reductions(t, c, intCase[int8]("int8"), counts, false)
-				reductions(t, c, intCase[int16]("int16"), counts, false)
+				if every {
+					reductions(t, c, intCase[int8]("int8"), counts, false)
+					reductions(t, c, intCase[int16]("int16"), counts, false)
+				}
 				reductions(t, c, intCase[int32]("int32"), counts, false)
-				reductions(t, c, intCase[int64]("int64"), counts, true)
-				reductions(t, c, intCase[byte]("byte"), counts, false)
-				reductions(t, c, intCase[uint16]("uint16"), counts, false)
-				reductions(t, c, intCase[uint32]("uint32"), counts, false)
-				reductions(t, c, intCase[uint64]("uint64"), counts, false)
-				reductions(t, c, intCase[int]("int"), counts, false)
-				reductions(t, c, intCase[uint]("uint"), counts, false)
-				reductions(t, c, floatCase[float32]("float32"), counts, false)
+				if every {
+					reductions(t, c, intCase[int64]("int64"), counts, true)
+					reductions(t, c, intCase[byte]("byte"), counts, false)
+					reductions(t, c, intCase[uint16]("uint16"), counts, false)
+					reductions(t, c, intCase[uint32]("uint32"), counts, false)
+					reductions(t, c, intCase[uint64]("uint64"), counts, false)
+					reductions(t, c, intCase[int]("int"), counts, false)
+					reductions(t, c, intCase[uint]("uint"), counts, false)
+					reductions(t, c, floatCase[float32]("float32"), counts, false)
+				}
 				reductions(t, c, floatCase[float64]("float64"), counts, true)
-				reductions(t, c, complexCase[complex64]("complex64"), counts, false)
+				if every {
+					reductions(t, c, complexCase[complex64]("complex64"), counts, false)
+				}
 				reductions(t, c, complexCase[complex128]("complex128"), counts, false)
 				reductions(t, c, boolCase(), counts, false)
 				reductions(t, c, locCase[float64]("loc-float64"), counts, true)
-				reductions(t, c, locCase[int32]("loc-int32"), counts, false)
+				if every {
+					reductions(t, c, locCase[int32]("loc-int32"), counts, false)
+				}
 				reductions(t, c, userCase(), counts, true)
 				movement(t, c, intCase[byte]("byte"), counts, true)
 				movement(t, c, floatCase[float64]("float64"), counts, true)
