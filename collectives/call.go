@@ -1,9 +1,7 @@
 package collectives
 
 import (
-	"fmt"
 	"math"
-	"reflect"
 	"slices"
 
 	"github.com/gompj/gompj/ranks"
@@ -100,7 +98,7 @@ func ResolveBcast(c *ranks.Comm, buf any, root int) (Call, error) {
 		if buf == nil || isView(buf) {
 			return a, err
 		}
-		if err := objectPointer("bcast", buf); err != nil {
+		if err := ObjectPointer("bcast", buf); err != nil {
 			return a, err
 		}
 		a.Object, a.ObjRecv = true, buf
@@ -109,31 +107,6 @@ func ResolveBcast(c *ranks.Comm, buf any, root int) (Call, error) {
 	a.rv = v
 	a.fill()
 	return a, nil
-}
-
-// Collectives of objects take their operation id as they start (newP2P, or nbc's build) and fail on a bad target
-// only after that, some ranks having sent already: the rank that failed then called again with a later id than its
-// peers', and the job hung; a bcast's root sent its non-pointer value and succeeded while the others failed. So
-// the targets are checked here, before anything is taken or sent.
-
-// objectPointer checks an object collective's receive target: a non-nil pointer.
-func objectPointer(what string, buf any) error {
-	if v := reflect.ValueOf(buf); !v.IsValid() || v.Kind() != reflect.Pointer || v.IsNil() {
-		return fmt.Errorf("%w: %s of objects needs a non-nil pointer to receive into, got %T", ranks.ErrBuffer, what, buf)
-	}
-	return nil
-}
-
-// objectSlice checks a gather's receive target: a non-nil pointer to a slice whose elements take send's values.
-func objectSlice(what string, recv, send any) error {
-	v := reflect.ValueOf(recv)
-	if !v.IsValid() || v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Slice {
-		return fmt.Errorf("%w: %s of objects needs a pointer to a slice to receive into, got %T", ranks.ErrBuffer, what, recv)
-	}
-	if et := v.Elem().Type().Elem(); !reflect.TypeOf(send).AssignableTo(et) {
-		return fmt.Errorf("%w: %s: a %T into a %s", ranks.ErrType, what, send, v.Elem().Type())
-	}
-	return nil
 }
 
 // reduceArgs resolves send/recv of a reduction: src and dst views (dst only where significant).
@@ -312,16 +285,12 @@ func ResolveScatter(c *ranks.Comm, send, recv any, root int) (Call, error) {
 	}
 	n := st.size
 	if isObject(recv) {
-		if err := objectPointer("scatter", recv); err != nil {
+		if err := ObjectPointer("scatter", recv); err != nil {
 			return a, err
 		}
 		if st.rank == root {
-			sv := reflect.ValueOf(send)
-			if !sv.IsValid() || sv.Kind() != reflect.Slice || sv.Len() != n {
-				return a, fmt.Errorf("%w: scatter of objects needs a slice of %d elements at the root, got %T", ranks.ErrBuffer, n, send)
-			}
-			if et := reflect.TypeOf(recv).Elem(); !sv.Type().Elem().AssignableTo(et) {
-				return a, fmt.Errorf("%w: scatter: a %s into a %T", ranks.ErrType, sv.Type().Elem(), recv)
+			if _, err := ScatterSource(send, recv, n); err != nil {
+				return a, err
 			}
 		}
 		a.Object, a.ObjSend, a.ObjRecv = true, send, recv

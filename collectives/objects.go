@@ -33,15 +33,65 @@ func SetElem(what string, s reflect.Value, i int, x any) error { return setElem(
 
 // sliceTarget checks that recv points to a slice and sizes it for n elements.
 func sliceTarget(what string, recv any, n int) (reflect.Value, error) {
-	v := reflect.ValueOf(recv)
-	if !v.IsValid() || v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Slice {
-		return reflect.Value{}, fmt.Errorf("%w: %s of objects needs a pointer to a slice to receive into, got %T", ranks.ErrBuffer, what, recv)
+	s, err := slicePointer(what, recv)
+	if err != nil {
+		return s, err
 	}
-	s := v.Elem()
 	if s.Len() != n {
 		s.Set(reflect.MakeSlice(s.Type(), n, n))
 	}
 	return s, nil
+}
+
+// The Resolve calls check the targets of object collectives (ObjectPointer, objectSlice, ScatterSource) before the
+// operation takes its id and anything is sent: checked only as the operation ran, after some ranks had sent, the
+// rank that failed called again with a later id than its peers' and the job hung, and a bcast's root sent its
+// non-pointer value and succeeded while the others failed. The runs (here and in package nbc) check again through
+// the same functions, which cost nothing beside an object's encoding.
+
+// ObjectPointer checks an object collective's receive target: a non-nil pointer (for package nbc too).
+func ObjectPointer(what string, buf any) error {
+	if v := reflect.ValueOf(buf); !v.IsValid() || v.Kind() != reflect.Pointer || v.IsNil() {
+		return fmt.Errorf("%w: %s of objects needs a non-nil pointer to receive into, got %T", ranks.ErrBuffer, what, buf)
+	}
+	return nil
+}
+
+// slicePointer returns the slice recv points to, or ErrBuffer if it does not point to one.
+func slicePointer(what string, recv any) (reflect.Value, error) {
+	v := reflect.ValueOf(recv)
+	if !v.IsValid() || v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Slice {
+		return reflect.Value{}, fmt.Errorf("%w: %s of objects needs a pointer to a slice to receive into, got %T", ranks.ErrBuffer, what, recv)
+	}
+	return v.Elem(), nil
+}
+
+// objectSlice checks a gather's receive target: a non-nil pointer to a slice whose elements take send's values.
+func objectSlice(what string, recv, send any) error {
+	s, err := slicePointer(what, recv)
+	if err != nil {
+		return err
+	}
+	if t := reflect.TypeOf(send); t == nil || !t.AssignableTo(s.Type().Elem()) {
+		return fmt.Errorf("%w: %s: a %T into a %s", ranks.ErrType, what, send, s.Type())
+	}
+	return nil
+}
+
+// ScatterSource returns the root's slice of a scatter of objects: one element per rank (n), of a type the target
+// recv points to takes (for package nbc too).
+func ScatterSource(send, recv any, n int) (reflect.Value, error) {
+	if err := ObjectPointer("scatter", recv); err != nil {
+		return reflect.Value{}, err
+	}
+	sv := reflect.ValueOf(send)
+	if !sv.IsValid() || sv.Kind() != reflect.Slice || sv.Len() != n {
+		return reflect.Value{}, fmt.Errorf("%w: scatter of objects needs a slice of %d elements at the root, got %T", ranks.ErrBuffer, n, send)
+	}
+	if et := reflect.TypeOf(recv).Elem(); !sv.Type().Elem().AssignableTo(et) {
+		return reflect.Value{}, fmt.Errorf("%w: scatter: a %s into a %T", ranks.ErrType, sv.Type().Elem(), recv)
+	}
+	return sv, nil
 }
 
 func setElem(what string, s reflect.Value, i int, x any) error {
@@ -92,24 +142,20 @@ func allgatherObjects(c *ranks.Comm, send, recv any) error {
 func scatterObjects(c *ranks.Comm, send, recv any, root int) error {
 	p := newP2P(c, stateOf(c))
 	cc, tag := p.c, p.tag(tagScatter)
-	rv := reflect.ValueOf(recv)
-	if !rv.IsValid() || rv.Kind() != reflect.Pointer || rv.IsNil() {
-		return fmt.Errorf("%w: scatter of objects needs a pointer to receive into, got %T", ranks.ErrBuffer, recv)
+	if err := ObjectPointer("scatter", recv); err != nil {
+		return err
 	}
 	if c.Rank() != root {
 		_, err := cc.Recv(recv, root, tag)
 		return err
 	}
-	s := reflect.ValueOf(send)
-	if !s.IsValid() || s.Kind() != reflect.Slice || s.Len() != c.Size() {
-		return fmt.Errorf("%w: scatter of objects needs a slice of %d elements at the root, got %T", ranks.ErrBuffer, c.Size(), send)
+	s, err := ScatterSource(send, recv, c.Size())
+	if err != nil {
+		return err
 	}
 	for i := 0; i < c.Size(); i++ {
 		if i == root {
-			if !s.Type().Elem().AssignableTo(rv.Elem().Type()) {
-				return fmt.Errorf("%w: scatter: a %s into a %T", ranks.ErrType, s.Type().Elem(), recv)
-			}
-			rv.Elem().Set(s.Index(i))
+			reflect.ValueOf(recv).Elem().Set(s.Index(i))
 			continue
 		}
 		if err := cc.Send(s.Index(i).Interface(), i, tag); err != nil {

@@ -298,22 +298,19 @@ func buildObjects(s *Schedule, sp *spec) error {
 		}
 		b.binomialBcastObj(a.ObjRecv, 0)
 	case "scatter":
-		rv := reflect.ValueOf(a.ObjRecv)
-		if !rv.IsValid() || rv.Kind() != reflect.Pointer || rv.IsNil() {
-			return fmt.Errorf("%w: scatter of objects needs a pointer to receive into, got %T", ranks.ErrBuffer, a.ObjRecv)
+		if err := collectives.ObjectPointer("scatter", a.ObjRecv); err != nil {
+			return err
 		}
 		s.Round()
 		if rank != a.Root {
 			b.recvObj(a.ObjRecv, a.Root, tagScatter)
 			return nil
 		}
-		sv := reflect.ValueOf(a.ObjSend)
-		if !sv.IsValid() || sv.Kind() != reflect.Slice || sv.Len() != n {
-			return fmt.Errorf("%w: scatter of objects needs a slice of %d elements at the root, got %T", ranks.ErrBuffer, n, a.ObjSend)
+		sv, err := collectives.ScatterSource(a.ObjSend, a.ObjRecv, n)
+		if err != nil {
+			return err
 		}
-		if !sv.Type().Elem().AssignableTo(rv.Elem().Type()) {
-			return fmt.Errorf("%w: scatter: a %s into a %T", ranks.ErrType, sv.Type().Elem(), a.ObjRecv)
-		}
+		rv := reflect.ValueOf(a.ObjRecv)
 		s.Do(func() error { rv.Elem().Set(sv.Index(a.Root)); return nil })
 		for i := 0; i < n; i++ {
 			if i != a.Root {

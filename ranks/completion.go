@@ -354,8 +354,8 @@ func freedIn(reqs []*Request) error {
 		if r == nil {
 			continue
 		}
-		if s := r.life.Load(); s == lifeFreeing || s == lifeFreed {
-			return fmt.Errorf("request %d: %w", i, errFreed())
+		if _, err := r.pending(); err != nil {
+			return fmt.Errorf("request %d: %w", i, err)
 		}
 	}
 	return nil
