@@ -97,6 +97,15 @@ func alltoallBench(b *testing.B, np int, nonblocking bool) {
 	collBenchN(b, np, np, func(c *gompj.Comm, s, r []float64) error { return alltoall(c, s, r, nonblocking) })
 }
 
+// 1 MiB blocks, two ranks: the shared-memory alltoall's copies, split between the members by claims.
+func BenchmarkIalltoall1MiB(b *testing.B) {
+	collBenchN(b, 2, 2<<17, func(c *gompj.Comm, s, r []float64) error { return alltoall(c, s, r, true) })
+}
+
+func BenchmarkAlltoall1MiB(b *testing.B) {
+	collBenchN(b, 2, 2<<17, func(c *gompj.Comm, s, r []float64) error { return alltoall(c, s, r, false) })
+}
+
 func BenchmarkIbarrier(b *testing.B) {
 	collBench(b, 2, func(c *gompj.Comm, _, _ []float64) error {
 		q, err := c.Ibarrier()
