@@ -205,12 +205,12 @@ func start(c *ranks.Comm, a *collectives.Call, err error, va *collectives.ViewAr
 		va.Pack()
 		o.finish = va.Unpack
 	}
-	o.setReq(c.OpRequest(o))
-	ranks.Launch(o.req)
 	if va == nil {
 		keep(c, o, a, algo)
 		remember(c, k, o, forces)
 	}
+	o.setReq(o.request(c))
+	ranks.Launch(o.req)
 	o.lend = o.key == nil // not kept for reuse: its scratch buffers go back when it finishes
 	o.run()
 	o.started()

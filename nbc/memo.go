@@ -116,8 +116,8 @@ func again(c *ranks.Comm, k *callKey) *ranks.Request {
 
 // remember makes o the memo of call k on c (start's full path, once o is running), if o is kept for reuse.
 func remember(c *ranks.Comm, k *callKey, o *op, forces uint32) {
-	if k == nil || !k.ok || o.key == nil {
-		return
+	if k == nil || !k.ok || o.key == nil || o.weak {
+		return // a large call's op is kept weakly (cache.go): the memo would hold it
 	}
 	cacheOf(c).memo[k.kind] = memo{key: *k, o: o, forces: forces}
 }

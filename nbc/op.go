@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync/atomic"
+	"weak"
 
 	"github.com/gompj/gompj/collectives"
 	"github.com/gompj/gompj/queues"
@@ -52,6 +53,7 @@ type op struct {
 
 	// reuse (cache.go)
 	key    *collectives.Call // the call the op was built for, kept for reuse; nil if it is not kept
+	weak   bool              // kept weakly (a large call): its requests are its own (cache.go)
 	algo   string
 	shm    *shmb   // a shared-memory schedule's builder, which reuse moves to another slot
 	phases []phase // a node-aware op's phases, in the order they took their ids and slots
@@ -73,7 +75,15 @@ const (
 
 func newOp(c *ranks.Comm) *op {
 	o := &op{exec: c.World().Executor(), c: c}
-	o.hook = queues.NewHook(o.kick)
+	// The hook stays on its child requests' completions after they fire, and a finished request lives on in its
+	// rank's block of requests: through a plain reference, they held the op, and a large op kept for reuse only
+	// weakly (cache.go) with it the caller's buffers, for as long as the block lived.
+	w := weak.Make(o)
+	o.hook = queues.NewHook(func() {
+		if o := w.Value(); o != nil {
+			o.kick()
+		}
+	})
 	o.task = o.work
 	return o
 }

@@ -1,6 +1,7 @@
 package nbc
 
 import (
+	"fmt"
 	"testing"
 	"weak"
 
@@ -46,6 +47,61 @@ func TestOneOffOperationLetsGoOfBuffers(t *testing.T) {
 			handles = append(handles, h...)
 		}
 		return collectedAfterFree(c, "buffer of a finished one-off collective", handles)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A large call's operation is kept weakly (cache.go): the same call again, while the program holds its buffers, runs
+// the same operation again; once the program has dropped its requests, a collection frees the operation.
+func TestLargeOperationKeptWeakly(t *testing.T) {
+	err := node.Run(node.Config{Ranks: 2}, func(c *ranks.Comm) error {
+		send, recv := make([]float64, 1<<14), make([]float64, 1<<14) // 128 KiB each: kept weakly
+		for i := range send {
+			send[i] = float64(c.Rank() + i)
+		}
+		h, err := func() (weak.Pointer[op], error) { // its frame, and the requests in it, are gone after
+			var none weak.Pointer[op]
+			call := func() (*ranks.Request, error) {
+				r, err := Iallreduce(c, send, recv, collectives.Sum)
+				if err != nil {
+					return nil, err
+				}
+				_, err = r.Wait()
+				return r, err
+			}
+			r1, err := call()
+			if err != nil {
+				return none, err
+			}
+			var first *op
+			for _, w := range cacheOf(c).big {
+				if o := w.Value(); o != nil && o.req == r1 {
+					first = o
+				}
+			}
+			if first == nil {
+				return none, fmt.Errorf("rank %d: the operation of a large call is not kept", c.Rank())
+			}
+			r2, err := call()
+			if err != nil {
+				return none, err
+			}
+			if first.req != r2 {
+				return none, fmt.Errorf("rank %d: the same large call built a new operation", c.Rank())
+			}
+			return weak.Make(first), nil
+		}()
+		if err != nil {
+			return err
+		}
+		for i, v := range recv {
+			if want := float64(1 + 2*i); v != want {
+				return fmt.Errorf("rank %d: recv[%d] = %v, want %v", c.Rank(), i, v, want)
+			}
+		}
+		return collectedAfterFree(c, "operation of a large call, its requests dropped", []weak.Pointer[op]{h})
 	})
 	if err != nil {
 		t.Fatal(err)

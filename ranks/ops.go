@@ -167,11 +167,26 @@ func (c *Comm) OpRequest(op Operation) *Request {
 	if c.r == nil {
 		return c.w.NewOpRequest(op)
 	}
-	o := c.r.ops.newOp()
+	return c.opRequestIn(c.r.ops.newOp(), op)
+}
+
+// opRequestIn makes o an active request of c's rank for op.
+func (c *Comm) opRequestIn(o *opRequest, op Operation) *Request {
 	r := &o.r
 	r.w, r.kind, r.remote, r.ext, r.owner = c.w, kindOp, c.w.dev != nil, &o.x, c.r
 	o.x.op = op
 	return r
+}
+
+// OpRequestAlone is OpRequest with a request allocated on its own, not from the rank's block of requests: it holds
+// op only as long as its caller holds it (a block lives as long as any of its requests is referenced, and with it
+// every operation the block's requests ran). Package nbc keeps large operations weakly, for reuse, and gives them
+// these.
+func (c *Comm) OpRequestAlone(op Operation) *Request {
+	if c.r == nil {
+		return c.w.NewOpRequest(op)
+	}
+	return c.opRequestIn(new(opRequest), op)
 }
 
 // PeerOnNode reports whether rank p of c (or ProcNull) is reached without the network device: it lives in this
