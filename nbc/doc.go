@@ -24,8 +24,9 @@
 // or worker stands between a peer's move and the waiter.
 //
 // A persistent op is built once by its Init call, with persistent child requests and a shared-memory slot of its
-// own, and run again by each Start without allocating; a nonblocking op of a small call is kept and reused when the
-// same call comes again (cache.go).
+// own, and run again by each Start without allocating; a nonblocking op is kept and reused when the same call comes
+// again (cache.go): a small call's outright, a large call's through a weak pointer, so as not to keep the program's
+// buffers alive.
 //
 // Imports: collectives, ranks, queues, the standard library.
 package nbc

@@ -12,7 +12,7 @@ import (
 )
 
 // TestFreedCommunicatorCollected: a communicator that ran nonblocking collectives, small ones (kept for reuse, in
-// the communicator's state) and large ones (built afresh), becomes garbage once every member has freed it. The
+// the communicator's state) and large ones (kept weakly), becomes garbage once every member has freed it. The
 // collective state's cleanup held the state, which holds the kept operations, which hold the communicator: a
 // cleanup whose argument reaches its object never runs, so every such communicator stayed alive (about 72 KB per
 // Split, Iallreduce and Free). And each shared-memory operation held its predecessor on the slot, so the large ones
@@ -67,7 +67,7 @@ func collectedAfterFree[T any](c *ranks.Comm, what string, handles []weak.Pointe
 func freedComms(c *ranks.Comm, k int) ([]weak.Pointer[ranks.Comm], error) {
 	var handles []weak.Pointer[ranks.Comm]
 	small, smallOut := make([]float64, 4), make([]float64, 4)
-	large, largeOut := make([]float64, 16384), make([]float64, 16384) // 128 KiB: not kept for reuse (cache.go)
+	large, largeOut := make([]float64, 16384), make([]float64, 16384) // 128 KiB: kept only weakly (cache.go)
 	for i := 0; i < k; i++ {
 		sc, err := c.Split(c.Rank()%2, c.Rank())
 		if err != nil {

@@ -10,10 +10,12 @@ import (
 	"github.com/gompj/gompj/ranks"
 )
 
-// A one-off nonblocking collective (one too large to keep for reuse) lets go of its buffers once it has finished.
-// Its request lives on in its rank's block of requests (ranks.opChunk) until the block's last is handed out and
-// dropped, so an operation that held on to what it ran with kept a program's freed buffers alive until 8 more
-// nonblocking collectives started on that rank, maybe never: a gigabyte Iallreduce, twice that. The algorithms are
+// A nonblocking collective too large to keep for reuse outright lets go of the program's buffers once it has
+// finished and its request is dropped. Requests live on in their rank's blocks of requests (ranks.opChunk, and the
+// point-to-point ones of the operation's steps) until a block's last is handed out and dropped, so an operation
+// that they held kept a program's freed buffers alive until 8 more nonblocking collectives started on that rank,
+// maybe never: a gigabyte Iallreduce, twice that. (Such an operation is kept weakly for reuse, cache.go: its own
+// request is allocated alone, and its steps' requests reach it through a weak pointer, newOp.) The algorithms are
 // the point-to-point ones, as between node processes: a shared-memory schedule's slot keeps its members' last
 // buffers until the slot's next use (shm.go).
 func TestOneOffOperationLetsGoOfBuffers(t *testing.T) {
@@ -31,7 +33,7 @@ func TestOneOffOperationLetsGoOfBuffers(t *testing.T) {
 		}
 		for _, start := range starts {
 			h, err := func() ([]weak.Pointer[float64], error) {
-				send, recv := make([]float64, 1<<15), make([]float64, 1<<15) // 256 KiB each: not kept (cache.go)
+				send, recv := make([]float64, 1<<15), make([]float64, 1<<15) // 256 KiB each: kept weakly (cache.go)
 				r, err := start(send, recv)
 				if err != nil {
 					return nil, err
