@@ -5,6 +5,8 @@ package shm
 import (
 	"bytes"
 	"errors"
+	"maps"
+	"math/rand/v2"
 	"runtime"
 	"testing"
 	"time"
@@ -337,4 +339,51 @@ func devicePair(t testing.TB, opts Options) ([2]*rdma.Device, [2]*endpoint) {
 		t.Cleanup(func() { d.Close() })
 	}
 	return devs, eps
+}
+
+// TestAddSpan: the populated ranges of a peer's mapping (peer.mapped) against a map of pages: after any sequence
+// of ranges, the spans are sorted, disjoint and not adjacent, cover exactly the pages asked for, and every page was
+// filled once, the first time.
+func TestAddSpan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := 0; trial < 200; trial++ {
+		var spans []span
+		filled := map[int64]int{}
+		asked := map[int64]bool{}
+		for k := 0; k < 1+rng.IntN(30); k++ {
+			lo := int64(rng.IntN(64))
+			hi := lo + int64(rng.IntN(16))
+			spans = addSpan(spans, lo, hi, func(a, b int64) {
+				if a >= b {
+					t.Fatalf("fill of an empty range [%d, %d)", a, b)
+				}
+				for x := a; x < b; x++ {
+					filled[x]++
+				}
+			})
+			for x := lo; x < hi; x++ {
+				asked[x] = true
+			}
+			covered := map[int64]bool{}
+			for i, s := range spans {
+				if s.n <= 0 || (i > 0 && spans[i-1].off+spans[i-1].n >= s.off) {
+					t.Fatalf("trial %d: spans not sorted, disjoint and apart: %v", trial, spans)
+				}
+				for x := s.off; x < s.off+s.n; x++ {
+					covered[x] = true
+				}
+			}
+			if !maps.Equal(covered, asked) {
+				t.Fatalf("trial %d: spans %v cover %v, asked %v", trial, spans, covered, asked)
+			}
+			for x, n := range filled {
+				if n != 1 || !asked[x] {
+					t.Fatalf("trial %d: unit %d filled %d times (asked %v)", trial, x, n, asked[x])
+				}
+			}
+			if len(filled) != len(asked) {
+				t.Fatalf("trial %d: %d units filled, %d asked", trial, len(filled), len(asked))
+			}
+		}
+	}
 }

@@ -167,12 +167,14 @@ type peer struct {
 	full    atomic.Bool  // a push found our ring into it full: Wait looks for room before it sleeps
 	// segFd is our descriptor of its segment (-1 until the handshake passes it), kept for the windows that map
 	// the memory it lends (heap.go) as Reads and Writes of it come.
-	segFd    int
-	winMu    sync.Mutex
-	win      []byte   // the newest mapping of its segment, from offset 0 (lentRange)
-	seen     int64    // its segment's size when last looked at: win's bytes below it may be touched
-	wins     [][]byte // every mapping made, for the endpoint's cleanup
-	winsGone bool     // the endpoint closed: the mappings wait for the endpoint's cleanup
+	segFd int
+	winMu sync.Mutex
+	win   []byte   // the newest mapping of its segment, from offset 0 (lentRange)
+	seen  int64    // its segment's size when last looked at: win's bytes below it may be touched
+	wins  [][]byte // every mapping made, for the endpoint's cleanup
+	// populated is the ranges of win whose pages are populated (mapped): sorted, disjoint, not adjacent (mapped)
+	populated []span
+	winsGone  bool // the endpoint closed: the mappings wait for the endpoint's cleanup
 }
 
 const (

@@ -106,6 +106,15 @@ func mmap(fd int, off int64, n int) ([]byte, error) {
 	return m, nil
 }
 
+// populate maps the pages of m (page-aligned) into this process ahead of use (MADV_POPULATE_WRITE, Linux 5.14), so
+// that touching them costs no page fault: a fault cost 12.5-14.5 us a page on the VM of the measurements, against
+// 0.4-1.4 us a page populated. On an older kernel it does nothing, and the pages fault in as they are touched.
+func populate(m []byte) {
+	if len(m) > 0 {
+		unix.Madvise(m, unix.MADV_POPULATE_WRITE)
+	}
+}
+
 // peerMaps are the parts of a peer's segment this node maps: its control page (to wake it) and the ring this
 // node produces into.
 type peerMaps struct {
