@@ -2,6 +2,7 @@ package ranks
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
 )
 
@@ -155,26 +156,149 @@ func atLeastRoot(f, m, k int) bool {
 	return p >= m
 }
 
-// divisors returns the divisors of m in ascending order, made from m's prime factors, which trial division divides
-// out as it finds them. It used to try every d up to the square root of m whatever m's factors, with the bound
-// d*d <= m, which overflows near math.MaxInt: DimsCreate(math.MaxInt, []int{0, 0}) never returned. Now the
-// division stops at the square root of what is left, so a number of small factors is quick (math.MaxInt is
-// 7²·73·127·337·92737·649657); a prime near 2^62 still takes seconds.
+// divisors returns the divisors of m in ascending order, made from m's prime factors (primeFactors). It used to try
+// every d up to the square root of m, with the bound d*d <= m, which overflows near math.MaxInt:
+// DimsCreate(math.MaxInt, []int{0, 0}) never returned; then trial division up to the square root of what was left,
+// under which a prime near 2^62 still took about 3 s.
 func divisors(m int) []int {
+	fs := primeFactors(uint64(m))
+	slices.Sort(fs)
 	divs := []int{1}
-	for p := 2; p <= m/p; p++ {
-		e := 0
-		for m%p == 0 {
-			m /= p
-			e++
+	for i := 0; i < len(fs); {
+		j := i
+		for j < len(fs) && fs[j] == fs[i] {
+			j++
 		}
-		divs = withPowers(divs, p, e)
-	}
-	if m > 1 {
-		divs = withPowers(divs, m, 1)
+		divs = withPowers(divs, int(fs[i]), j-i)
+		i = j
 	}
 	slices.Sort(divs)
 	return divs
+}
+
+// primeFactors returns the prime factors of m (m >= 1), with multiplicity, in no order: small ones by trial
+// division, then Miller-Rabin to recognise a prime and Pollard's rho (Brent's variant) to split a composite, so
+// that a 62-bit prime or a product of two 31-bit primes takes microseconds rather than 2^31 divisions.
+func primeFactors(m uint64) []uint64 {
+	var fs []uint64
+	for p := uint64(2); p < 1000 && p*p <= m; p++ {
+		for m%p == 0 {
+			fs = append(fs, p)
+			m /= p
+		}
+	}
+	return splitFactors(m, fs)
+}
+
+// splitFactors appends the prime factors of m, which has none below 1000, to fs.
+func splitFactors(m uint64, fs []uint64) []uint64 {
+	switch {
+	case m == 1:
+		return fs
+	case m < 1000*1000 || isPrime(m):
+		return append(fs, m) // no factor below 1000: a number under 1000² is prime
+	}
+	d := rho(m)
+	return splitFactors(m/d, splitFactors(d, fs))
+}
+
+// mulMod is a*b mod m for a, b < m, without overflow.
+func mulMod(a, b, m uint64) uint64 {
+	hi, lo := bits.Mul64(a, b)
+	_, r := bits.Div64(hi, lo, m) // hi < m, since a*b < m*m
+	return r
+}
+
+func powMod(b, e, m uint64) uint64 {
+	r := uint64(1) % m
+	for b %= m; e > 0; e >>= 1 {
+		if e&1 != 0 {
+			r = mulMod(r, b, m)
+		}
+		b = mulMod(b, b, m)
+	}
+	return r
+}
+
+// isPrime is Miller-Rabin with bases that decide every n below 2^64 (Jim Sinclair's seven); n is odd, > 3.
+func isPrime(n uint64) bool {
+	d, s := n-1, 0
+	for d&1 == 0 {
+		d >>= 1
+		s++
+	}
+witness:
+	for _, a := range [...]uint64{2, 325, 9375, 28178, 450775, 9780504, 1795265022} {
+		a %= n
+		if a == 0 {
+			continue
+		}
+		x := powMod(a, d, n)
+		if x == 1 || x == n-1 {
+			continue
+		}
+		for range s - 1 {
+			if x = mulMod(x, x, n); x == n-1 {
+				continue witness
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// rho returns a non-trivial factor of the odd composite n (Pollard's rho, Brent's cycle finding, with the gcds
+// taken over batches of products), trying further constants c when a walk closes without one.
+func rho(n uint64) uint64 {
+	const batch = 128
+	for c := uint64(1); ; c++ {
+		f := func(x uint64) uint64 { // x² + c mod n, without overflow for n near 2^64
+			s, carry := bits.Add64(mulMod(x, x, n), c, 0)
+			if carry != 0 || s >= n {
+				s -= n
+			}
+			return s
+		}
+		y, x, ys := uint64(2), uint64(2), uint64(2)
+		g, q := uint64(1), uint64(1)
+		for r := 1; g == 1; r *= 2 {
+			x = y
+			for range r {
+				y = f(y)
+			}
+			for k := 0; k < r && g == 1; k += batch {
+				ys = y
+				for range min(batch, r-k) {
+					y = f(y)
+					q = mulMod(q, absDiff(x, y), n)
+				}
+				g = gcd(q, n)
+			}
+		}
+		if g == n { // the batch overshot: walk it again one step at a time
+			for g = 1; g == 1; {
+				ys = f(ys)
+				g = gcd(absDiff(x, ys), n)
+			}
+		}
+		if g != n {
+			return g
+		}
+	}
+}
+
+func absDiff(a, b uint64) uint64 {
+	if a > b {
+		return a - b
+	}
+	return b - a
+}
+
+func gcd(a, b uint64) uint64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 // withPowers extends divs, the divisors found so far, by the prime power p^e.

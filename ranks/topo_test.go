@@ -2,6 +2,8 @@ package ranks
 
 import (
 	"errors"
+	"math/big"
+	"math/bits"
 	"math/rand"
 	"slices"
 	"testing"
@@ -200,4 +202,46 @@ func identity(n int) []int {
 		s[i] = i
 	}
 	return s
+}
+
+// TestPrimeFactors: the factors multiply back to m and each is prime (math/big's test as the reference), for small
+// numbers, random 62- and 63-bit ones, large primes, and products of two large primes, which trial division took
+// seconds over (DimsCreate of a prime near 2^62 took about 3 s).
+func TestPrimeFactors(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	nextPrime := func(x uint64) uint64 {
+		for x |= 1; !new(big.Int).SetUint64(x).ProbablyPrime(20); x += 2 {
+		}
+		return x
+	}
+	ms := []uint64{1, 2, 3, 4, 97, 1000, 999983, 1000003, 1 << 62, 1<<63 - 1, 1<<64 - 1, 999983 * 999983,
+		1000003 * 1000003, 18446744073709551557 /* the largest 64-bit prime */}
+	for i := 0; i < 200; i++ {
+		ms = append(ms, uint64(rng.Int63()), uint64(rng.Int63())>>uint(rng.Intn(40)))
+	}
+	for i := 0; i < 20; i++ {
+		p, q := nextPrime(uint64(rng.Int63n(1<<31))+1<<30), nextPrime(uint64(rng.Int63n(1<<31))+1<<30)
+		ms = append(ms, p*q, nextPrime(uint64(rng.Int63())|1<<62), p*p)
+	}
+	for _, m := range ms {
+		fs := primeFactors(m)
+		prod := uint64(1)
+		for _, f := range fs {
+			if f < 2 || !new(big.Int).SetUint64(f).ProbablyPrime(20) {
+				t.Fatalf("primeFactors(%d) = %v: %d is not prime", m, fs, f)
+			}
+			hi, lo := bits.Mul64(prod, f)
+			if hi != 0 {
+				t.Fatalf("primeFactors(%d) = %v: the product overflows", m, fs)
+			}
+			prod = lo
+		}
+		if prod != m {
+			t.Fatalf("primeFactors(%d) = %v: the product is %d", m, fs, prod)
+		}
+	}
+	p := int(nextPrime(1<<62 + 12345))
+	if got, err := DimsCreate(p, []int{0, 0}); err != nil || !slices.Equal(got, []int{p, 1}) {
+		t.Fatalf("DimsCreate(%d, [0 0]) = %v, %v", p, got, err)
+	}
 }
