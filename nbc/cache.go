@@ -111,7 +111,6 @@ func keep(c *ranks.Comm, o *op, a *collectives.Call, algo string) {
 		return
 	}
 	o.weak = true
-	o.lent = lendOnCollect(o)
 	cc.big[cc.nextBig] = weak.Make(o)
 	cc.nextBig = (cc.nextBig + 1) % cacheLen
 }

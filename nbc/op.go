@@ -54,7 +54,6 @@ type op struct {
 	// reuse (cache.go)
 	key    *collectives.Call // the call the op was built for, kept for reuse; nil if it is not kept
 	weak   bool              // kept weakly (a large call): its requests are its own (cache.go)
-	lent   *lentBack         // an op kept weakly: its pooled buffers, given back when it is collected (scratch.go)
 	algo   string
 	shm    *shmb   // a shared-memory schedule's builder, which reuse moves to another slot
 	phases []phase // a node-aware op's phases, in the order they took their ids and slots
@@ -195,9 +194,6 @@ func (o *op) step() {
 // end completes the op whose machine has finished (or failed) with err; the caller holds the op.
 func (o *op) end(err error) {
 	o.err = err
-	if o.lent != nil {
-		o.lent.clean.Store(err == nil)
-	}
 	o.unwatch()
 	o.forget()
 	if o.finish != nil {

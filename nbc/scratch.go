@@ -1,12 +1,6 @@
 package nbc
 
-import (
-	"runtime"
-	"slices"
-	"sync/atomic"
-
-	"github.com/gompj/gompj/ranks"
-)
+import "github.com/gompj/gompj/ranks"
 
 // Scratch buffers. A schedule of a large call needs buffers of its own (the half an allreduce receives before it
 // combines it, a leader's node block), as big as the call's data. Made afresh for each call, they were most of
@@ -15,8 +9,8 @@ import (
 // collections in its two node processes where the blocking form ran 2, and its pure time halved with pooled
 // buffers. So a schedule takes them from the rank layer's size-class pools (ranks.Scratch, which also carry
 // unexpected messages and packed views), and an op that is neither kept for reuse (cache.go, whose buffers go
-// with it: a small call's for good, a large call's until the collector frees the op, lentBack) nor persistent (whose
-// buffers live as long as its request) gives them back when it has finished without error. Then no child request, and no peer, touches them any more: the op finishes only when its sends and
+// with it) nor persistent (whose buffers live as long as its request) gives them back when it has finished without
+// error. Then no child request, and no peer, touches them any more: the op finishes only when its sends and
 // receives have completed, and a member's shared-memory step only when the peers have taken what it published, as
 // for the caller's own buffers. After an error a child may still be under way, so the buffers are left to the
 // collector. The shared-memory builders (shm.go) make theirs: they publish them to peers.
@@ -30,42 +24,6 @@ func (s *Schedule) scratch(n int) []byte {
 	}
 	return b
 }
-
-// lentBack is the pooled buffers of an op kept weakly for reuse (cache.go), which it holds from run to run: when the
-// collector frees the op, a cleanup gives them back to the pools, as a one-off op does when it finishes; left to
-// the collector, they made the op's next build, after every collection, take fresh memory (a page fault per 4 KiB
-// on the VM of the measurements, 12.5 us each). Only if the op's last run ended without error: after one, a child
-// may still be under way into them.
-type lentBack struct {
-	boxes []*[]byte
-	clean atomic.Bool
-}
-
-// lendOnCollect arranges for o's pooled buffers to go back when o is collected, and returns what o's runs report
-// their outcome to (op.end).
-func lendOnCollect(o *op) *lentBack {
-	lb := &lentBack{boxes: slices.Clone(o.m.s.held)}
-	for _, p := range o.phases {
-		lb.boxes = append(lb.boxes, p.s.held...)
-	}
-	if len(lb.boxes) > 0 {
-		runtime.AddCleanup(o, (*lentBack).give, lb)
-	}
-	return lb
-}
-
-func (lb *lentBack) give() {
-	if !lb.clean.Load() {
-		return
-	}
-	for _, box := range lb.boxes {
-		ranks.PutScratch(box)
-	}
-	scratchReturned.Add(int64(len(lb.boxes)))
-}
-
-// scratchReturned counts the buffers cleanups gave back (for tests).
-var scratchReturned atomic.Int64
 
 // giveBack returns the schedule's pooled buffers; the schedule must not run again.
 func (s *Schedule) giveBack() {
