@@ -1430,7 +1430,7 @@ func TestBadInputCollectives(t *testing.T) {
 
 // collCasesOn runs the collective cases on c, in every mode. On message paths, a rank whose buffer does not match
 // the root's data is not a case: as the collectives' documentation says, not every mismatch across ranks is
-// detected there (and one that is, at a rank inside a tree, leaves the ranks below it waiting).
+// detected there, and one that is, at a rank inside a tree, ends the job (TestMismatchedBufferInATree).
 func collCasesOn(b *badT, c *gompj.Comm, messages bool) {
 	me := c.Rank()
 	for _, x := range collCases(c.Size(), me) {

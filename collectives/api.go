@@ -89,7 +89,7 @@ func barrier(c *ranks.Comm) error {
 	case "shm":
 		return st.shmOp(c).Barrier()
 	case "hier":
-		return hierBarrier(c, st)
+		return leaderDone(st, hierBarrier(c, st))
 	}
 	return newP2P(c, st).dissemination()
 }
@@ -122,6 +122,9 @@ func bcastObject(c *ranks.Comm, buf any, root int) error {
 	for ; mask < n; mask <<= 1 {
 		if vr&mask != 0 {
 			if _, err := cc.Recv(buf, (rank-mask+n)%n, p.tag(tagBcast)); err != nil {
+				if mask > 1 && vr+1 < n { // it has children, which wait for it (p2p.go, Broken)
+					return Broken(cc, err)
+				}
 				return err
 			}
 			break
@@ -130,7 +133,7 @@ func bcastObject(c *ranks.Comm, buf any, root int) error {
 	for mask >>= 1; mask > 0; mask >>= 1 {
 		if vr+mask < n {
 			if err := cc.Send(buf, (rank+mask)%n, p.tag(tagBcast)); err != nil {
-				return err
+				return Broken(cc, err)
 			}
 		}
 	}
@@ -190,7 +193,7 @@ func reduceVec(c *ranks.Comm, k kernel, op Op, src, dst vec, root int) error {
 	case "shm":
 		return st.shmOp(c).Reduce(k, src.b, dst.b, max(src.sz, 1), root, st)
 	case "hier":
-		return hierReduce(c, st, k, op, src, dst, root)
+		return leaderDone(st, hierReduce(c, st, k, op, src, dst, root))
 	}
 	var acc []byte
 	if st.rank == root {
@@ -234,7 +237,7 @@ func allreduceState(c *ranks.Comm, st *commState, k kernel, op Op, src, dst vec)
 	case "shm":
 		return st.shmOp(c).Allreduce(k, src.b, dst.b, max(src.sz, 1), st)
 	case "hier":
-		return hierAllreduce(c, st, k, op, src, dst)
+		return leaderDone(st, hierAllreduce(c, st, k, op, src, dst))
 	}
 	acc := dst.b[:len(src.b)]
 	copy(acc, src.b)
@@ -294,7 +297,7 @@ func gatherBlocks(c *ranks.Comm, st *commState, send []byte, inPlace bool, recv 
 	p := newP2P(c, st)
 	switch {
 	case algo == "hier" && hier:
-		return hierGather(c, st, own, recv, blk, root)
+		return leaderDone(st, hierGather(c, st, own, recv, blk, root))
 	case algo == "binomial":
 		return p.binomialGather(own, recv, blk, root)
 	}
@@ -477,7 +480,7 @@ func Allgather(c *ranks.Comm, send, recv any) error {
 	all := rv.b[:n*blk]
 	switch algo {
 	case "hier":
-		return hierAllgather(c, st, all, blk)
+		return leaderDone(st, hierAllgather(c, st, all, blk))
 	case "recursive_doubling":
 		return p.recursiveDoublingAllgather(all, blk)
 	case "bruck":
@@ -552,7 +555,7 @@ func Alltoall(c *ranks.Comm, send, recv any) error {
 	case "shm":
 		return st.shmOp(c).Alltoallv(src, nil, nil, rv.b, nil, nil, max(rv.sz, 1), blk)
 	case "hier":
-		return hierAlltoall(c, st, src, rv.b, blk)
+		return leaderDone(st, hierAlltoall(c, st, src, rv.b, blk))
 	case "bruck":
 		return p.bruckAlltoall(src, rv.b, blk)
 	case "linear":

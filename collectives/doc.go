@@ -46,7 +46,11 @@
 // roots (ErrRoot), ops against element types (ErrOp), and, for shared-memory paths, lengths against the peer's
 // buffer, so a mismatch is an error and never an overrun. As in MPI, mismatched roots, ops or element types across
 // ranks are erroneous programs; gompj does not detect them all (element types are not compared across ranks on
-// message paths, where blocks travel as bytes), but it never writes outside the buffers it was given.
+// message paths, where blocks travel as bytes), but it never writes outside the buffers it was given. On message
+// paths a buffer that does not match the root's or the peers' is seen only by the rank whose message arrives too
+// long for it; a rank that fails part-way while others still wait on it (its children in a tree, its partners in
+// later steps) ends the job, naming itself and the error (p2p.go, Broken; node-aware leaders in hier.go), rather
+// than leave them waiting for ever, and a leaf that fails alone leaves the job going on.
 //
 // Per-communicator state (layout, forced algorithms, cached choices, node-aware sub-communicators, and the scratch
 // memory the algorithms reuse from call to call, so that a call allocates nothing once warmed up) is found through

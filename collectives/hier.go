@@ -102,12 +102,15 @@ func hierBcast(c *ranks.Comm, st *commState, buf vec, root int) error {
 	}
 	if mine == rootNode {
 		if err := bcastVec(h.node, buf, h.nodeRank[root]); err != nil {
+			if h.leaders != nil { // a leader that failed to get the data: the other leaders wait for it
+				return Broken(c, err)
+			}
 			return err
 		}
 	}
 	if h.leaders != nil {
 		if err := bcastVec(h.leaders, buf, rootNode); err != nil {
-			return err
+			return h.leaderFailed(c, err)
 		}
 	}
 	if mine != rootNode {
@@ -134,12 +137,32 @@ func leaderBcastOverlap(h *hierComms, buf vec, rootNode int, haveData bool) (boo
 	}
 	reqs, err := newP2P(h.leaders, ls).binomialBcastStart(buf.b, rootNode)
 	if err != nil {
-		return true, err
+		return true, h.leaderFailed(h.node, err)
 	}
 	if !haveData {
 		o.BcastPublish(buf.b)
 	}
 	return true, firstErr(ls.waitReqs(reqs), o.waitAcks())
+}
+
+// leaderDone is the outcome err of a node-aware operation on a rank of st: a leader that failed in it has left the
+// other leaders or its node's members waiting in a phase it did not get to (its node's reduce failed, say, on a
+// size that differs between its members), so the job ends (Broken). Bcast and scatter, whose leaders' failures
+// may leave nobody waiting, look for themselves (leaderFailed).
+func leaderDone(st *commState, err error) error {
+	if h := st.hier.h; err != nil && h != nil && h.leaders != nil {
+		return Broken(h.leaders, err)
+	}
+	return err
+}
+
+// leaderFailed is a leader's failure in the leaders' phase of an operation whose node phase follows: the other
+// members of its node wait in that phase for it, so the job ends (Broken) unless the node has no other member.
+func (h *hierComms) leaderFailed(c *ranks.Comm, err error) error {
+	if h.node.Size() > 1 {
+		return Broken(c, err)
+	}
+	return err
 }
 
 // hierAllreduce: reduce to each node's leader, allreduce among leaders, bcast inside each node.
@@ -192,7 +215,7 @@ func hierReduce(c *ranks.Comm, st *commState, k kernel, op Op, src, dst vec, roo
 		return nil
 	}
 	if st.rank == root && !rootIsLeader {
-		return p.recv(dst.b[:len(src.b)], leaderRankOf(h, st, root), tagHier)
+		return p.recvLast(dst.b[:len(src.b)], leaderRankOf(h, st, root), tagHier)
 	}
 	return nil
 }
@@ -356,7 +379,7 @@ func hierGather(c *ranks.Comm, st *commState, own, recv []byte, blk, root int) e
 		return nil
 	}
 	if st.rank == root && !rootLeads {
-		return p.recv(recv[:n*blk], leaderRankOf(h, st, root), tagHier)
+		return p.recvLast(recv[:n*blk], leaderRankOf(h, st, root), tagHier)
 	}
 	return nil
 }
@@ -414,7 +437,7 @@ func hierScatter(c *ranks.Comm, st *commState, send, recv []byte, blk, root int)
 		if mine != rootNode {
 			reqs, err := postChunks(lp, false, st.reqList(), nb, rootNode, tagScatter)
 			if err = firstErr(err, st.waitReqs(reqs)); err != nil {
-				return err
+				return h.leaderFailed(c, err)
 			}
 		} else {
 			// the other nodes' blocks leave first; the node phase runs while they travel

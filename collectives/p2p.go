@@ -2,6 +2,7 @@ package collectives
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/gompj/gompj/ranks"
 )
@@ -46,9 +47,28 @@ func (p p2p) tag(base int) int { return Tag(p.id, base) }
 
 var empty = []byte{}
 
-func (p p2p) send(b []byte, dst, base int) error { return p.c.Send(b, dst, p.tag(base)) }
+// A rank that fails part-way through a message-based collective leaves the others waiting: those it would have
+// sent to next, and those whose sends it will not receive (a rendezvous send waits for its receive). The library
+// tells them nothing, and each of them waits for ever. The commonest cause is an erroneous program: a buffer that
+// does not match the root's data or the peers' on one rank, which that rank sees only as a message arrives too long
+// (ErrTruncate) or of another type (ErrType). So the blocking sends and receives of an algorithm end the job when
+// they fail (Broken), as MPI's default error handler would: the failing rank returns its error, and every other
+// rank's call returns ErrAborted naming the rank and the cause. A receive after which the rank owes nobody anything
+// (a leaf of a bcast or scatter tree, a non-root rank of a linear one, a root's receive of its result) is recvLast:
+// there the job goes on, as on the shared-memory paths, where a reader whose buffer does not match fails alone.
+// Waitall (st.waitReqs) lets every request it was given complete, so what an algorithm posted at once and then
+// waits for leaves nobody waiting.
+
+func (p p2p) send(b []byte, dst, base int) error {
+	return Broken(p.c, p.c.Send(b, dst, p.tag(base)))
+}
 
 func (p p2p) recv(b []byte, src, base int) error {
+	return Broken(p.c, p.recvLast(b, src, base))
+}
+
+// recvLast is a receive after which the rank has nothing left to do for anyone in the operation.
+func (p p2p) recvLast(b []byte, src, base int) error {
 	_, err := p.c.Recv(b, src, p.tag(base))
 	return err
 }
@@ -56,6 +76,18 @@ func (p p2p) recv(b []byte, src, base int) error {
 func (p p2p) sendrecv(s []byte, dst int, r []byte, src, base int) error {
 	t := p.tag(base)
 	_, err := p.c.Sendrecv(s, dst, t, r, src, t)
+	return Broken(p.c, err)
+}
+
+// Broken ends the job when err, the failure of a rank's part of a collective on c, leaves other ranks waiting on
+// that rank, and returns err (see above). A job that is ending anyway is left to its first cause.
+func Broken(c *ranks.Comm, err error) error {
+	if err != nil {
+		if w := c.World(); !w.Aborted() {
+			w.Abort(&ranks.RankError{Rank: c.WorldRank(c.Rank()), Err: fmt.Errorf("a collective it left part-way, "+
+				"which other ranks wait on: %w", err)})
+		}
+	}
 	return err
 }
 
@@ -103,7 +135,11 @@ func (p p2p) binomialBcastStart(buf []byte, root int) ([]*ranks.Request, error) 
 	mask := 1
 	for mask < n {
 		if vr&mask != 0 {
-			if err := p.recv(buf, (p.rank-mask+n)%n, tagBcast); err != nil {
+			recv := p.recv
+			if mask == 1 || vr+1 >= n { // a leaf: its children would be vr+mask/2, ..., vr+1
+				recv = p.recvLast
+			}
+			if err := recv(buf, (p.rank-mask+n)%n, tagBcast); err != nil {
 				return nil, err
 			}
 			break
@@ -125,7 +161,7 @@ func (p p2p) binomialBcastStart(buf []byte, root int) ([]*ranks.Request, error) 
 
 func (p p2p) linearBcast(buf []byte, root int) error {
 	if p.rank != root {
-		return p.recv(buf, root, tagBcast)
+		return p.recvLast(buf, root, tagBcast)
 	}
 	reqs := p.st.reqList()
 	for i := 0; i < p.size; i++ {
@@ -171,7 +207,7 @@ func (p p2p) scatterAllgatherBcast(buf []byte, sz, root int) error {
 				reqs = append(reqs, r)
 			}
 		}
-		if err := p.st.waitReqs(reqs); err != nil {
+		if err := Broken(p.c, p.st.waitReqs(reqs)); err != nil {
 			return err
 		}
 	} else if err := p.recv(piece(p.rank), root, tagBcast); err != nil {
@@ -237,7 +273,7 @@ func (p p2p) binomialReduce(cb combiner, acc []byte, root int) error {
 			return p.send(acc, root, tagReduce)
 		}
 		if p.rank == root {
-			return p.recv(acc, r0, tagReduce)
+			return p.recvLast(acc, r0, tagReduce)
 		}
 	}
 	return nil
@@ -275,7 +311,7 @@ func (p p2p) unfold(acc []byte, rem, tag int) error {
 		if p.rank%2 == 1 {
 			return p.send(acc, p.rank-1, tag)
 		}
-		return p.recv(acc, p.rank+1, tag)
+		return p.recvLast(acc, p.rank+1, tag)
 	}
 	return nil
 }
@@ -437,7 +473,7 @@ func (p p2p) linearGatherv(send []byte, recv []byte, counts, displs []int, sz, b
 
 func (p p2p) linearScatterv(send []byte, counts, displs []int, sz int, recv []byte, blockBytes, root int) error {
 	if p.rank != root {
-		return p.recv(recv, root, tagScatter)
+		return p.recvLast(recv, root, tagScatter)
 	}
 	reqs := p.st.reqList()
 	for i := 0; i < p.size; i++ {
@@ -503,7 +539,11 @@ func (p p2p) binomialScatter(send []byte, recv []byte, blk, root int) error {
 		for ; mask < n; mask <<= 1 {
 			if vr&mask != 0 {
 				cnt := min(mask, n-vr)
-				if err := p.recv(tmp[:cnt*blk], (p.rank-mask+n)%n, tagScatter); err != nil {
+				recv := p.recv
+				if cnt == 1 { // a leaf: the subtree it receives is its own block
+					recv = p.recvLast
+				}
+				if err := recv(tmp[:cnt*blk], (p.rank-mask+n)%n, tagScatter); err != nil {
 					return err
 				}
 				break
@@ -638,7 +678,10 @@ func (p p2p) linearAlltoallv(send []byte, scounts, sdispls []int, recv []byte, r
 		// On an error, what was posted is still waited for: the caller's buffers must not be in use when it
 		// returns.
 		if werr := p.st.waitReqs(reqs); err != nil || werr != nil {
-			return errors.Join(err, werr)
+			if err = errors.Join(err, werr); hi < n {
+				return Broken(p.c, err) // the windows after this one wait on this rank
+			}
+			return err
 		}
 	}
 	return nil

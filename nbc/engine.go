@@ -228,6 +228,7 @@ type Machine struct {
 	det     []int // detached steps posted and not yet seen complete
 	err     error
 	done    bool
+	next    int // the first step of the schedule not yet run or posted (rounds only)
 	// A schedule of local steps and waits only runs step by step (progressSteps): pc is the next step, and posted
 	// says that it is a wait already posted.
 	steps bool
@@ -243,7 +244,7 @@ func NewMachine(s *Schedule) *Machine {
 
 // Reset makes the machine ready to run its schedule from the start. It keeps its memory.
 func (m *Machine) Reset() {
-	m.round, m.posted, m.head, m.err, m.done, m.pc = 0, false, 0, nil, false, 0
+	m.round, m.posted, m.head, m.err, m.done, m.pc, m.next = 0, false, 0, nil, false, 0, 0
 	m.steps = m.s.waitsOnly()
 	m.det = m.det[:0]
 	m.inround = m.inround[:0]
@@ -282,8 +283,32 @@ func (m *Machine) Progress(t Transport) (bool, error) {
 			return false, nil
 		}
 		m.done = true
+		if _, owed := m.err.(*OwedError); m.err != nil && !owed && m.owes() {
+			m.err = &OwedError{Err: m.err}
+		}
 	}
 	return true, m.err
+}
+
+// OwedError is the error of an operation that failed before it posted all its message steps: the peers of those
+// steps wait on this rank for ever (a send they never get, a rendezvous send never received), so whoever completes
+// the operation ends the job (collectives.Broken, op.end). A failure whose later steps talk to nobody (a leaf of a
+// bcast tree) is left as it is, and the job goes on.
+type OwedError struct{ Err error }
+
+func (e *OwedError) Error() string { return e.Err.Error() }
+func (e *OwedError) Unwrap() error { return e.Err }
+
+// owes reports whether a step the machine never got to (it failed first) would have sent to or received from
+// another rank, or run a phase with others (a sub-operation).
+func (m *Machine) owes() bool {
+	for i := m.next; i < len(m.s.Steps); i++ {
+		switch m.s.Steps[i].Kind {
+		case StepSend, StepRecv, StepSendObj, StepRecvObj, StepSendMem, StepRecvMem, StepSub:
+			return true
+		}
+	}
+	return false
 }
 
 // progressSteps is Progress for a schedule of local steps and waits only (a shared-memory operation's). It runs the
@@ -339,6 +364,7 @@ func (m *Machine) start(t Transport) {
 	m.inround = m.inround[:0]
 	for i := lo; i < hi; i++ {
 		st := &m.s.Steps[i]
+		m.next = i
 		if st.Kind.local() { // a round's local steps come before its communication steps (Schedule.add)
 			if err := runLocal(st); err != nil {
 				m.fail(err)
@@ -356,6 +382,7 @@ func (m *Machine) start(t Transport) {
 			m.inround = append(m.inround, i)
 		}
 	}
+	m.next = hi
 }
 
 // Pending returns the first posted step the operation waits for, the one whose completion must come before it can

@@ -735,6 +735,62 @@ func TestMachineErrorWaitsForPosted(t *testing.T) {
 	}
 }
 
+// TestMachineOwes: a failure that leaves message steps unposted (peers wait on them) comes out as an OwedError;
+// one after which the schedule has nothing left to post, or only local steps, comes out as it is.
+func TestMachineOwes(t *testing.T) {
+	build := func(after func(s *Schedule)) *Schedule {
+		s := &Schedule{}
+		s.Recv(make([]byte, 1), 1, 5)
+		s.Round()
+		if after != nil {
+			after(s)
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name  string
+		after func(s *Schedule)
+		owed  bool
+	}{
+		{"nothing after", nil, false},
+		{"a local step after", func(s *Schedule) { s.Copy(make([]byte, 1), make([]byte, 1)) }, false},
+		{"a send after", func(s *Schedule) { s.Send([]byte{1}, 2, 5) }, true},
+		{"a receive after", func(s *Schedule) { s.Recv(make([]byte, 1), 2, 5) }, true},
+		{"a copy, then a send", func(s *Schedule) { s.Copy(nil, nil); s.Send(nil, 2, 5) }, true},
+	} {
+		m := NewMachine(build(tc.after))
+		tr := &scriptTransport{done: map[int]bool{0: true}, errs: map[int]error{0: ranks.ErrTruncate}}
+		done, err := m.Progress(tr)
+		var ow *OwedError
+		if !done || !errors.Is(err, ranks.ErrTruncate) || errors.As(err, &ow) != tc.owed {
+			t.Errorf("%s: done=%v err=%v (%T), want the truncation, owed=%v", tc.name, done, err, err, tc.owed)
+		}
+		if len(tr.posted) != 1 {
+			t.Errorf("%s: posted %v after the failure", tc.name, tr.posted)
+		}
+	}
+	// A step of the failed round that could not be posted is owed too.
+	s := &Schedule{}
+	s.Send([]byte{1}, 1, 5)
+	s.Send([]byte{1}, 2, 5)
+	m := NewMachine(s)
+	if done, err := m.Progress(&failSecond{}); !done || !errors.As(err, new(*OwedError)) {
+		t.Errorf("a send that could not be posted: done=%v err=%v, want an OwedError", done, err)
+	}
+}
+
+// failSecond is a transport whose second post fails; the first completes at once.
+type failSecond struct{ n int }
+
+func (f *failSecond) Post(i int, st *Step) error {
+	if f.n++; f.n == 2 {
+		return ranks.ErrTruncate
+	}
+	return nil
+}
+
+func (f *failSecond) Test(i int, st *Step) (bool, error) { return true, nil }
+
 // TestScheduleRounds: local steps after communication open a round; Round never makes an empty one.
 func TestScheduleRounds(t *testing.T) {
 	s := &Schedule{}

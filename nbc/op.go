@@ -193,6 +193,9 @@ func (o *op) step() {
 
 // end completes the op whose machine has finished (or failed) with err; the caller holds the op.
 func (o *op) end(err error) {
+	if ow, ok := err.(*OwedError); ok { // a sub-operation's comes up as it is (Machine.Progress)
+		err = collectives.Broken(o.c, ow.Err) // peers wait on steps this rank will never run
+	}
 	o.err = err
 	o.unwatch()
 	o.forget()

@@ -1,0 +1,187 @@
+package gompj_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gompj/gompj"
+)
+
+// A buffer that does not match the root's data on one rank, in a message-based collective, is seen only by that
+// rank, as the data arrives. Ranks that wait on it afterwards (its children in a tree, its partners in later
+// steps) would wait for ever, so the job ends naming the rank and the error; where nobody waits on it (a leaf of a
+// tree), it fails alone and the job goes on. Either way no call hangs. The cases run in one process with the
+// message algorithms forced, so that they take the paths that node processes take.
+
+// mismatchJob runs body on np ranks with coll forced to algo, and fails the test if the job does not end in time.
+func mismatchJob(t *testing.T, np int, coll, algo string, body func(c *gompj.Comm) error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		done <- gompj.RunWith(gompj.Config{Ranks: np}, func(c *gompj.Comm) error {
+			if err := c.ForceAlgorithm(coll, algo); err != nil {
+				return err
+			}
+			return body(c)
+		})
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s %s: the job hangs", coll, algo)
+		return nil
+	}
+}
+
+// swallow is what an erroneous program does with the bad rank's error: it goes on. The bad rank checks that its
+// call failed with want; every rank then calls Barrier, which fails only if the job was ended.
+func swallow(c *gompj.Comm, bad int, err, want error) error {
+	if c.Rank() == bad && !errors.Is(err, want) {
+		return fmt.Errorf("rank %d: got %v, want %v", bad, err, want)
+	}
+	if c.Rank() != bad && err != nil && !errors.Is(err, gompj.ErrAborted) {
+		return fmt.Errorf("rank %d: %v", c.Rank(), err)
+	}
+	return c.Barrier()
+}
+
+// wantEnded checks that the job ended with the bad rank's error of class want.
+func wantEnded(t *testing.T, name string, err error, bad int, want error) {
+	t.Helper()
+	var re *gompj.RankError
+	if !errors.As(err, &re) || re.Rank != bad || !errors.Is(err, want) {
+		t.Errorf("%s: the job returned %v, want it ended by rank %d's %v", name, err, bad, want)
+	}
+}
+
+func TestMismatchedBufferInATree(t *testing.T) {
+	const np, m = 7, 100
+	// Binomial trees from root 0 on 7 ranks: 1, 3, 5 and 6 are leaves; 2 and 4 forward to others.
+	for _, tc := range []struct {
+		coll, algo  string
+		nonblocking bool
+	}{
+		{"bcast", "binomial", false},
+		{"bcast", "binomial", true},
+		{"bcast", "linear", false},
+		{"bcast", "scatter_allgather", false},
+		{"scatter", "binomial", false},
+		{"scatter", "binomial", true},
+		{"scatter", "linear", false},
+	} {
+		for _, bad := range []int{2, 4, 5, 6} {
+			leaf := bad == 5 || bad == 6 || tc.algo == "linear"
+			if tc.algo == "scatter_allgather" {
+				leaf = false // every rank passes pieces on round the ring
+			}
+			name := fmt.Sprintf("%s %s nonblocking=%v, rank %d's buffer short", tc.coll, tc.algo, tc.nonblocking, bad)
+			err := mismatchJob(t, np, tc.coll, tc.algo, func(c *gompj.Comm) error {
+				n := m
+				if c.Rank() == bad {
+					n = m - 1
+				}
+				buf := make([]float64, n)
+				var all []float64
+				if c.Rank() == 0 {
+					for i := range buf {
+						buf[i] = float64(i + 1)
+					}
+					all = make([]float64, np*m)
+					for i := range all {
+						all[i] = float64(i + 1)
+					}
+				}
+				var err error
+				switch {
+				case tc.coll == "bcast" && tc.nonblocking:
+					var q *gompj.Request
+					if q, err = c.Ibcast(buf, 0); err == nil {
+						_, err = q.Wait()
+					}
+				case tc.coll == "bcast":
+					err = c.Bcast(buf, 0)
+				case tc.nonblocking:
+					var q *gompj.Request
+					if q, err = c.Iscatter(all, buf, 0); err == nil {
+						_, err = q.Wait()
+					}
+				default:
+					err = c.Scatter(all, buf, 0)
+				}
+				if err == nil && c.Rank() != bad {
+					want := make([]float64, m)
+					for i := range want {
+						want[i] = float64(i + 1)
+						if tc.coll == "scatter" {
+							want[i] += float64(c.Rank() * m)
+						}
+					}
+					if !slices.Equal(buf, want) {
+						return fmt.Errorf("rank %d received %v..., want %v...", c.Rank(), buf[:3], want[:3])
+					}
+				}
+				return swallow(c, bad, err, gompj.ErrTruncate)
+			})
+			if leaf {
+				if err != nil {
+					t.Errorf("%s: a leaf's failure ended the job: %v", name, err)
+				}
+				continue
+			}
+			wantEnded(t, name, err, bad, gompj.ErrTruncate)
+		}
+	}
+}
+
+// Contributions of different sizes to a reduction on message paths: some rank sees the mismatch, and either the
+// job ends with its error (when others wait on it) or goes on; no call hangs.
+func TestMismatchedContributions(t *testing.T) {
+	const np = 5
+	for _, tc := range []struct {
+		algo        string
+		nonblocking bool
+	}{{"recursive_doubling", false}, {"recursive_doubling", true}, {"ring", false}, {"ring", true}, {"rabenseifner", false}} {
+		for _, bad := range []int{0, 3} {
+			name := fmt.Sprintf("allreduce %s nonblocking=%v, rank %d's contribution short", tc.algo, tc.nonblocking, bad)
+			var seen atomic.Int32
+			err := mismatchJob(t, np, "allreduce", tc.algo, func(c *gompj.Comm) error {
+				n := 5000
+				if c.Rank() == bad {
+					n = 40
+				}
+				send, recv := make([]float64, n), make([]float64, n)
+				var err error
+				if tc.nonblocking {
+					var q *gompj.Request
+					if q, err = c.Iallreduce(send, recv, gompj.Sum); err == nil {
+						_, err = q.Wait()
+					}
+				} else {
+					err = c.Allreduce(send, recv, gompj.Sum)
+				}
+				switch {
+				case errors.Is(err, gompj.ErrTruncate):
+					seen.Add(1)
+				case err != nil && !errors.Is(err, gompj.ErrAborted):
+					return fmt.Errorf("rank %d: %v", c.Rank(), err)
+				}
+				if err := c.Barrier(); err != nil && !errors.Is(err, gompj.ErrAborted) {
+					return fmt.Errorf("rank %d: barrier: %v", c.Rank(), err)
+				}
+				return nil
+			})
+			if seen.Load() == 0 {
+				t.Errorf("%s: no rank saw the mismatch", name)
+			}
+			var re *gompj.RankError
+			if err != nil && (!errors.As(err, &re) || !errors.Is(err, gompj.ErrTruncate)) {
+				t.Errorf("%s: the job returned %v, want nil or its end by a rank's ErrTruncate", name, err)
+			}
+		}
+	}
+}
