@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -182,6 +183,53 @@ func TestMismatchedContributions(t *testing.T) {
 			if err != nil && (!errors.As(err, &re) || !errors.Is(err, gompj.ErrTruncate)) {
 				t.Errorf("%s: the job returned %v, want nil or its end by a rank's ErrTruncate", name, err)
 			}
+		}
+	}
+}
+
+// Inside a node, contributions of sizes that take different shared-memory paths (inline, staged, direct) on
+// different members: the members cannot meet, so the job ends naming the disagreement, instead of hanging. (Sizes
+// that differ but take the same path fail on every member with ErrArg, and the job goes on.)
+func TestMismatchedPathsInSharedMemory(t *testing.T) {
+	for _, tc := range []struct {
+		coll       string
+		small, big int // float64 elements per contribution (allgather: per block)
+		np, bad    int
+	}{
+		{"allreduce", 10, 1000, 2, 1},  // inline and direct
+		{"allreduce", 10, 300, 3, 0},   // inline and staged
+		{"allreduce", 300, 5000, 4, 2}, // staged and direct
+		{"allgather", 10, 1000, 3, 1},
+		{"allgather", 10, 200, 2, 0},
+		{"allgather", 200, 5000, 3, 2},
+	} {
+		name := fmt.Sprintf("%s np=%d, rank %d's %d elements against %d", tc.coll, tc.np, tc.bad, tc.small, tc.big)
+		var seen atomic.Int32
+		err := mismatchJob(t, tc.np, tc.coll, "shm", func(c *gompj.Comm) error {
+			n := tc.big
+			if c.Rank() == tc.bad {
+				n = tc.small
+			}
+			var err error
+			if tc.coll == "allreduce" {
+				err = c.Allreduce(make([]float64, n), make([]float64, n), gompj.Sum)
+			} else {
+				err = c.Allgather(make([]float64, n), make([]float64, n*tc.np))
+			}
+			switch {
+			case errors.Is(err, gompj.ErrArg):
+				seen.Add(1)
+			case err != nil && !errors.Is(err, gompj.ErrAborted) && !errors.Is(err, gompj.ErrTruncate):
+				return fmt.Errorf("rank %d: %v", c.Rank(), err)
+			}
+			return nil
+		})
+		var re *gompj.RankError
+		if !errors.As(err, &re) || !errors.Is(err, gompj.ErrArg) || !strings.Contains(err.Error(), "different paths") {
+			t.Errorf("%s: the job returned %v, want it ended by a rank's ErrArg naming the disagreement", name, err)
+		}
+		if seen.Load() == 0 {
+			t.Errorf("%s: no rank's call failed with ErrArg", name)
 		}
 	}
 }

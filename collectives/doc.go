@@ -50,7 +50,9 @@
 // paths a buffer that does not match the root's or the peers' is seen only by the rank whose message arrives too
 // long for it; a rank that fails part-way while others still wait on it (its children in a tree, its partners in
 // later steps) ends the job, naming itself and the error (p2p.go, Broken; node-aware leaders in hier.go), rather
-// than leave them waiting for ever, and a leaf that fails alone leaves the job going on.
+// than leave them waiting for ever, and a leaf that fails alone leaves the job going on. Inside a node, an
+// allreduce or allgather whose members' sizes differ so much that they take different paths (inline, staged,
+// direct: shm.go, paths) ends the job the same way.
 //
 // Per-communicator state (layout, forced algorithms, cached choices, node-aware sub-communicators, and the scratch
 // memory the algorithms reuse from call to call, so that a call allocates nothing once warmed up) is found through

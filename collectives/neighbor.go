@@ -449,7 +449,7 @@ func (p *nbrPlan) wait(w *ranks.World, cond func() bool) error {
 	if p.waker == nil {
 		p.waker = queues.GetWaker() // kept, as shmOp's
 	}
-	if !p.sh.ev.wait(cond, p.waker, w.Policy(), w.AbortCh()) {
+	if p.sh.ev.wait(cond, nil, p.waker, w.Policy(), w.AbortCh()) != waitDone {
 		return fmt.Errorf("%w: %v", ranks.ErrAborted, w.AbortCause())
 	}
 	return nil

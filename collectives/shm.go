@@ -44,7 +44,10 @@ type shmSlot struct {
 	rcounts  []int     // alltoallv: receive counts and displacements in elements
 	rdispls  []int
 	coll     string // a root's collective (bcast, scatter, gather): its readers check it (rootIs)
-	_        [cacheLine]byte
+	// fork is the owner's note of the path its last allreduce or allgather took: its count of such calls << 2 | a
+	// path (see paths)
+	fork atomic.Uint64
+	_    [cacheLine]byte
 
 	// alltoall: blocks copied into this member's receive buffer and out of its send buffer, over all alltoalls
 	recvDone atomic.Uint64
@@ -89,6 +92,8 @@ type shmRank struct {
 	acksExpected []uint64      // per slot: acknowledgements it will have received once the current reads are done
 	pref         []byte        // exscan: this rank's inclusive prefix
 	inlineSeq    uint64        // inline rounds done
+	forks        uint64        // allreduce and allgather calls (see paths)
+	fork         uint64        // the current one's note (shmSlot.fork), 0 before the first
 	a2aBlocks    uint64        // alltoall: blocks each member has received (and sent) so far
 	flags        []bool        // scratch flags (alltoall: peers done)
 	waker        *queues.Waker // what this member parks on (event.wait)
@@ -115,26 +120,41 @@ func (e *event) notify() {
 	}
 }
 
-// wait waits for cond per the policy, parking on w (the waiter's own); false means the job aborted. A wake-up
-// may be spurious (w may still hold one from an earlier wait): cond is checked again.
-func (e *event) wait(cond func() bool, w *queues.Waker, p *queues.Policy, abort <-chan struct{}) bool {
+// What event.wait ends with.
+const (
+	waitDone    = iota // cond holds
+	waitAborted        // the job aborted
+	waitStuck          // stuck reported that cond never will
+)
+
+// wait waits for cond per the policy, parking on w (the waiter's own). A wake-up may be spurious (w may still hold
+// one from an earlier wait): cond is checked again. stuck, if not nil, is asked before each park (never while
+// spinning): true means that cond can never hold, and the wait gives up.
+func (e *event) wait(cond, stuck func() bool, w *queues.Waker, p *queues.Policy, abort <-chan struct{}) int {
 	if p.SpinFor(cond) {
-		return true
+		return waitDone
 	}
 	for {
 		e.mu.Lock()
 		e.parked.Store(true) // before the check: a notifier that changed cond after it sees the flag
 		if cond() {
 			e.mu.Unlock()
-			return true
+			return waitDone
+		}
+		if stuck != nil && stuck() {
+			e.mu.Unlock()
+			return waitStuck
 		}
 		e.waiters = append(e.waiters, w)
 		e.mu.Unlock()
 		if !w.Park(abort) {
-			return cond()
+			if cond() {
+				return waitDone
+			}
+			return waitAborted
 		}
 		if cond() {
-			return true
+			return waitDone
 		}
 	}
 }
@@ -145,10 +165,11 @@ type shmOp struct {
 	me   *shmRank
 	rank int
 	w    *ranks.World
+	c    *ranks.Comm
 }
 
 func (st *commState) shmOp(c *ranks.Comm) shmOp {
-	return shmOp{s: st.shm, me: st.me, rank: st.rank, w: c.World()}
+	return shmOp{s: st.shm, me: st.me, rank: st.rank, w: c.World(), c: c}
 }
 
 func (o shmOp) aborted() error {
@@ -159,10 +180,49 @@ func (o shmOp) wait(cond func() bool) error {
 	if o.me.waker == nil {
 		o.me.waker = queues.GetWaker() // kept: taking one from the pool at every wait would churn the pool
 	}
-	if !o.s.ev.wait(cond, o.me.waker, o.w.Policy(), o.w.AbortCh()) {
+	var stuck func() bool
+	if o.me.fork != 0 {
+		stuck = o.strayed
+	}
+	switch o.s.ev.wait(cond, stuck, o.me.waker, o.w.Policy(), o.w.AbortCh()) {
+	case waitAborted:
 		return o.aborted()
+	case waitStuck:
+		return Broken(o.c, errArg("the members' contributions to a collective differ in size: rank %d and another "+
+			"took different paths through shared memory, and each waits for what the other does on its own", o.rank))
 	}
 	return nil
+}
+
+// Paths. Allreduce and Allgather take one of three paths by the size of a contribution: inline (it rides in the
+// member's inline slot), staged (copies, one barrier) or direct (published buffers, one or two barriers). Members
+// whose sizes differ (an erroneous program) see it on the same path (each compares the others' sizes with its
+// own), but on different paths each waits for ever for what the others do on theirs. So a member notes the call
+// and its path (forkOn) before it publishes or arrives anywhere, and a wait of the call that is about to park asks
+// whether another member took another path in the same call (strayed): then the members disagree, and as the
+// barrier's count and the inline rounds now disagree too, the communicator's shared state can no longer be used,
+// and the job ends (Broken). It costs a correct call one store to the member's own slot.
+const (
+	pathInline = 1 + iota
+	pathStaged
+	pathDirect
+)
+
+// forkOn notes that this member's current allreduce or allgather takes path.
+func (o shmOp) forkOn(path uint64) {
+	o.me.forks++
+	o.me.fork = o.me.forks<<2 | path
+	o.s.slots[o.rank].fork.Store(o.me.fork)
+}
+
+// strayed reports whether another member is in the same allreduce or allgather call as this one on another path.
+func (o shmOp) strayed() bool {
+	for j := range o.s.slots {
+		if f := o.s.slots[j].fork.Load(); f>>2 == o.me.fork>>2 && f != o.me.fork {
+			return true
+		}
+	}
+	return false
 }
 
 // barrier: arrive at the next phase and wait until everyone has.
@@ -374,6 +434,7 @@ func (o shmOp) Allgatherv(src []byte, inPlace bool, recv []byte, counts, displs 
 		src = blockOf(recv, counts, displs, sz, o.rank, blockBytes)
 	}
 	if counts == nil && blockBytes <= inlineMax && len(src) <= inlineMax {
+		o.forkOn(pathInline)
 		k, par := o.inlinePublish(src)
 		var err error
 		for j := 0; j < n; j++ {
@@ -394,6 +455,7 @@ func (o shmOp) Allgatherv(src []byte, inPlace bool, recv []byte, counts, displs 
 		return err
 	}
 	if counts == nil && blockBytes <= stageLimit/2 {
+		o.forkOn(pathStaged)
 		par := o.stage(src)
 		if err := o.barrier(); err != nil {
 			return err
@@ -412,6 +474,9 @@ func (o shmOp) Allgatherv(src []byte, inPlace bool, recv []byte, counts, displs 
 			copy(b, s)
 		}
 		return err
+	}
+	if counts == nil {
+		o.forkOn(pathDirect)
 	}
 	sl.src = src
 	if err := o.barrier(); err != nil {
@@ -709,6 +774,7 @@ func (o shmOp) Allreduce(k kernel, src, dst []byte, sz int, st *commState) error
 		return errTrunc("allreduce: %d bytes into a buffer of %d", total, len(dst))
 	}
 	if total <= inlineMax {
+		o.forkOn(pathInline)
 		round, par := o.inlinePublish(src)
 		out := dst[:total]
 		var err error
@@ -731,6 +797,7 @@ func (o shmOp) Allreduce(k kernel, src, dst []byte, sz int, st *commState) error
 	}
 	sl := &o.s.slots[o.rank]
 	if o.s.stagedAllreduce(total) {
+		o.forkOn(pathStaged)
 		par := o.stage(src)
 		if err := o.barrier(); err != nil {
 			return err
@@ -745,6 +812,7 @@ func (o shmOp) Allreduce(k kernel, src, dst []byte, sz int, st *commState) error
 		}
 		return nil
 	}
+	o.forkOn(pathDirect)
 	sl.src, sl.dst = src, dst
 	if err := o.barrier(); err != nil {
 		return err
