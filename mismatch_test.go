@@ -202,6 +202,9 @@ func TestMismatchedPathsInSharedMemory(t *testing.T) {
 		{"allgather", 10, 1000, 3, 1},
 		{"allgather", 10, 200, 2, 0},
 		{"allgather", 200, 5000, 3, 2},
+		{"reduce", 300, 5000, 3, 0}, // staged and direct, the root's the smaller
+		{"reduce", 300, 5000, 3, 1},
+		{"reduce", 5000, 300, 2, 0},
 	} {
 		name := fmt.Sprintf("%s np=%d, rank %d's %d elements against %d", tc.coll, tc.np, tc.bad, tc.small, tc.big)
 		var seen atomic.Int32
@@ -211,10 +214,16 @@ func TestMismatchedPathsInSharedMemory(t *testing.T) {
 				n = tc.small
 			}
 			var err error
-			if tc.coll == "allreduce" {
+			switch tc.coll {
+			case "allreduce":
 				err = c.Allreduce(make([]float64, n), make([]float64, n), gompj.Sum)
-			} else {
+			case "reduce":
+				err = c.Reduce(make([]float64, n), make([]float64, n), gompj.Sum, 0)
+			default:
 				err = c.Allgather(make([]float64, n), make([]float64, n*tc.np))
+			}
+			if err == nil {
+				err = c.Barrier() // a member of a one-barrier path is through before the others can tell
 			}
 			switch {
 			case errors.Is(err, gompj.ErrArg):
