@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gompj/gompj"
+	"github.com/gompj/gompj/internal/harness"
 )
 
 // A buffer that does not match the root's data on one rank, in a message-based collective, is seen only by that
@@ -239,6 +240,62 @@ func TestMismatchedPathsInSharedMemory(t *testing.T) {
 		}
 		if seen.Load() == 0 {
 			t.Errorf("%s: no rank's call failed with ErrArg", name)
+		}
+	}
+}
+
+// Across node processes (4 of 2 ranks each, over the network device and over shared memory between them), with
+// the node-aware algorithms the table picks there: a node leader whose bcast buffer is short ends the job; a
+// member that is not a leader fails alone and the job goes on; contributions of different sizes on one node end
+// it through the leader that finds them.
+func TestMismatchedAcrossNodes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		coll  string
+		bad   int
+		ended bool
+	}{
+		{"bcast-leader", "bcast", 2, true},
+		{"bcast-member", "bcast", 3, false},
+		{"allreduce-member", "allreduce", 1, true}, // its leader, rank 0, or itself ends the job
+	} {
+		for _, shm := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/hostshm=%v", tc.name, shm), func(t *testing.T) {
+				j := harness.Procs(t, harness.Spec{Ranks: 8, Nodes: 4, HostSHM: shm}, func(c *gompj.Comm) error {
+					n := 1000
+					if c.Rank() == tc.bad {
+						n = 10
+					}
+					buf := make([]float64, n)
+					var err error
+					if tc.coll == "bcast" {
+						err = c.Bcast(buf, 0)
+					} else {
+						err = c.Allreduce(make([]float64, n), buf, gompj.Sum)
+					}
+					if err != nil && c.Rank() != tc.bad && !errors.Is(err, gompj.ErrAborted) {
+						return fmt.Errorf("rank %d: %v", c.Rank(), err)
+					}
+					return c.Barrier() // the bad rank swallowed its error, as an erroneous program may
+				})
+				var all strings.Builder
+				failed := 0
+				for _, r := range j.Wait(t) {
+					all.WriteString(r.Output)
+					if r.Code != 0 {
+						failed++
+					}
+				}
+				out := all.String()
+				switch {
+				case tc.ended && (failed != 4 || !strings.Contains(out, "failed: a collective it left part-way") ||
+					strings.Contains(out, "connection closed")):
+					t.Errorf("the job did not end on every node naming the failure, and only it (%d nodes failed); outputs:\n%s",
+						failed, out)
+				case !tc.ended && failed != 0:
+					t.Errorf("a member's failure alone ended the job; outputs:\n%s", out)
+				}
+			})
 		}
 	}
 }

@@ -80,9 +80,11 @@ func (p p2p) sendrecv(s []byte, dst int, r []byte, src, base int) error {
 }
 
 // Broken ends the job when err, the failure of a rank's part of a collective on c, leaves other ranks waiting on
-// that rank, and returns err (see above). A job that is ending anyway is left to its first cause.
+// that rank, and returns err (see above). A job that is ending anyway is left to its first cause, which may not
+// have reached this node yet when err is its symptom (ErrAborted: a connection to an aborting node closed):
+// ending the job with the symptom would report it in place of the cause (node's runRank waits for it likewise).
 func Broken(c *ranks.Comm, err error) error {
-	if err != nil {
+	if err != nil && !errors.Is(err, ranks.ErrAborted) {
 		if w := c.World(); !w.Aborted() {
 			w.Abort(&ranks.RankError{Rank: c.WorldRank(c.Rank()), Err: fmt.Errorf("a collective it left part-way, "+
 				"which other ranks wait on: %w", err)})
