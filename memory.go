@@ -23,9 +23,10 @@ type Element interface {
 // on other hosts only) it is Go memory, as make would give.
 //
 // Use it for large buffers exchanged with ranks in other node processes of the host, allocated once (NPB's
-// alltoall buffers). Shared memory's pages are mapped when Alloc makes them (MADV_POPULATE_WRITE, Linux 5.14), not at
-// their first touch: a page fault cost 12.5-14.5 us a page on the VM gompj is measured on, populating 0.4-1.4 us. The memory belongs to the node process, not to the rank or the communicator, and outlives
-// the job's end; the garbage collector does not reclaim it: give it back with Free when done.
+// alltoall buffers). Shared memory's pages are mapped when Alloc makes them (MADV_POPULATE_WRITE, Linux 5.14), not
+// at their first touch: a page fault cost 12.5-14.5 us a page on the VM gompj is measured on, populating 0.4-1.4
+// us. The memory belongs to the node process, not to the rank or the communicator, and outlives the job's end; the
+// garbage collector does not reclaim it: give it back with Free when done.
 func Alloc[T Element](c *Comm, n int) ([]T, error) {
 	if c == nil || c.c == nil {
 		return nil, fmt.Errorf("%w: Alloc on a nil communicator", ErrComm)

@@ -214,14 +214,16 @@ func (o shmOp) samePath() error {
 }
 
 // Paths. Allreduce, Allgather and Reduce take one of three paths by the size of a contribution: inline (it rides
-// in the member's inline slot), staged (copies, one barrier) or direct (published buffers, one or two barriers); a
-// direct path also checks, after its first barrier, that every member took it (samePath). Members
-// whose sizes differ (an erroneous program) see it on the same path (each compares the others' sizes with its
-// own), but on different paths each waits for ever for what the others do on theirs. So a member notes the call
-// and its path (forkOn) before it publishes or arrives anywhere, and a wait of the call that is about to park asks
-// whether another member took another path in the same call (strayed): then the members disagree, and as the
-// barrier's count and the inline rounds now disagree too, the communicator's shared state can no longer be used,
-// and the job ends (Broken). It costs a correct call one store to the member's own slot.
+// in the member's inline slot), staged (copies, one barrier) or direct (published buffers, one or two barriers).
+// Members whose sizes differ (an erroneous program) see it on the same path (each compares the others' sizes with
+// its own), but on different paths each waits for ever for what the others do on theirs. So a member notes the call
+// and its path (forkOn) before it publishes or arrives anywhere, and each of its waits that is about to park (in
+// that call, or later: the note stays, and a later look finds nothing, since members that agreed on a call left the
+// same note of it) asks whether another member took another path in the same call (strayed); a direct path also
+// checks, after its first barrier, that every member took it (samePath), before it writes into what they
+// published. A disagreement means the barrier's count and the inline rounds disagree too: the communicator's
+// shared state can no longer be used, and the job ends (Broken). A correct call pays one store to the member's own
+// slot, and on a direct path a look at every member's note in a line it reads anyway.
 const (
 	pathInline = 1 + iota
 	pathStaged
