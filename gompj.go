@@ -166,6 +166,18 @@ func (c *Comm) SplitNode() (*Comm, error) {
 	return wrap(s), err
 }
 
+// Devices names the devices that carry this node process's traffic to the job's other node processes, the host's
+// shared memory first: "shm" for node processes on the same host, "tcp" or "rdma" for the others (and for the same
+// host's too with GOMPJ_HOST_SHM=0). It is nil in a job of one node process, whose ranks talk through its memory
+// alone, and for a nil communicator. Local: other node processes may use other devices (`gompj info` shows each
+// one's routes).
+func (c *Comm) Devices() []string {
+	if c.rc() == nil {
+		return nil
+	}
+	return c.rc().World().Devices()
+}
+
 // Free releases the communicator.
 func (c *Comm) Free() error { return c.rc().Free() }
 

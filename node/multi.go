@@ -214,7 +214,7 @@ func runMulti(cfg Config, body Body) error {
 	}
 	defer pool.close()
 	w, err = ranks.NewWorld(ranks.Options{Size: cfg.Ranks, Lo: lo, Hi: hi, EagerLimit: cfg.EagerLimit,
-		Policy: pol, NetSpin: netSpin(cfg, pol), Device: dev, NodeOf: layout.NodeOf, Routes: routes,
+		Policy: pol, NetSpin: netSpin(cfg, pol), Device: dev, NodeOf: layout.NodeOf, Routes: routes, Devices: used,
 		UnexpectedLimit: cfg.UnexpectedLimit, UnexpectedShare: cfg.UnexpectedShare, Executor: exec, NbcSlots: cfg.NbcSlots})
 	if err != nil {
 		dev.Close()

@@ -37,8 +37,9 @@ func verifyBody(kernel string, want Layout) func(c *gompj.Comm) error {
 }
 
 // Class S of every kernel, 4 ranks, on several node processes (3 nodes: ranks 0-1, 2, 3, so every kernel's
-// exchanges mix shared memory and the network), with one rank per node process (pure network), and, in builds
-// with -tags ofi, on 3 node processes over the rdma device (libfabric's tcp provider). One node is
+// exchanges mix a process's memory and the network), with one rank per node process (pure network), on the same 3
+// node processes sharing the host's memory, and, in builds with -tags ofi, on 3 node processes over the rdma device
+// (libfabric's tcp provider). The layout names the device each way used. One node is
 // TestClassS; here it only checks the layout line.
 func TestModesClassS(t *testing.T) {
 	for _, k := range KernelNames() {
@@ -49,9 +50,12 @@ func TestModesClassS(t *testing.T) {
 			t.Run("pure", func(t *testing.T) {
 				harness.Procs(t, harness.Spec{Ranks: 4, Nodes: 4}, verifyBody(k, Layout{Nodes: 4, MinRanks: 1, MaxRanks: 1, Device: "tcp"})).Check(t)
 			})
+			t.Run("shm", func(t *testing.T) { // as nodes, the node processes sharing memory
+				harness.Procs(t, harness.Spec{Ranks: 4, Nodes: 3, HostSHM: true}, verifyBody(k, Layout{Nodes: 3, MinRanks: 1, MaxRanks: 2, Device: "shm"})).Check(t)
+			})
 			t.Run("ofi", func(t *testing.T) { // as nodes, over the rdma device on libfabric (-tags ofi)
 				harness.SkipWithoutOFI(t)
-				harness.Procs(t, harness.Spec{Ranks: 4, Nodes: 3, Env: harness.OFIEnv()}, verifyBody(k, Layout{Nodes: 3, MinRanks: 1, MaxRanks: 2, Device: "tcp"})).Check(t)
+				harness.Procs(t, harness.Spec{Ranks: 4, Nodes: 3, Env: harness.OFIEnv()}, verifyBody(k, Layout{Nodes: 3, MinRanks: 1, MaxRanks: 2, Device: "rdma"})).Check(t)
 			})
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/gompj/gompj"
@@ -161,9 +162,11 @@ type Layout struct {
 	Device             string
 }
 
-// LayoutOf finds the layout of c's ranks; netDevice names the device between
-// nodes (e.g. "tcp"). Collective: every rank of c calls it and gets the same
-// answer.
+// LayoutOf finds the layout of c's ranks and the devices between its nodes:
+// "shm" on one node, else those that some node process uses (Comm.Devices:
+// "shm" between node processes of one host, "tcp" or "rdma" between hosts;
+// "shm+tcp" for both), or netDevice (e.g. "tcp") if none says. Collective:
+// every rank of c calls it and gets the same answer.
 func LayoutOf(c *gompj.Comm, netDevice string) (Layout, error) {
 	local, err := c.SplitNode()
 	if err != nil {
@@ -185,11 +188,34 @@ func LayoutOf(c *gompj.Comm, netDevice string) (Layout, error) {
 		return Layout{}, err
 	}
 	l := Layout{Nodes: nodes[0], MinRanks: -ext[1], MaxRanks: ext[0], Device: netDevice}
-	if l.Nodes == 1 {
+	// Which devices serve the nodes: the union over the ranks, as a bit per name.
+	used := []int{0}
+	for _, d := range c.Devices() {
+		if i := slices.Index(deviceNames, d); i >= 0 {
+			used[0] |= 1 << i
+		}
+	}
+	all := []int{0}
+	if err := c.Allreduce(used, all, gompj.Bor); err != nil {
+		return Layout{}, err
+	}
+	var names []string
+	for i, d := range deviceNames {
+		if all[0]&(1<<i) != 0 {
+			names = append(names, d)
+		}
+	}
+	switch {
+	case l.Nodes == 1:
 		l.Device = "shm"
+	case len(names) > 0:
+		l.Device = strings.Join(names, "+")
 	}
 	return l, nil
 }
+
+// deviceNames are the devices LayoutOf reports, in the order it lists them.
+var deviceNames = []string{"shm", "tcp", "rdma"}
 
 // String is the report's layout line: "2 nodes x 4 ranks per node (tcp)".
 func (l Layout) String() string {

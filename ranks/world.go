@@ -3,6 +3,7 @@ package ranks
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,9 @@ type Options struct {
 	Device     device.Device // the node's network device; nil for a one-node job
 	NodeOf     func(rank int) int
 	Routes     string // which device serves which peer nodes, as node describes it (informational)
+	// Devices names the devices that serve peer nodes, the host's shared memory ("shm") first; nil in a one-node
+	// job.
+	Devices []string
 	// UnexpectedLimit is the unexpected eager data, in bytes, that the node's ranks may hold from each other,
 	// divided among them: see UnexpectedShare.
 	UnexpectedLimit int64
@@ -63,6 +67,7 @@ type World struct {
 
 	hooks    Hooks
 	routes   string
+	devices  []string
 	exec     Executor
 	nbcSlots int
 
@@ -149,7 +154,7 @@ func NewWorld(o Options) (*World, error) {
 	}
 	w := &World{size: o.Size, lo: o.Lo, hi: o.Hi, dev: o.Device, nodeOf: o.NodeOf, eager: o.EagerLimit,
 		policy: o.Policy, abortCh: make(chan struct{}), exec: o.Executor,
-		nbcSlots: o.NbcSlots, routes: o.Routes}
+		nbcSlots: o.NbcSlots, routes: o.Routes, devices: slices.Clone(o.Devices)}
 	w.netPolicy = w.policy
 	w.segs, _ = o.Device.(device.Segmented)
 	if r, ok := o.Device.(deviceRouter); ok {
@@ -210,6 +215,9 @@ func (w *World) Device() device.Device { return w.dev }
 
 // Routes says which device serves which peer nodes ("" in a one-node job).
 func (w *World) Routes() string { return w.routes }
+
+// Devices names the devices that serve peer nodes, the host's shared memory first (nil in a one-node job).
+func (w *World) Devices() []string { return slices.Clone(w.devices) }
 
 // Executor returns the node's worker pool, or nil when there is none (GOMPJ_ASYNC_PROGRESS=0).
 func (w *World) Executor() Executor { return w.exec }

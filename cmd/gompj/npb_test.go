@@ -28,16 +28,16 @@ func TestNPBVerifiedRun(t *testing.T) {
 		}
 	}
 
-	// Across two node processes: rank 0 alone prints, once.
+	// Across two node processes: rank 0 alone prints, once. They share the host's memory.
 	r = runGompj(t, nil, "npb", "mg", "-class", "s", "-np", "4", "-nodes", "2")
 	if r.code != 0 || strings.Count(r.stdout, "Benchmark Completed") != 1 ||
-		!strings.Contains(r.stdout, " Layout          = 2 nodes x 2 ranks per node (tcp)") ||
+		!strings.Contains(r.stdout, " Layout          = 2 nodes x 2 ranks per node (shm)") ||
 		!strings.Contains(r.stdout, " Verification    =  SUCCESSFUL") {
 		t.Fatalf("-nodes 2: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 
-	// Pure mode with JSON, as the sweep runs it.
-	r = runGompj(t, nil, "npb", "IS", "-class", "S", "-np", "2", "-nodes", "2", "-json")
+	// Pure mode with JSON, as the sweep runs it, the node processes talking as on different hosts.
+	r = runGompj(t, []string{"GOMPJ_HOST_SHM=0"}, "npb", "IS", "-class", "S", "-np", "2", "-nodes", "2", "-json")
 	rep, err := sweep.ParseReport([]byte(r.stdout))
 	if r.code != 0 || err != nil {
 		t.Fatalf("-json: exit %d, %v\n%s%s", r.code, err, r.stdout, r.stderr)
@@ -101,7 +101,7 @@ func TestNPBUnverifiedExitsOne(t *testing.T) {
 
 func TestNPBExample(t *testing.T) {
 	r := runGompj(t, nil, "run", "-np", "2", "-nodes", "2", "./examples/npb", "FT", "S")
-	if r.code != 0 || !strings.Contains(r.stdout, " Layout          = 2 nodes x 1 rank per node (tcp)") ||
+	if r.code != 0 || !strings.Contains(r.stdout, " Layout          = 2 nodes x 1 rank per node (shm)") ||
 		!strings.Contains(r.stdout, " Verification    =  SUCCESSFUL") {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -138,8 +138,8 @@ func TestNPBSweep(t *testing.T) {
 		}
 		got = append(got, row.Kernel+" "+row.Label+" np="+string(rune('0'+row.NP))+" "+row.Device)
 	}
-	want := []string{"CG gompj onenode np=1 shm", "CG gompj onenode np=2 shm", "CG gompj nodes=2 np=2 tcp",
-		"IS gompj onenode np=1 shm", "IS gompj onenode np=2 shm", "IS gompj nodes=2 np=2 tcp"}
+	want := []string{"CG gompj onenode np=1 shm", "CG gompj onenode np=2 shm", "CG gompj nodes=2 np=2 shm",
+		"IS gompj onenode np=1 shm", "IS gompj onenode np=2 shm", "IS gompj nodes=2 np=2 shm"}
 	if !slices.Equal(got, want) {
 		t.Errorf("rows %q, want %q", got, want)
 	}

@@ -28,7 +28,7 @@ type Row struct {
 	NP           int     `json:"np"`             // ranks in the job
 	Nodes        int     `json:"nodes"`          // node processes
 	RanksPerNode int     `json:"ranks_per_node"` // ranks of the fullest node
-	Device       string  `json:"device"`         // "shm" on one node, else the network device ("tcp")
+	Device       string  `json:"device"`         // "shm" on one node, else the devices between nodes (npb.LayoutOf)
 	Time         float64 `json:"time_s"`         // seconds of the timed region; NaN if unknown
 	MopsTotal    float64 `json:"mops_total"`
 	MopsPerRank  float64 `json:"mops_per_rank"`
