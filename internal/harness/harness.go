@@ -32,7 +32,8 @@ const PureMax = 6
 // pureMaxRace is PureMax under the race detector, where every process runs several times slower. A pure job of 3
 // runs the same concurrent code (a rank, its device's loop and worker pool, peers in other processes) as one of 6;
 // the larger ones run in the suite without the detector. (The root package's race run is test.sh's longest step:
-// 346 s of 686 on the project's 2-vCPU box, pure mode 92 s of it.)
+// 346 s of 686 on the project's 2-vCPU box when this was set, pure mode 92 s of it; 223 s of 609 once node
+// processes stopped sleeping a second at exit, raceEnv.)
 const pureMaxRace = 3
 
 // pureLimit is the largest np Run's pure mode runs in this binary.
