@@ -104,8 +104,9 @@ func TestTwoWaitersOneCompletion(t *testing.T) {
 	got := make(chan int, 2)
 	go func() { got <- WaitAny(cs, &p, abort) }()
 	waitParked(t, cs[1]) // armed in order: the first waiter is parked on both
+	first := cs[1].waker.Load()
 	go func() { got <- WaitAny(cs, &p, abort) }()
-	waitRearmed(t, cs[1], cs[1].waker.Load()) // the second waiter has armed both
+	waitRearmed(t, cs[1], first) // the second waiter has armed both
 	cs[0].Complete()
 	for k := 0; k < 2; k++ {
 		if i := recvWithin(t, got, "WaitAny"); i != 0 {
@@ -117,8 +118,9 @@ func TestTwoWaitersOneCompletion(t *testing.T) {
 	go func() { got <- WaitAny([]*Completion{&c}, &p, abort) }()
 	waitParked(t, &c)
 	waited := make(chan bool, 1)
+	first = c.waker.Load()
 	go func() { waited <- c.Wait(&p, abort) }()
-	waitRearmed(t, &c, c.waker.Load())
+	waitRearmed(t, &c, first)
 	c.Complete()
 	if recvWithin(t, got, "WaitAny") != 0 || !recvWithin(t, waited, "Wait") {
 		t.Fatal("a waiter missed the completion")
@@ -130,15 +132,17 @@ func TestTwoWaitersOneCompletion(t *testing.T) {
 	// A waiter that parks on a completion with a hook armed joins the hook: both run.
 	runs := 0
 	c.OnComplete(NewHook(func() { runs++ }))
+	first = c.waker.Load() // the hook's: the waiter has armed once it changes
 	go func() { waited <- c.Wait(&p, abort) }()
-	waitRearmed(t, &c, c.waker.Load()) // the hook's: the waiter has armed once it changes
+	waitRearmed(t, &c, first)
 	c.Complete()
 	if !recvWithin(t, waited, "Wait") || runs != 1 {
 		t.Fatalf("hook ran %d times beside a parked waiter", runs)
 	}
 }
 
-// waitRearmed returns once another waiter has armed c, whose waker was w.
+// waitRearmed returns once another waiter has armed c, whose waker was w. The caller reads w before it starts that
+// waiter: read after, it was at times the new waiter's own already, and the wait for a change never ended.
 func waitRearmed(t *testing.T, c *Completion, w *Waker) {
 	t.Helper()
 	start := time.Now()
