@@ -252,5 +252,6 @@ func build(c *ranks.Comm, a *collectives.Call, algo string, persistent bool) (*o
 	o.m.Reset()
 	o.tr = newTransport(o, c, len(s.Steps))
 	o.onNode = o.messagesOnNode()
+	o.small = len(a.Send)+len(a.Recv) <= soonBytes
 	return o, nil
 }

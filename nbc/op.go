@@ -48,6 +48,7 @@ type op struct {
 	onStart []func() // a persistent op's shared-memory schedules move to their slots' next use at each Start
 	finish  func()   // runs once the machine has finished, before the request completes (unpacking Views)
 	onNode  bool     // every message of the op stays on this node (ranks.OpOnNode)
+	small   bool     // a call of at most soonBytes: its start resumes the network after a grace (started)
 	release []func() // what Release lets go of
 	lend    bool     // a one-off op: its schedules' scratch buffers go back to the pools when it finishes (scratch.go)
 
@@ -328,16 +329,26 @@ func (o *op) idle() bool {
 	return false
 }
 
+// soonBytes is the size of the largest call (its send and receive buffers together) whose start resumes the network
+// after a grace (started): its pure time is tens of microseconds at most, less than a wake-up of the loop takes
+// here, so a computation that it could overlap is long beside the grace.
+const soonBytes = 4 << 10
+
 // started follows the starting call's first run: an op still under way over the network needs the device's
-// progress loop running while its rank goes on computing (ranks.World.ResumeNetwork), small ones too. (Small ones
-// used to leave the loop to resume lazily, because a woken loop blocked in epoll holding the device and the Wait
-// that followed had to wake it again; the loop now sleeps without the device, and a resume costs a small call no
-// time that shows: gompj bench iallreduce|ibcast|ialltoall -np 4 -nodes 2 -sizes 8 with GOMPJ_HOST_SHM=0, 5
-// interleaved pairs, 1.05, 0.84 and 0.97 times the lazy form. Left lazy, it would wait for the loop's idle
-// stand-down check, 10 ms.)
+// progress loop running while its rank goes on computing (ranks.World.ResumeNetwork). A small one (soonBytes) has
+// it a grace later (ResumeNetworkSoon), for its rank most often waits for it at once and drives the device itself;
+// resumed at once, the loop cost such an op more than the op itself over shared memory between node processes
+// (see ResumeNetworkSoon). Larger ones resume it at once, so that their transfers overlap a computation from its
+// start. An op whose messages all stay on this node (a node-aware op's member that does not lead its node) leaves
+// the loop alone: the network has nothing of its to move.
 func (o *op) started() {
-	if !o.done.Load() && o.c.World().Device() != nil {
-		o.c.World().ResumeNetwork()
+	switch w := o.c.World(); {
+	case o.done.Load() || o.onNode || w.Device() == nil:
+		// nothing for the network to do: every message of the op stays on this node
+	case o.small:
+		w.ResumeNetworkSoon()
+	default:
+		w.ResumeNetwork()
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gompj/gompj/device"
 	"github.com/gompj/gompj/queues"
@@ -217,6 +218,41 @@ func (w *World) ResumeNetwork() {
 	if p, ok := w.dev.(device.Poller); ok {
 		p.Enter()
 		p.Leave(true)
+	}
+}
+
+// ResumeNetworkSoon is ResumeNetwork for a small operation, which its rank most often waits for at once (OSU's
+// pure-time loop; a residual's Iallreduce and its Wait): the loop resumes resumeGrace later, if by then a rank of
+// this node still has an operation under way, unless a rank drives the device then (ResumeNetwork does nothing
+// while one does). Resuming at once cost a small operation more than the operation itself: the woken loop soon
+// slept again, with its doorbell's flag up, so the peers' next messages each rang it (a system call on their side,
+// a thread woken on this one), and the rank's Wait, entering as a driver, woke it once more to make it stand down.
+// An 8-byte Iallreduce and its Wait between two node processes on one host (shared memory between them, 1 rank
+// each, OSU's loop with a barrier between calls, 5 interleaved rounds) took 4.2-4.9 us, against 1.5-2.1 for
+// Allreduce; with the grace, 2.4-3.1 (a grace of 50 us: 2.9-4.1). The timer is armed once per grace, not per
+// operation: a start arms it only if it is not armed.
+func (w *World) ResumeNetworkSoon() {
+	if w.soon == nil || w.soonArmed.Load() || !w.soonArmed.CompareAndSwap(false, true) {
+		return
+	}
+	w.soon.Reset(resumeGrace)
+}
+
+// resumeGrace: see ResumeNetworkSoon. Long beside a start and its Wait (microseconds), short beside a computation
+// worth overlapping. Only calls of a few KiB take it (nbc's soonBytes).
+const resumeGrace = 200 * time.Microsecond
+
+// resumeDue is the grace timer's function (ResumeNetworkSoon).
+func (w *World) resumeDue() {
+	w.soonArmed.Store(false)
+	if w.aborted.Load() {
+		return
+	}
+	for _, rk := range w.ranks {
+		if rk.ops.n.Load() > 0 {
+			w.ResumeNetwork()
+			return
+		}
 	}
 }
 

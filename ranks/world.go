@@ -73,6 +73,11 @@ type World struct {
 
 	orphans orphans // operation requests freed while active (see sweepOrphans)
 
+	// soon resumes the network's progress loop a grace after a small operation starts (ResumeNetworkSoon); nil
+	// without a device.Poller. soonArmed: it is set to fire.
+	soon      *time.Timer
+	soonArmed atomic.Bool
+
 	sharedMu sync.Mutex
 	shared   map[sharedKey]any
 	// released counts, per communicator (key ""), how many of its members here have freed it, and per shared
@@ -170,6 +175,8 @@ func NewWorld(o Options) (*World, error) {
 	if p, ok := o.Device.(device.Poller); ok {
 		w.netPolicy = w.policy.Driven(p)
 		w.net = p
+		w.soon = time.AfterFunc(time.Hour, w.resumeDue)
+		w.soon.Stop()
 	}
 	if o.NetSpin > 0 {
 		w.netPolicy.Spin = o.NetSpin

@@ -1,0 +1,83 @@
+package ranks
+
+import (
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gompj/gompj/queues"
+)
+
+// resumeDevice counts the times its progress loop is told to resume: the last driver leaving to park
+// (device.Poller), which ResumeNetwork does.
+type resumeDevice struct {
+	ackDevice
+	drivers atomic.Int32
+	resumes atomic.Int32
+}
+
+func (d *resumeDevice) Enter() { d.drivers.Add(1) }
+func (d *resumeDevice) Leave(parking bool) {
+	if d.drivers.Add(-1) == 0 && parking {
+		d.resumes.Add(1)
+	}
+}
+func (d *resumeDevice) Poll() bool { return false }
+
+// idleOp is an operation that stays under way until the test completes its request.
+type idleOp struct{}
+
+func (idleOp) Progress() (bool, error)     { return false, nil }
+func (idleOp) Blocker() *queues.Completion { return nil }
+
+// TestResumeNetworkSoon: a small operation's start resumes the network's progress loop a grace later, and only if
+// some rank of the node still has an operation under way and no rank drives the device; starts within one grace
+// arm the timer once.
+func TestResumeNetworkSoon(t *testing.T) {
+	dev := &resumeDevice{}
+	w, err := NewWorld(Options{Size: 4, Lo: 0, Hi: 2, EagerLimit: 64 << 10, Policy: queues.DefaultPolicy(1),
+		Device: dev, NodeOf: func(r int) int { return r / 2 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resumes := func(want int32, why string) {
+		t.Helper()
+		if got := dev.resumes.Load(); got != want {
+			t.Fatalf("%s: the loop was resumed %d times, want %d", why, got, want)
+		}
+	}
+
+	// What the timer decides, called directly.
+	w.resumeDue()
+	resumes(0, "no operation under way")
+	r := w.Comm(1).OpRequest(idleOp{})
+	Launch(r)
+	dev.Enter() // a rank drives the device: it polls, the loop stands down
+	w.resumeDue()
+	dev.Leave(false)
+	resumes(0, "an operation under way, and a rank driving the device")
+	w.resumeDue()
+	resumes(1, "an operation under way")
+
+	// The timer: armed once for any number of starts within the grace, it fires and resumes the loop once.
+	for range 100 {
+		w.ResumeNetworkSoon()
+	}
+	if !w.soonArmed.Load() {
+		t.Fatal("ResumeNetworkSoon did not arm the timer")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for dev.resumes.Load() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the grace timer never resumed the loop")
+		}
+		runtime.Gosched()
+	}
+	resumes(2, "100 starts within one grace")
+
+	CompleteOp(r, nil)
+	w.Comm(1).r.ops.sweep()
+	w.resumeDue()
+	resumes(2, "the operation done")
+}
