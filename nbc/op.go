@@ -139,9 +139,11 @@ func (o *op) kick() {
 // work is the pool's task. A worker runs the op on no rank's goroutine, where a panic in a step (a user's op
 // function that panics, say) would end the whole node process: it ends the op instead, with an error that carries
 // the panic. (On a rank's goroutine, in the calls that start, test and wait, a panic fails the rank, as it does in
-// the blocking collective.)
+// the blocking collective.) Meanwhile the rank's completion calls park rather than spin (ranks.EnterWorker).
 func (o *op) work() {
 	o.queued.Store(false)
+	ranks.EnterWorker(o.c)
+	defer ranks.LeaveWorker(o.c)
 	defer func() {
 		if p := recover(); p != nil && !o.done.Load() {
 			o.end(fmt.Errorf("%w: a step of a nonblocking collective panicked on a worker (a user op's function, or "+

@@ -191,7 +191,7 @@ func awaitAny(reqs []*Request, stop <-chan struct{}) (int, error) {
 			runtime.Gosched() // an operation with nothing to park on: poll everything again
 			continue
 		}
-		queues.WaitAnyEvent(cs, ev, gen, w.waitPolicy(remote), w.abortCh, stop) // then look again
+		queues.WaitAnyEvent(cs, ev, gen, w.waitPolicyOf(rk, remote), w.abortCh, stop) // then look again
 	}
 }
 

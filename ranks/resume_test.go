@@ -81,3 +81,52 @@ func TestResumeNetworkSoon(t *testing.T) {
 	w.resumeDue()
 	resumes(2, "the operation done")
 }
+
+// TestWorkerRunParksWaiters: while a worker of the pool runs one of a rank's operations, the rank's completion
+// calls park instead of spinning and driving the device (it could not move that operation on, and its core is the
+// worker's to use); the end of the run wakes them, and they drive the device again.
+func TestWorkerRunParksWaiters(t *testing.T) {
+	w, dev := driveWorld(t)
+	c := w.Comm(0)
+	if w.waitPolicyOf(c.r, true) != &w.netPolicy {
+		t.Fatal("no worker run under way: a completion call should wait as any remote wait does")
+	}
+	r := c.OpRequest(idleOp{})
+	Launch(r)
+	EnterWorker(c)
+	if w.waitPolicyOf(c.r, true) != &parkPolicy {
+		t.Fatal("a worker run under way: a completion call should park")
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Wait()
+		done <- err
+	}()
+	ev := &c.r.ops.ev
+	for !ev.Waiting() {
+		runtime.Gosched()
+	}
+	polls := dev.polls.Load()
+	for range 1000 {
+		runtime.Gosched()
+	}
+	if got := dev.polls.Load(); got != polls {
+		t.Fatalf("the waiter polled the device %d times while a worker ran its rank's operation", got-polls)
+	}
+	gen := ev.Gen()
+	LeaveWorker(c)
+	if ev.Gen() == gen {
+		t.Fatal("the end of the worker's run did not signal the waiting rank")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for dev.polls.Load() == polls {
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter never drove the device after the worker's run ended")
+		}
+		runtime.Gosched()
+	}
+	CompleteOp(r, nil)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
