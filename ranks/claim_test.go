@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/gompj/gompj/device"
-	"github.com/gompj/gompj/queues"
 )
 
 // ackDevice is a device that only records Ack (what a sink calls back while it matches); nothing here sends.
@@ -48,11 +47,7 @@ func deliver(w *World, h *device.Header, payload []int32) {
 // receive with the failure.
 func TestClaimEager(t *testing.T) {
 	dev := &ackDevice{}
-	w, err := NewWorld(Options{Size: 4, Lo: 0, Hi: 2, EagerLimit: 64 << 10, Policy: queues.DefaultPolicy(2),
-		Device: dev, NodeOf: func(r int) int { return r / 2 }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := nodeZero(t, dev, 2)
 	c := w.Comm(0)
 	claim := func(h *device.Header, payload []int32) (device.Completer, bool) {
 		t.Helper()

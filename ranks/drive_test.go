@@ -50,12 +50,18 @@ func (d *driveDevice) Poll() bool {
 func driveWorld(t *testing.T) (*World, *driveDevice) {
 	t.Helper()
 	dev := &driveDevice{}
-	w, err := NewWorld(Options{Size: 4, Lo: 0, Hi: 2, EagerLimit: 64 << 10, Policy: queues.DefaultPolicy(1),
+	return nodeZero(t, dev, 1), dev
+}
+
+// nodeZero is node 0 of 2 (ranks 0 and 1 of 4) over dev, its ranks waiting as on a host of hostRanks ranks.
+func nodeZero(t *testing.T, dev device.Device, hostRanks int) *World {
+	t.Helper()
+	w, err := NewWorld(Options{Size: 4, Lo: 0, Hi: 2, EagerLimit: 64 << 10, Policy: queues.DefaultPolicy(hostRanks),
 		Device: dev, NodeOf: func(r int) int { return r / 2 }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return w, dev
+	return w
 }
 
 // TestUnexpectedRendezvousDrives: a receive that matches a rendezvous from another node already waiting in the

@@ -36,11 +36,7 @@ func (idleOp) Blocker() *queues.Completion { return nil }
 // arm the timer once.
 func TestResumeNetworkSoon(t *testing.T) {
 	dev := &resumeDevice{}
-	w, err := NewWorld(Options{Size: 4, Lo: 0, Hi: 2, EagerLimit: 64 << 10, Policy: queues.DefaultPolicy(1),
-		Device: dev, NodeOf: func(r int) int { return r / 2 }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := nodeZero(t, dev, 1)
 	resumes := func(want int32, why string) {
 		t.Helper()
 		if got := dev.resumes.Load(); got != want {
