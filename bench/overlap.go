@@ -109,24 +109,10 @@ func overlapRow(c *gompj.Comm, coll string, size int, o *Options, start func() (
 	if err := c.Barrier(); err != nil {
 		return nil, err
 	}
-	// Warm up as the blocking collective benchmarks do (coll.go): the iterations asked for, and at least minWarmup.
-	begin := gompj.Wtime()
-	for {
-		for i := 0; i < warmup; i++ {
-			if _, _, err := once(0); err != nil {
-				return nil, err
-			}
-		}
-		more := []byte{0}
-		if o.Warmup == 0 && c.Rank() == 0 && gompj.Wtime()-begin < minWarmup {
-			more[0] = 1
-		}
-		if err := c.Bcast(more, 0); err != nil {
-			return nil, err
-		}
-		if more[0] == 0 {
-			break
-		}
+	// Warm up as the blocking collective benchmarks do (coll.go): the iterations asked for, and at least
+	// minCollWarmup.
+	if err := warmUp(c, o, warmup, func() (float64, error) { t, _, err := once(0); return t, err }); err != nil {
+		return nil, err
 	}
 	var pure float64
 	for i := 0; i < iters; i++ {
