@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gompj/gompj"
+	"github.com/gompj/gompj/node"
 )
 
 // Result is what a kernel reports. Every rank of the run gets the same
@@ -214,8 +215,8 @@ func LayoutOf(c *gompj.Comm, netDevice string) (Layout, error) {
 	return l, nil
 }
 
-// deviceNames are the devices LayoutOf reports, in the order it lists them.
-var deviceNames = []string{"shm", "tcp", "rdma"}
+// deviceNames are the devices LayoutOf reports, in the order it lists them: node's names, which Comm.Devices gives.
+var deviceNames = []string{node.DevSHM, node.DevTCP, node.DevRDMA}
 
 // String is the report's layout line: "2 nodes x 4 ranks per node (tcp)".
 func (l Layout) String() string {
