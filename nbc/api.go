@@ -187,6 +187,15 @@ func start(c *ranks.Comm, a *collectives.Call, err error, va *collectives.ViewAr
 	if err != nil {
 		return nil, err
 	}
+	if algo == "shm" && va == nil && tinyOK(a, c.Size()) {
+		ac := new(collectives.Call) // the members' entries point at it until the use is over; the memo keeps it
+		*ac = *a
+		cc := cacheOf(c)
+		if k != nil && k.ok {
+			cc.memo[k.kind] = memo{key: *k, tiny: ac, forces: forces}
+		}
+		return startTiny(c, cc, ac), nil
+	}
 	gen := ranks.EnterOps(c) // this call runs the rank's operations: their signals meanwhile are its own
 	defer ranks.LeaveOps(c, gen)
 	if va == nil {

@@ -23,6 +23,10 @@
 // schedule waits for (op.Spin, ranks.Spinner), as a blocking collective spins on its peers' slots: no kick, signal
 // or worker stands between a peer's move and the waiter.
 //
+// A small call on a communicator within one node (each member's contribution fits in its slot entry) has no op:
+// its members publish their contributions in a slot and the last to arrive does the whole collective for all and
+// completes every member's request (tiny.go).
+//
 // A persistent op is built once by its Init call, with persistent child requests and a shared-memory slot of its
 // own, and run again by each Start without allocating; a nonblocking op is kept and reused when the same call comes
 // again (cache.go): a small call's outright, a large call's through a weak pointer, so as not to keep the program's

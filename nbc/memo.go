@@ -52,10 +52,12 @@ type callKey struct {
 	ok         bool // both buffers are of a kind the memo takes
 }
 
-// memo is the last call of one kind on a communicator, and the operation that ran it.
+// memo is the last call of one kind on a communicator, and the operation that ran it, or its resolved call if it
+// was tiny (tiny.go).
 type memo struct {
 	key    callKey
 	o      *op
+	tiny   *collectives.Call
 	forces uint32 // collectives.Forces when it was chosen
 }
 
@@ -103,7 +105,13 @@ func again(c *ranks.Comm, k *callKey) *ranks.Request {
 	}
 	cc := cacheOf(c)
 	m := &cc.memo[k.kind]
-	if m.o == nil || m.key != *k || !m.o.done.Load() || m.forces != collectives.Forces(c) {
+	if m.key != *k || m.forces != collectives.Forces(c) {
+		return nil
+	}
+	if m.tiny != nil {
+		return startTiny(c, cc, m.tiny)
+	}
+	if m.o == nil || !m.o.done.Load() {
 		return nil
 	}
 	gen := ranks.EnterOps(c) // as start

@@ -10,14 +10,21 @@ import (
 	"github.com/gompj/gompj/ranks"
 )
 
-// The memo runs a repeated call with the operation that ran it last, and only the very same call: another buffer,
-// the same memory seen shorter, a Force since, bad arguments, a freed communicator and a second call while the
-// first is still under way all take the full path, with its results and errors.
+// The memo runs a repeated call with the operation that ran it last (or its resolved call, if tiny: tiny.go), and
+// only the very same call: another buffer, the same memory seen shorter, a Force since, bad arguments, a freed
+// communicator and a second call while the first is still under way all take the full path, with its results and
+// errors. Small (tiny) and larger calls alike.
 func TestMemo(t *testing.T) {
+	for _, n := range []int{5, 2 * inlineMax / 8} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) { testMemo(t, n) })
+	}
+}
+
+func testMemo(t *testing.T, n int) {
 	const np = 3
 	want := func(i int) float64 { return float64(np*(np-1)/2 + np*i) } // the sum of rank+i over the ranks
 	err := node.Run(node.Config{Ranks: np}, func(c *ranks.Comm) error {
-		send, out, other := make([]float64, 5), make([]float64, 5), make([]float64, 5)
+		send, out, other := make([]float64, n), make([]float64, n), make([]float64, n)
 		run := func(i int, send, recv []float64) error {
 			for j := range send {
 				send[j] = float64(c.Rank() + i)
@@ -36,7 +43,14 @@ func TestMemo(t *testing.T) {
 			}
 			return nil
 		}
-		memo := func() *op { return cacheOf(c).memo[kindAllreduce].o }
+		memo := func() any {
+			if m := cacheOf(c).memo[kindAllreduce]; m.tiny != nil {
+				return m.tiny
+			} else if m.o != nil {
+				return m.o
+			}
+			return nil
+		}
 
 		// The same call again: the memo's operation, with the new data.
 		if err := run(0, send, out); err != nil {
@@ -62,10 +76,10 @@ func TestMemo(t *testing.T) {
 		if memo() == first || out[0] != 0 {
 			return fmt.Errorf("another buffer: memo %p (first %p), the old buffer holds %v", memo(), first, out[0])
 		}
-		if err := run(5, send[:3], other[:3]); err != nil {
+		if err := run(5, send[:n-2], other[:n-2]); err != nil {
 			return err
 		}
-		if other[3] != want(4) {
+		if other[n-2] != want(4) {
 			return fmt.Errorf("a shorter call wrote past its buffer: %v", other[3])
 		}
 		// Bad arguments after good ones fail as ever.
@@ -85,8 +99,8 @@ func TestMemo(t *testing.T) {
 		if err := run(7, send, out); err != nil {
 			return err
 		}
-		if a := memo().algo; a != "recursive_doubling" {
-			return fmt.Errorf("after a Force, the call ran %q", a)
+		if o, ok := memo().(*op); !ok || o.algo != "recursive_doubling" {
+			return fmt.Errorf("after a Force, the call ran %v", memo())
 		}
 		if err := collectives.Force(c, "iallreduce", ""); err != nil {
 			return err

@@ -51,6 +51,7 @@ type op struct {
 	small   bool     // a call of at most soonBytes: its start resumes the network after a grace (started)
 	release []func() // what Release lets go of
 	lend    bool     // a one-off op: its schedules' scratch buffers go back to the pools when it finishes (scratch.go)
+	byRound bool     // a tiny call's late arrival (tiny.go): the use's last member completes the request, not the op
 
 	// reuse (cache.go)
 	key    *collectives.Call // the call the op was built for, kept for reuse; nil if it is not kept
@@ -212,7 +213,9 @@ func (o *op) end(err error) {
 		o.drop()
 	}
 	o.done.Store(true)
-	ranks.CompleteOp(o.req, err)
+	if !o.byRound || err != nil {
+		ranks.CompleteOp(o.req, err)
+	}
 }
 
 // drop lets go of what a finished one-off op ran with: its schedule, which holds the caller's buffers, its child

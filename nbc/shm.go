@@ -74,6 +74,13 @@ type slot struct {
 	_     [64]byte
 	flist watchlist // ops waiting for finishes: to acquire the slot, or for the readers of their buffers
 	_     [64]byte
+	// arrivals counts the members published for the latest use, use<<arrivalBits | count (countArrival, tiny.go):
+	// the member whose publication completes a use's count runs a tiny use for all, and then sets tdone to the use,
+	// which is over for every member (allFinished): one line that it has just written, rather than every member's
+	// fin, which every member's next start on the slot would have fetched from it
+	arrivals atomic.Uint64
+	tdone    atomic.Uint64
+	_        [48]byte
 
 	// alltoall: claims[i*n+j] is the last use in which a member took the copy of block i->j (made on first use)
 	claimsOnce sync.Once
@@ -87,10 +94,12 @@ type slot struct {
 // of 4 alternated runs). A member is a whole number of lines (TestMemberLayout), so every member of a slot's array
 // starts at the same offset in a line as the first, which the allocator puts at most 8 bytes into one (its header).
 type member struct {
-	gen              atomic.Uint64 // the use it has published for
-	fin              atomic.Uint64 // the last use it finished: it no longer touches the slot or anybody's buffers
-	coll             string        // the collective the entry was published for: its readers check it (sameColl)
-	inlen            int
+	gen              atomic.Uint64  // the use it has published for
+	fin              atomic.Uint64  // the last use it finished, no longer touching the slot or buffers (see slot.tdone)
+	coll             string         // the collective the entry was published for: its readers check it (sameColl)
+	inlen            int32          // the bytes of inline in use
+	served           atomic.Uint32  // a tiny use (tiny.go): the use (its low 32 bits) whose request is completed
+	req              *ranks.Request // a tiny use: the member's request, in the line the use's runner reads
 	inline           [inlineMax]byte
 	src, dst         []byte
 	counts, displs   []int
@@ -99,7 +108,11 @@ type member struct {
 	sendDone         atomic.Uint64 // alltoall: blocks copied out of src in this use
 	blk              int
 	last             atomic.Pointer[op] // its operation of the slot's latest use, until done (acquire, op.forget)
-	_                [56]byte           // to 512 bytes: every member of the array starts at the same offset in a line
+	// a tiny use (tiny.go): the member published through the tiny protocol, with its call (req above); late: its
+	// request is its late arrival's operation's (startLate), else a CollRequest
+	tiny, late bool
+	call       *collectives.Call
+	_          [32]byte // to 512 bytes: every member of the array starts at the same offset in a line
 }
 
 func newSlot(n int) *slot { return &slot{mem: make([]member, n)} }
@@ -178,6 +191,9 @@ func (b *shmb) acquire() {
 // allFinished reports whether every member but skip has finished use u, resuming where its last look stopped (at
 // *from: fins only grow).
 func (b *shmb) allFinished(from *int, u uint64, skip int) bool {
+	if b.sl.tdone.Load() >= u {
+		return true // a tiny use, over for all (tiny.go)
+	}
 	for ; *from < len(b.sl.mem); *from++ {
 		if *from != skip && b.sl.mem[*from].fin.Load() < u {
 			return false
@@ -186,10 +202,23 @@ func (b *shmb) allFinished(from *int, u uint64, skip int) bool {
 	return true
 }
 
-// publish makes this member's entry for the use visible, with the collective it is for (sameColl).
+// publish makes this member's entry for the use visible, with the collective it is for (sameColl), and counts it
+// among the use's arrivals (countArrival): if it is the last of them and members of the use went the tiny way (an
+// erroneous program, whose members' sizes fall either side of the tiny limit), it fails their requests
+// (tinyMismatch).
 func (b *shmb) publish() {
-	b.me.coll = b.a.Coll
+	b.me.coll, b.me.tiny = b.a.Coll, false
 	b.me.gen.Store(b.u)
+	b.count()
+}
+
+// count counts this member among the use's arrivals (countArrival), as publish does, for a member that reads its
+// peers' entries without publishing its own (a rooted collective's reader, a scan's last member): the tiny members
+// of an erroneous use wait for every member's arrival.
+func (b *shmb) count() {
+	if countArrival(b.sl, b.u, b.n) {
+		tinyMismatch(b.sl, b.u, b.r)
+	}
 }
 
 // arrive publishes this member's entry for the use and, if every member has now published, tells the ops waiting
@@ -314,7 +343,7 @@ func (b *shmb) build() error {
 		b.rooted(func() error {
 			b.me.src = a.Recv
 			if inline {
-				b.me.inlen = copy(b.me.inline[:], a.Recv)
+				b.me.inlen = int32(copy(b.me.inline[:], a.Recv))
 				b.me.src = b.me.inline[:b.me.inlen]
 			}
 			return nil
@@ -426,6 +455,7 @@ func (b *shmb) rooted(pub func() error, part func(root *member) error, inline bo
 		} else {
 			err = part(m)
 		}
+		b.count()
 		b.finish()
 		return err
 	})
@@ -484,7 +514,7 @@ func (b *shmb) reduction() {
 	if total <= inlineMax {
 		b.acquire()
 		b.s.Do(func() error {
-			b.me.inlen = copy(b.me.inline[:], a.Send)
+			b.me.inlen = int32(copy(b.me.inline[:], a.Send))
 			b.arrive()
 			if !all && r != a.Root {
 				b.finish() // its contribution is in the slot: nothing of its own is read any more
@@ -577,7 +607,7 @@ func (b *shmb) allgather() {
 	if a.Counts == nil && a.Blk <= inlineMax {
 		b.acquire()
 		b.s.Do(func() error {
-			b.me.inlen = copy(b.me.inline[:], src)
+			b.me.inlen = int32(copy(b.me.inline[:], src))
 			b.arrive()
 			return nil
 		})
@@ -594,7 +624,7 @@ func (b *shmb) allgather() {
 				}
 				m := &b.sl.mem[j]
 				blk := blockOf(a.Recv, nil, nil, sz, j, a.Blk)
-				if m.inlen > len(blk) {
+				if int(m.inlen) > len(blk) {
 					err = truncf("allgather: %d bytes from rank %d into a block of %d", m.inlen, j, len(blk))
 					continue
 				}
@@ -772,7 +802,7 @@ func (b *shmb) alltoallInline() {
 	}
 	b.acquire()
 	b.s.Do(func() error {
-		b.me.inlen = copy(b.me.inline[:min(n*a.Blk, inlineMax)], src)
+		b.me.inlen = int32(copy(b.me.inline[:min(n*a.Blk, inlineMax)], src))
 		b.me.blk = a.Blk
 		b.arrive()
 		return nil
@@ -791,7 +821,7 @@ func (b *shmb) alltoallInline() {
 				err = collectives.Mismatch(r, a.Coll, j, m.coll)
 				continue
 			}
-			if m.inlen < n*m.blk {
+			if int(m.inlen) < n*m.blk {
 				err = collectivesArg("alltoall: rank %d sends %d bytes, not %d blocks of %d", j, m.inlen, n, m.blk)
 				continue
 			}
@@ -948,6 +978,8 @@ func (b *shmb) scan() {
 			b.me.dst = mine
 			b.publish()
 			b.sl.list.notify()
+		} else {
+			b.count()
 		}
 		b.finish()
 		return err

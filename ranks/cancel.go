@@ -31,7 +31,7 @@ func (r *Request) Cancel() error {
 	if ok, err := r.pending(); !ok {
 		return err
 	}
-	if r.kind == kindOp {
+	if r.kind == kindOp || r.kind == kindColl {
 		return fmt.Errorf("%w: a collective cannot be cancelled", ErrRequest)
 	}
 	rk := r.rk

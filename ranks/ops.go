@@ -228,6 +228,27 @@ func (c *Comm) OpRequestAlone(op Operation) *Request {
 	return c.opRequestIn(new(opRequest), op)
 }
 
+// CollRequest returns a new active request of c's rank that completes when CompleteColl is called on it: a
+// collective that another party runs to its end for this rank (package nbc's small calls on one node, which the
+// last member to arrive runs for every member). Its waiters wait as for a point-to-point request of the node: there
+// is no operation to move on, and nothing of it goes through the network device.
+func (c *Comm) CollRequest() *Request {
+	if c.r == nil {
+		return &Request{w: c.w, kind: kindColl}
+	}
+	return c.r.newReq(kindColl)
+}
+
+// CompleteColl completes r, a request of CollRequest, with err; once. For package nbc. It reads nothing of r and
+// writes only its flag (and its error, if any): the caller is another rank, and a look at r's last line, where the
+// owner's report marks it inactive, cost the owner a transfer of that line back (8-byte Iallreduce on 2 ranks).
+func CompleteColl(r *Request, err error) {
+	if err != nil {
+		r.err = err
+	}
+	r.done.Complete()
+}
+
 // PeerOnNode reports whether rank p of c (or ProcNull) is reached without the network device: it lives in this
 // node process, or there is no device.
 func (c *Comm) PeerOnNode(p int) bool {

@@ -39,6 +39,9 @@ const (
 	kindSend reqKind = iota + 1
 	kindRecv
 	kindOp // an Operation (nonblocking or persistent collective) completes through the request
+	// kindColl: a collective whose request another party completes (CompleteColl): a small nonblocking collective
+	// of one node that its last member to arrive runs for all (package nbc)
+	kindColl
 )
 
 // Operation is a multi-step operation (a nonblocking collective) that completes through a Request, so that the

@@ -1,0 +1,454 @@
+package nbc
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"github.com/gompj/gompj/collectives"
+	"github.com/gompj/gompj/ranks"
+)
+
+// Tiny calls: the nonblocking collectives of a communicator within one node whose contributions each fit in a
+// slot's entry (inlineMax), run by the last member to arrive, for all.
+//
+// Such a call is over in less time than the machinery of an operation takes to run it: a schedule, its runs and
+// their serialisation, the rank's list of active operations, the wait lists, a spinning Wait. An 8-byte Iallreduce
+// and its Wait, in a loop on 2 ranks, took 2.6-2.8 us that way, against 0.8 for Allreduce. So a tiny call has no
+// operation. Each member takes the slot and use that a shared-memory operation would (slotFor), copies its
+// contribution into its entry with its call and a request (ranks.CollRequest), and counts itself among the use's
+// arrivals (slot.arrivals). The member whose arrival completes the count does the whole collective at once, in its
+// starting call: it checks the entries against each other, combines or copies the contributions into every
+// member's receive buffer, completes every member's request, and marks the use over (slot.tdone). The others'
+// starting calls return at once, and their Waits wait on their request's flag as for a message of the node. A
+// member whose part is over once its contribution is in its entry (a bcast's root, a reduce's or gather's other
+// members) completes its request at its start (early), and a bcast's reader is served as soon as both it and the
+// root have arrived, by whichever of them comes second (serveBcast).
+//
+// So a tiny call progresses without any call of its members after their start, needs no worker, and its Wait has
+// nothing to run. A start whose slot is still in use (the slot's previous use unfinished: 16 operations
+// outstanding, by default) waits a little (awaitSlot) but must not wait for long, since the members that hold it
+// may be waiting for this rank; it then arrives later through an operation of its own (startLate), which a worker
+// or the rank's completion calls run once the slot is free, as any shared-memory operation's acquire does. Members
+// choose the tiny way by the call's size, as the algorithm table does (Call.Bytes); an erroneous program whose
+// members' sizes fall either side of the limit meets in the same slot and use all the same, and every member
+// counts its arrival, tiny or not (shmb.publish, shmb.count), so whoever completes the count fails the tiny
+// members' requests (tinyMismatch) while the others' schedules check the entries as they do against each other.
+
+// arrivalBits is how many bits of slot.arrivals count a use's members.
+const arrivalBits = 20
+
+// countArrival counts a member's arrival at use u of sl, of n members, and reports whether it completes the count.
+func countArrival(sl *slot, u uint64, n int) bool {
+	for {
+		v := sl.arrivals.Load()
+		nv := u<<arrivalBits | 1
+		if v>>arrivalBits == u {
+			nv = v + 1
+		}
+		if sl.arrivals.CompareAndSwap(v, nv) {
+			return nv&(1<<arrivalBits-1) == uint64(n)
+		}
+	}
+}
+
+// tinyOK reports whether call a, on a communicator of n members within this node, is tiny. Every member must come
+// to the same answer, so it looks only at what the members' calls share: the collective and the size the table
+// sees (Call.Bytes), times the members for the calls whose entries carry a block for each.
+func tinyOK(a *collectives.Call, n int) bool {
+	if a.Object || a.Counts != nil || a.RCounts != nil {
+		return false
+	}
+	switch a.Coll {
+	case "barrier":
+		return true
+	case "bcast", "reduce", "allreduce", "scan", "exscan", "gather", "allgather":
+		return a.Bytes() <= inlineMax
+	case "alltoall":
+		return n*a.Blk <= inlineMax
+	}
+	return false
+}
+
+// tinySrc returns what member r of n contributes to call a: what it copies into its entry.
+func tinySrc(a *collectives.Call, r, n int) []byte {
+	switch a.Coll {
+	case "barrier":
+		return nil
+	case "bcast":
+		if r == a.Root {
+			return a.Recv
+		}
+		return nil
+	case "gather":
+		if a.InPlace {
+			return nil // the root's block is in its receive buffer already
+		}
+	case "allgather":
+		if a.InPlace {
+			return a.Recv[r*a.Blk : (r+1)*a.Blk]
+		}
+	case "alltoall":
+		if a.InPlace {
+			return a.Recv[:n*a.Blk] // copied into the entry before anybody writes the buffer
+		}
+	}
+	return a.Send // reductions in place: Send is the receive buffer
+}
+
+// startTiny starts tiny call a (kept by the caller: the entries point at it until the use is over) on c, whose
+// nbc state is cc, and returns its request.
+func startTiny(c *ranks.Comm, cc *commCache, a *collectives.Call) *ranks.Request {
+	collectives.NextOp(c) // as a built operation takes its id: members agree on every later one
+	sl, u := slotFor(c, cc)
+	if !slotFree(sl, u) && !awaitSlot(sl, u) {
+		return startLate(c, a, sl, u)
+	}
+	r, n := c.Rank(), c.Size()
+	req := c.CollRequest()
+	if early(a, r) {
+		tinyArrive(sl, u, r, n, a, nil, false)
+		ranks.CompleteColl(req, nil)
+		return req
+	}
+	tinyArrive(sl, u, r, n, a, req, false)
+	return req
+}
+
+// early reports whether member r's part of tiny call a is over once its contribution is in its entry: a bcast's
+// root, a reduce's or a gather's other members. Its request completes at its start, as the blocking call returns
+// at once there; the root of a repeated bcast goes ahead, up to the ring's slots (awaitSlot), as the blocking one
+// does. Waiting for the use to complete made an 8-byte Ibcast among 8 ranks on 2 cores cost a whole round of the
+// ranks' goroutines: 3.9 us against 0.7 for Bcast.
+func early(a *collectives.Call, r int) bool {
+	switch a.Coll {
+	case "bcast":
+		return r == a.Root
+	case "reduce", "gather":
+		return r != a.Root
+	}
+	return false
+}
+
+// awaitSlot waits a little for use u-1 of sl to end, yielding, and reports whether it did: most often the slot is
+// held by members a few calls behind this one, which need the processor to catch up (a bcast's root running
+// ahead). It gives up after slotYields: those members may be waiting for this rank, and then the start must not
+// wait (startLate).
+func awaitSlot(sl *slot, u uint64) bool {
+	for range slotYields {
+		runtime.Gosched()
+		if slotFree(sl, u) {
+			return true
+		}
+	}
+	return false
+}
+
+// slotYields: see awaitSlot. A few microseconds of yields: a round of a node's ranks, on a loaded node more.
+const slotYields = 32
+
+// slotFree reports whether use u-1 of sl is over: every member has finished it.
+func slotFree(sl *slot, u uint64) bool {
+	if sl.tdone.Load() >= u-1 {
+		return true // a tiny use
+	}
+	for j := range sl.mem {
+		if sl.mem[j].fin.Load() < u-1 {
+			return false
+		}
+	}
+	return true
+}
+
+// tinyArrive publishes member r's entry for use u of sl, whose slot's previous use is over, with its request req
+// (nil: none, early; late: an operation's, startLate), and counts its arrival; if that completes the count, it runs
+// the use.
+func tinyArrive(sl *slot, u uint64, r, n int, a *collectives.Call, req *ranks.Request, late bool) {
+	me := &sl.mem[r]
+	me.inlen = int32(copy(me.inline[:], tinySrc(a, r, n)))
+	me.req = req
+	// The rest of the entry is most often what it was at the member's last use of the slot (the memo's call): it is
+	// written only where it differs, so that the lines the use's runner read last time stay shared and only the
+	// first one (gen, req, the data) moves. The fields a shared-memory schedule reads are set all the same, for
+	// an erroneous use whose members went either way (see above).
+	if src := me.inline[:me.inlen]; !sameBytes(me.src, src) {
+		me.src = src
+	}
+	if !sameBytes(me.dst, a.Recv) {
+		me.dst = a.Recv
+	}
+	if me.blk != a.Blk {
+		me.blk = a.Blk
+	}
+	if me.counts != nil || me.displs != nil || me.rcounts != nil || me.rdispls != nil {
+		me.counts, me.displs, me.rcounts, me.rdispls = nil, nil, nil, nil
+	}
+	if me.coll != a.Coll {
+		me.coll = a.Coll
+	}
+	if !me.tiny || me.call != a || me.late != late {
+		me.tiny, me.call, me.late = true, a, late
+	}
+	me.gen.Store(u)
+	if sl.list.n.Load() != 0 {
+		sl.list.notify() // a member waiting for publications: only in an erroneous use (see above)
+	}
+	if a.Coll == "bcast" {
+		serveBcast(sl, u, r, a.Root)
+	}
+	if countArrival(sl, u, n) {
+		runTiny(sl, u, r)
+	}
+}
+
+// serveBcast is a tiny bcast's member r's part at its arrival, before it counts itself (so that, once every member
+// has counted, every reader has been served): a reader that finds the root published copies the data itself, and
+// its request completes at its start; the root copies it to the readers that came before it. Of a reader and the
+// root that both look, claim lets one serve. So a reader waits for the root only, as in the blocking bcast, not
+// for the last member to arrive: among 8 ranks on 2 cores, that was a whole round of the ranks' goroutines.
+func serveBcast(sl *slot, u uint64, r, root int) {
+	if r != root {
+		if sl.mem[root].gen.Load() == u {
+			tryServe(sl, u, r, root)
+		}
+		return
+	}
+	for j := range sl.mem {
+		if j != root && sl.mem[j].gen.Load() == u {
+			tryServe(sl, u, j, root)
+		}
+	}
+}
+
+// tryServe copies root's data of a tiny bcast at use u to reader j, and completes j's request, unless it was
+// served already.
+func tryServe(sl *slot, u uint64, j, root int) {
+	if req := claim(&sl.mem[j], u); req != nil {
+		complete(&sl.mem[j], req, bcastInto(sl, j, root))
+	}
+}
+
+// bcastInto copies the root's data of a tiny bcast into reader j's buffer, after checking the root's entry.
+func bcastInto(sl *slot, j, root int) error {
+	m, rt := &sl.mem[j], &sl.mem[root]
+	switch {
+	case !rt.tiny || rt.coll != "bcast":
+		return collectives.Mismatch(j, "bcast", root, rt.coll)
+	case rt.call.Root != root:
+		return collectivesArg("bcast: rank %d names root %d, rank %d root %d", j, root, root, rt.call.Root)
+	case len(m.dst) < int(rt.inlen):
+		return truncf("bcast of %d bytes from root %d into a buffer of %d", rt.inlen, root, len(m.dst))
+	}
+	copy(m.dst, rt.inline[:rt.inlen])
+	return nil
+}
+
+// complete completes member m's request req with err.
+func complete(m *member, req *ranks.Request, err error) {
+	if m.late {
+		ranks.CompleteOp(req, err)
+		return
+	}
+	ranks.CompleteColl(req, err)
+}
+
+// claim takes member m's request at use u for completing, once, and returns it: nil if it was taken already (a
+// bcast's reader served by the root and itself at once), or the member had none (early). Only a bcast's readers
+// are served by more than one member; every other request of a use is completed by the one member that
+// completes its arrivals.
+func claim(m *member, u uint64) *ranks.Request {
+	for {
+		s := m.served.Load()
+		if s == uint32(u) {
+			return nil
+		}
+		if m.served.CompareAndSwap(s, uint32(u)) {
+			return m.req
+		}
+	}
+}
+
+// startLate starts tiny call a at use u of slot sl, which is still in use: an operation acquires the slot, as a
+// shared-memory schedule's does, then arrives. Its request completes when the use does, by whoever runs it.
+func startLate(c *ranks.Comm, a *collectives.Call, sl *slot, u uint64) *ranks.Request {
+	o := newOp(c)
+	s := &Schedule{}
+	b := &shmb{s: s, r: c.Rank(), n: c.Size(), a: a}
+	b.moveTo(sl, u, o)
+	o.shm = b
+	b.acquire()
+	s.Do(func() error {
+		tinyArrive(b.sl, b.u, b.r, b.n, a, o.req, true)
+		return nil
+	})
+	o.m = Machine{s: s}
+	o.m.Reset()
+	o.tr = newTransport(o, c, len(s.Steps))
+	o.onNode, o.small, o.byRound, o.lend = true, true, true, true
+	o.setReq(c.OpRequest(o))
+	ranks.Launch(o.req)
+	o.run()
+	o.started()
+	return o.req
+}
+
+// runTiny runs use u of sl, whose arrivals member self has just completed: the whole collective, for every member.
+func runTiny(sl *slot, u uint64, self int) {
+	mem := sl.mem
+	for j := range mem {
+		if mem[j].gen.Load() != u || !mem[j].tiny {
+			tinyMismatch(sl, u, j)
+			return
+		}
+	}
+	a := mem[self].call
+	bcast := a.Coll == "bcast"
+	if err := tinyCheck(mem, a, self); err != nil {
+		tinyEnd(sl, u, bcast, func(int) error { return err })
+		return
+	}
+	n := len(mem)
+	switch a.Coll {
+	case "bcast": // the readers are served (serveBcast): whoever is not, because of an error, is told here
+		tinyEnd(sl, u, true, func(j int) error { return bcastInto(sl, j, a.Root) })
+		return
+	case "allreduce", "reduce":
+		total := mem[self].inlen
+		out := mem[a.Root].dst
+		if a.Coll == "allreduce" {
+			out = mem[self].dst
+		}
+		out = out[:total]
+		copy(out, mem[n-1].inline[:total])
+		for i := n - 2; i >= 0; i-- {
+			a.Kernel(out, mem[i].inline[:total])
+		}
+		if a.Coll == "allreduce" {
+			for j := range mem {
+				if j != self {
+					copy(mem[j].dst, out)
+				}
+			}
+		}
+	case "scan", "exscan":
+		total := mem[self].inlen
+		for j := range mem {
+			last := j
+			if a.Coll == "exscan" {
+				last = j - 1
+			}
+			if last < 0 {
+				continue // exscan: rank 0's receive buffer is left alone
+			}
+			out := mem[j].dst[:total]
+			copy(out, mem[last].inline[:total])
+			for i := last - 1; i >= 0; i-- {
+				a.Kernel(out, mem[i].inline[:total])
+			}
+		}
+	case "gather":
+		root, blk := &mem[a.Root], a.Blk
+		for j := range mem {
+			if m := &mem[j]; j != a.Root || !m.call.InPlace {
+				copy(root.dst[j*blk:(j+1)*blk], m.inline[:m.inlen])
+			}
+		}
+	case "allgather":
+		blk := a.Blk
+		for j := range mem {
+			for i := range mem {
+				copy(mem[j].dst[i*blk:(i+1)*blk], mem[i].inline[:blk])
+			}
+		}
+	case "alltoall":
+		blk := a.Blk
+		for j := range mem {
+			for i := range mem {
+				copy(mem[j].dst[i*blk:(i+1)*blk], mem[i].inline[j*blk:(j+1)*blk])
+			}
+		}
+	}
+	tinyEnd(sl, u, false, func(int) error { return nil })
+}
+
+// sameBytes reports whether a and b are the same slice: the same memory, length and capacity.
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && cap(a) == cap(b) && unsafe.SliceData(a) == unsafe.SliceData(b)
+}
+
+// tinyCheck checks the members' entries of a tiny use against member self's call a: the same collective, root and
+// contribution sizes. What it finds fails every member: each one's call is wrong for the others.
+func tinyCheck(mem []member, a *collectives.Call, self int) error {
+	for j := range mem {
+		m := &mem[j]
+		b := m.call
+		switch {
+		case b.Coll != a.Coll:
+			return collectives.Mismatch(self, a.Coll, j, b.Coll)
+		case b.Root != a.Root:
+			return collectivesArg("%s: rank %d names root %d, rank %d root %d", a.Coll, self, a.Root, j, b.Root)
+		case a.Coll == "bcast" || a.Coll == "barrier":
+		case a.Coll == "gather" && j == a.Root && b.InPlace:
+		case b.Blk != a.Blk || (a.Coll != "gather" && m.inlen != mem[self].inlen) ||
+			(a.Coll == "gather" && int(m.inlen) != a.Blk):
+			return collectivesArg("%s: rank %d contributes %d bytes, rank %d %d", a.Coll, self, mem[self].inlen, j,
+				m.inlen)
+		}
+	}
+	return nil
+}
+
+// tinyEnd ends use u of sl: for each member j whose request is still to complete (not early; with claims, a bcast,
+// not served), it runs move(j) (a bcast reader's copy, or nothing) and completes the request with what that
+// returns; then it marks the use over for every member (slot.tdone). That comes last: a member takes the slot
+// again only once it is set, so the entries stay as they are until this is through.
+func tinyEnd(sl *slot, u uint64, claims bool, move func(j int) error) {
+	for j := range sl.mem {
+		// req and call stay in the entry until its member's next use of the slot (see tinyArrive); a stale one is
+		// never read again, since every look at an entry checks its gen first.
+		req := sl.mem[j].req
+		if claims {
+			req = claim(&sl.mem[j], u)
+		}
+		if req == nil {
+			continue
+		}
+		complete(&sl.mem[j], req, move(j))
+	}
+	sl.tdone.Store(u)
+	if sl.flist.n.Load() != 0 {
+		sl.flist.notify() // an operation waiting to acquire the slot
+	}
+}
+
+// tinyMismatch ends use u of sl, whose arrivals are complete, when not every member went the tiny way (see above;
+// other is one that did not): it fails the requests of those that did and marks them finished with the use. The
+// others' schedules see what is wrong in their peers' entries.
+func tinyMismatch(sl *slot, u uint64, other int) {
+	var first *member
+	for j := range sl.mem {
+		if m := &sl.mem[j]; m.gen.Load() == u && m.tiny {
+			first = m
+			break
+		}
+	}
+	if first == nil {
+		return // no member went the tiny way: a plain shared-memory use
+	}
+	for j := range sl.mem {
+		m := &sl.mem[j]
+		if m.gen.Load() != u || !m.tiny {
+			continue
+		}
+		req := claim(m, u)
+		m.fin.Store(u) // not tdone: the use is not over for the others
+		if req == nil {
+			continue // it completed at its start (early), or was served (a bcast's reader)
+		}
+		complete(m, req, fmt.Errorf("%w: collective mismatch: rank %d started a small %s (at most %d bytes), "+
+			"rank %d a larger call or another collective", ranks.ErrArg, j, m.coll, inlineMax, other))
+	}
+	if sl.flist.n.Load() != 0 {
+		sl.flist.notify()
+	}
+}

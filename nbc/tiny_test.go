@@ -1,0 +1,215 @@
+package nbc
+
+import (
+	"errors"
+	"fmt"
+	"math/rand"
+	"strings"
+	"testing"
+
+	"github.com/gompj/gompj/collectives"
+	"github.com/gompj/gompj/node"
+	"github.com/gompj/gompj/ranks"
+)
+
+// tinyCase is one tiny call of the model test: its start on a rank, and the check of its result against the
+// reference, after its Wait.
+type tinyCase struct {
+	name  string
+	start func() (*ranks.Request, error)
+	check func() error
+}
+
+// tinyVal is rank r's element i of call k: small integers, so that sums are exact in any order.
+func tinyVal(r, i, k int) float64 { return float64((r*5+i*3+k)%11 + 1) }
+
+// newTinyCase makes call k of the sequence on rank me of c, of kind kind, with m elements per block.
+func newTinyCase(c *ranks.Comm, kind, k, m, root int) tinyCase {
+	me, np := c.Rank(), c.Size()
+	mine := func(n int) []float64 {
+		s := make([]float64, n)
+		for i := range s {
+			s[i] = tinyVal(me, i, k)
+		}
+		return s
+	}
+	sum := func(i, lo, hi int) float64 { // the sum of element i over ranks [lo, hi)
+		t := 0.0
+		for r := lo; r < hi; r++ {
+			t += tinyVal(r, i, k)
+		}
+		return t
+	}
+	expect := func(got []float64, want func(i int) float64) error {
+		for i := range got {
+			if got[i] != want(i) {
+				return fmt.Errorf("call %d: rank %d: element %d is %v, want %v", k, me, i, got[i], want(i))
+			}
+		}
+		return nil
+	}
+	send, recv := mine(m), make([]float64, m)
+	switch kind {
+	case 0:
+		return tinyCase{"allreduce", func() (*ranks.Request, error) { return Iallreduce(c, send, recv, collectives.Sum) },
+			func() error { return expect(recv, func(i int) float64 { return sum(i, 0, np) }) }}
+	case 1:
+		buf := send
+		if me != root {
+			buf = make([]float64, m)
+		}
+		return tinyCase{"bcast", func() (*ranks.Request, error) { return Ibcast(c, buf, root) },
+			func() error { return expect(buf, func(i int) float64 { return tinyVal(root, i, k) }) }}
+	case 2:
+		return tinyCase{"reduce", func() (*ranks.Request, error) { return Ireduce(c, send, recv, collectives.Sum, root) },
+			func() error {
+				if me != root {
+					return nil
+				}
+				return expect(recv, func(i int) float64 { return sum(i, 0, np) })
+			}}
+	case 3:
+		return tinyCase{"scan", func() (*ranks.Request, error) { return Iscan(c, send, recv, collectives.Sum) },
+			func() error { return expect(recv, func(i int) float64 { return sum(i, 0, me+1) }) }}
+	case 4:
+		return tinyCase{"exscan", func() (*ranks.Request, error) { return Iexscan(c, send, recv, collectives.Sum) },
+			func() error {
+				if me == 0 {
+					return nil
+				}
+				return expect(recv, func(i int) float64 { return sum(i, 0, me) })
+			}}
+	case 5:
+		all := make([]float64, m*np)
+		return tinyCase{"allgather", func() (*ranks.Request, error) { return Iallgather(c, send, all) },
+			func() error { return expect(all, func(i int) float64 { return tinyVal(i/m, i%m, k) }) }}
+	case 6:
+		all := make([]float64, m*np)
+		return tinyCase{"gather", func() (*ranks.Request, error) { return Igather(c, send, all, root) },
+			func() error {
+				if me != root {
+					return nil
+				}
+				return expect(all, func(i int) float64 { return tinyVal(i/m, i%m, k) })
+			}}
+	case 7:
+		out, in := mine(m*np), make([]float64, m*np)
+		return tinyCase{"alltoall", func() (*ranks.Request, error) { return Ialltoall(c, out, in) },
+			// block j of rank me's receive buffer is block me of rank j's send buffer
+			func() error { return expect(in, func(i int) float64 { return tinyVal(i/m, me*m+i%m, k) }) }}
+	default:
+		return tinyCase{"barrier", func() (*ranks.Request, error) { return Ibarrier(c) }, func() error { return nil }}
+	}
+}
+
+// TestTinyModel: random sequences of tiny calls (the same on every rank), many under way at once on a ring of 2
+// slots, so that starts find their slot in use and arrive late (startLate); rank 0 starts each batch before the
+// others start any, and every rank waits for its requests in an order of its own. Every result is checked against
+// a reference computed from the inputs. With the worker pool and without it.
+func TestTinyModel(t *testing.T) {
+	const np, batches = 4, 30
+	for _, async := range []bool{true, false} {
+		t.Run(fmt.Sprintf("async=%v", async), func(t *testing.T) {
+			gates := make([]chan struct{}, batches)
+			for i := range gates {
+				gates[i] = make(chan struct{})
+			}
+			err := node.Run(node.Config{Ranks: np, NbcSlots: 2, NoAsyncProgress: !async}, func(c *ranks.Comm) error {
+				seq := rand.New(rand.NewSource(7))                   // the calls: the same on every rank
+				mix := rand.New(rand.NewSource(int64(c.Rank() + 1))) // the order of the waits: each rank's own
+				k := 0
+				for b := 0; b < batches; b++ {
+					cases := make([]tinyCase, 1+seq.Intn(7))
+					for i := range cases {
+						m := 1 + seq.Intn(3)
+						cases[i] = newTinyCase(c, seq.Intn(9), k, m, seq.Intn(np))
+						k++
+					}
+					if c.Rank() != 0 {
+						<-gates[b] // rank 0 has started the whole batch: its later starts found their slot in use
+					}
+					reqs := make([]*ranks.Request, len(cases))
+					for i, tc := range cases {
+						r, err := tc.start()
+						if err != nil {
+							return fmt.Errorf("%s: %w", tc.name, err)
+						}
+						reqs[i] = r
+					}
+					if c.Rank() == 0 {
+						close(gates[b])
+					}
+					for _, i := range mix.Perm(len(cases)) {
+						if _, err := reqs[i].Wait(); err != nil {
+							return fmt.Errorf("%s: %w", cases[i].name, err)
+						}
+						if err := cases[i].check(); err != nil {
+							return fmt.Errorf("%s: %w", cases[i].name, err)
+						}
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestTinyStraddle: an erroneous program whose members' sizes fall either side of the tiny limit (one member's call
+// is tiny, another's is not) meets in one slot all the same: nobody hangs, the tiny member fails with a collective
+// mismatch (unless its part was over at its start: a bcast's root), the others with the error their schedule
+// finds, and the communicator goes on working.
+func TestTinyStraddle(t *testing.T) {
+	big := 2 * inlineMax / 8
+	for _, tc := range []struct {
+		name  string
+		start func(c *ranks.Comm, n int) (*ranks.Request, error)
+	}{
+		{"allreduce", func(c *ranks.Comm, n int) (*ranks.Request, error) {
+			return Iallreduce(c, make([]float64, n), make([]float64, n), collectives.Sum)
+		}},
+		{"bcast", func(c *ranks.Comm, n int) (*ranks.Request, error) { return Ibcast(c, make([]float64, n), 0) }},
+		{"scan", func(c *ranks.Comm, n int) (*ranks.Request, error) {
+			return Iscan(c, make([]float64, n), make([]float64, n), collectives.Sum)
+		}},
+	} {
+		for tiny := 0; tiny < 2; tiny++ { // the rank whose call is tiny
+			err := node.Run(node.Config{Ranks: 2}, func(c *ranks.Comm) error {
+				n := big
+				if c.Rank() == tiny {
+					n = 1
+				}
+				r, err := tc.start(c, n)
+				if err != nil {
+					return err
+				}
+				_, err = r.Wait()
+				// A tiny bcast's root completes at its start (early), as a shared-memory one does: its reader,
+				// with a larger buffer, takes what the root sent.
+				rootDone := tc.name == "bcast" && c.Rank() == 0
+				if c.Rank() == tiny && !rootDone &&
+					(!errors.Is(err, ranks.ErrArg) || !strings.Contains(err.Error(), "mismatch")) {
+					return fmt.Errorf("%s: the tiny member (rank %d): %v", tc.name, tiny, err)
+				}
+				// and the communicator still works
+				s, o := []float64{1}, []float64{0}
+				r, err = Iallreduce(c, s, o, collectives.Sum)
+				if err != nil {
+					return err
+				}
+				if _, err := r.Wait(); err != nil {
+					return err
+				}
+				if o[0] != 2 {
+					return fmt.Errorf("after the mismatch, a sum of 2 ones is %v", o[0])
+				}
+				return nil
+			})
+			if err != nil {
+				t.Errorf("%s, rank %d tiny: %v", tc.name, tiny, err)
+			}
+		}
+	}
+}
