@@ -139,6 +139,10 @@ func (o *op) retarget(c *ranks.Comm, cc *commCache) {
 	for i := range o.phases {
 		p := &o.phases[i]
 		pid := collectives.NextOp(p.c)
+		if p.tiny != nil {
+			p.tiny.sl, p.tiny.u = slotFor(p.c, cacheOf(p.c))
+			continue
+		}
 		if p.shm == nil {
 			retag(p.s, pid)
 			continue

@@ -50,6 +50,17 @@ func (hb *hierb) beside(sc *ranks.Comm, a collectives.Call) error {
 	} else {
 		id = collectives.NextOp(sc)
 	}
+	if algo == "shm" && !hb.persistent && tinyOK(&a, sc.Size()) {
+		// A small phase on the node: a tiny call (tiny.go), run by the node's last member to arrive. A persistent
+		// op keeps its shared-memory schedule, whose runs allocate nothing.
+		ac := new(collectives.Call)
+		*ac = a
+		t := &tinySub{o: hb.o, c: sc, a: ac}
+		t.sl, t.u = slotFor(sc, cacheOf(sc))
+		hb.o.phases = append(hb.o.phases, phase{c: sc, s: &Schedule{}, tiny: t})
+		hb.s.Run(t)
+		return nil
+	}
 	s := &Schedule{}
 	sp := &spec{algo: algo, rank: sc.Rank(), n: sc.Size(), id: id, a: &a}
 	var err error

@@ -62,11 +62,12 @@ type op struct {
 }
 
 // phase is one phase of a node-aware op (hier.go): a schedule on a sub-communicator, with its shared-memory
-// builder if it runs in shared memory.
+// builder if it runs in shared memory, or its tiny call if it is one.
 type phase struct {
-	c   *ranks.Comm
-	s   *Schedule
-	shm *shmb
+	c    *ranks.Comm
+	s    *Schedule
+	shm  *shmb
+	tiny *tinySub // a tiny phase (tiny.go), which reuse moves to another slot
 }
 
 const (

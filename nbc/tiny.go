@@ -232,6 +232,10 @@ func tryServe(sl *slot, u uint64, j, root int) {
 func bcastInto(sl *slot, j, root int) error {
 	m, rt := &sl.mem[j], &sl.mem[root]
 	switch {
+	case m.coll != "bcast":
+		return collectives.Mismatch(j, m.coll, root, "bcast")
+	case m.call.Root != root:
+		return collectivesArg("bcast: rank %d names root %d, rank %d root %d", j, m.call.Root, root, root)
 	case !rt.tiny || rt.coll != "bcast":
 		return collectives.Mismatch(j, "bcast", root, rt.coll)
 	case rt.call.Root != root:
@@ -292,6 +296,67 @@ func startLate(c *ranks.Comm, a *collectives.Call, sl *slot, u uint64) *ranks.Re
 	return o.req
 }
 
+// tinySub is a tiny call as a phase of a node-aware op (hier.go): it arrives when the op's schedule gets to it,
+// once its slot is free, and completes when its use does; the op's hook on its request moves the op on.
+type tinySub struct {
+	o       *op
+	c       *ranks.Comm
+	a       *collectives.Call
+	sl      *slot
+	u       uint64
+	req     *ranks.Request
+	arrived bool
+	done    bool
+	err     error
+}
+
+// Begin implements Sub.
+func (t *tinySub) Begin() error {
+	t.req, t.arrived, t.done, t.err = nil, false, false, nil
+	t.arrive()
+	return nil
+}
+
+// arrive arrives at the phase's use if its slot is free; else the op waits on the slot's list of finishes.
+func (t *tinySub) arrive() {
+	if !slotFree(t.sl, t.u) {
+		t.o.watchOn(&t.sl.flist)
+		return
+	}
+	r, n := t.c.Rank(), t.c.Size()
+	t.arrived = true
+	if early(t.a, r) {
+		tinyArrive(t.sl, t.u, r, n, t.a, nil, false)
+		t.done = true
+		return
+	}
+	t.req = t.c.CollRequest()
+	ranks.CompletionOf(t.req).OnComplete(t.o.hook)
+	tinyArrive(t.sl, t.u, r, n, t.a, t.req, false)
+}
+
+// Poll implements Sub. It may be called again once done: it reports the same.
+func (t *tinySub) Poll() (bool, error) {
+	if !t.arrived {
+		if t.arrive(); !t.arrived {
+			return false, nil
+		}
+	}
+	if !t.done && ranks.CompletionOf(t.req).Done() {
+		_, t.err = t.req.Wait()
+		t.done = true
+	}
+	return t.done, t.err
+}
+
+// ready reports whether a Poll would move the phase on (transport.ready).
+func (t *tinySub) ready() bool {
+	if !t.arrived {
+		return slotFree(t.sl, t.u)
+	}
+	return t.done || ranks.CompletionOf(t.req).Done()
+}
+
 // runTiny runs use u of sl, whose arrivals member self has just completed: the whole collective, for every member.
 func runTiny(sl *slot, u uint64, self int) {
 	mem := sl.mem
@@ -302,7 +367,12 @@ func runTiny(sl *slot, u uint64, self int) {
 		}
 	}
 	a := mem[self].call
-	bcast := a.Coll == "bcast"
+	// A bcast's root serves the members that arrived before it (serveBcast): if any member is one, another's request
+	// may be completed already, by it, even in an erroneous use where the others started something else.
+	bcast := false
+	for j := range mem {
+		bcast = bcast || mem[j].coll == "bcast"
+	}
 	if err := tinyCheck(mem, a, self); err != nil {
 		tinyEnd(sl, u, bcast, func(int) error { return err })
 		return

@@ -213,3 +213,31 @@ func TestTinyStraddle(t *testing.T) {
 		}
 	}
 }
+
+// TestTinyBcastMismatch: a bcast's root serves the members that arrived before it, and must not take another
+// collective's member for a reader: an Iallreduce's member beside an Ibcast's root fails with a collective mismatch
+// whichever arrives first, and its request completes once. Many rounds, so that both orders come up.
+func TestTinyBcastMismatch(t *testing.T) {
+	err := node.Run(node.Config{Ranks: 2}, func(c *ranks.Comm) error {
+		for i := 0; i < 300; i++ {
+			var r *ranks.Request
+			var err error
+			if c.Rank() == 0 {
+				r, err = Ibcast(c, []float64{1}, 0)
+			} else {
+				r, err = Iallreduce(c, []float64{1}, []float64{0}, collectives.Sum)
+			}
+			if err != nil {
+				return err
+			}
+			_, err = r.Wait()
+			if c.Rank() == 1 && (!errors.Is(err, ranks.ErrArg) || !strings.Contains(err.Error(), "mismatch")) {
+				return fmt.Errorf("round %d: the allreduce's member: %v", i, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

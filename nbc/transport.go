@@ -132,8 +132,11 @@ func (t *transport) ready(m *Machine) bool {
 	case StepWait:
 		return st.Cond()
 	case StepSub:
-		if s, ok := st.Sub.(*sub); ok {
+		switch s := st.Sub.(type) {
+		case *sub:
 			return s.tr.ready(&s.m)
+		case *tinySub:
+			return s.ready()
 		}
 		return true // an unknown kind of sub-operation: let a run poll it
 	}
