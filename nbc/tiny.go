@@ -21,9 +21,9 @@ import (
 // starting call: it checks the entries against each other, combines or copies the contributions into every
 // member's receive buffer, completes every member's request, and marks the use over (slot.tdone). The others'
 // starting calls return at once, and their Waits wait on their request's flag as for a message of the node. A
-// member whose part is over once its contribution is in its entry (a bcast's root, a reduce's or gather's other
-// members) completes its request at its start (early), and a bcast's reader is served as soon as both it and the
-// root have arrived, by whichever of them comes second (serveBcast).
+// member whose part is over once its contribution is in its entry (a reduce's or gather's other members) completes
+// its request at its start (early), and a bcast's or scatter's reader is served as soon as both it and the root
+// have arrived, by whichever of them comes second (serve).
 //
 // So a tiny call progresses without any call of its members after their start, needs no worker, and its Wait has
 // nothing to run. A start whose slot is still in use (the slot's previous use unfinished: 16 operations
@@ -64,7 +64,7 @@ func tinyOK(a *collectives.Call, n int) bool {
 		return true
 	case "bcast", "reduce", "allreduce", "scan", "exscan", "gather", "allgather":
 		return a.Bytes() <= inlineMax
-	case "alltoall":
+	case "alltoall", "scatter":
 		return n*a.Blk <= inlineMax
 	}
 	return false
@@ -78,6 +78,11 @@ func tinySrc(a *collectives.Call, r, n int) []byte {
 	case "bcast":
 		if r == a.Root {
 			return a.Recv
+		}
+		return nil
+	case "scatter":
+		if r == a.Root {
+			return a.Send[:n*a.Blk]
 		}
 		return nil
 	case "gather":
@@ -115,15 +120,14 @@ func startTiny(c *ranks.Comm, cc *commCache, a *collectives.Call) *ranks.Request
 	return req
 }
 
-// early reports whether member r's part of tiny call a is over once its contribution is in its entry: a bcast's
-// root, a reduce's or a gather's other members. Its request completes at its start, as the blocking call returns
-// at once there; the root of a repeated bcast goes ahead, up to the ring's slots (awaitSlot), as the blocking one
-// does. Waiting for the use to complete made an 8-byte Ibcast among 8 ranks on 2 cores cost a whole round of the
-// ranks' goroutines: 3.9 us against 0.7 for Bcast.
+// early reports whether member r's part of tiny call a is over once its contribution is in its entry: a reduce's or
+// a gather's members other than the root. Its request completes at its start, as the blocking call returns at once
+// there. A bcast's or scatter's root could complete at its start too (its data is in its entry), but its waiting
+// for its readers costs it nothing and keeps it from taking a processor they need: OSU's loop of Ibcast and Wait
+// (and a barrier) among 8 ranks on 2 cores took 3.5-4.3 us with the root's request complete at its start, 2.5-2.7
+// without (Bcast 2.0); Iscatter 4.3-4.5 against 2.5-2.7 (Scatter 2.1-2.3).
 func early(a *collectives.Call, r int) bool {
 	switch a.Coll {
-	case "bcast":
-		return r == a.Root
 	case "reduce", "gather":
 		return r != a.Root
 	}
@@ -131,8 +135,8 @@ func early(a *collectives.Call, r int) bool {
 }
 
 // awaitSlot waits a little for use u-1 of sl to end, yielding, and reports whether it did: most often the slot is
-// held by members a few calls behind this one, which need the processor to catch up (a bcast's root running
-// ahead). It gives up after slotYields: those members may be waiting for this rank, and then the start must not
+// held by members a few calls behind this one, which need the processor to catch up (a rank that started many
+// calls before its peers). It gives up after slotYields: those members may be waiting for this rank, and then the start must not
 // wait (startLate).
 func awaitSlot(sl *slot, u uint64) bool {
 	for range slotYields {
@@ -165,6 +169,9 @@ func slotFree(sl *slot, u uint64) bool {
 // the use.
 func tinyArrive(sl *slot, u uint64, r, n int, a *collectives.Call, req *ranks.Request, late bool) {
 	me := &sl.mem[r]
+	if a.Coll == "scatter" && r == a.Root && !a.InPlace {
+		copy(a.Recv[:a.Blk], a.Send[r*a.Blk:]) // the root's own block: nobody serves it (rootedInto)
+	}
 	me.inlen = int32(copy(me.inline[:], tinySrc(a, r, n)))
 	me.req = req
 	// The rest of the entry is most often what it was at the member's last use of the slot (the memo's call): it is
@@ -193,57 +200,75 @@ func tinyArrive(sl *slot, u uint64, r, n int, a *collectives.Call, req *ranks.Re
 	if sl.list.n.Load() != 0 {
 		sl.list.notify() // a member waiting for publications: only in an erroneous use (see above)
 	}
-	if a.Coll == "bcast" {
-		serveBcast(sl, u, r, a.Root)
+	if served(a.Coll) {
+		serve(sl, u, r, a.Root, a.Coll)
 	}
 	if countArrival(sl, u, n) {
 		runTiny(sl, u, r)
 	}
 }
 
-// serveBcast is a tiny bcast's member r's part at its arrival, before it counts itself (so that, once every member
-// has counted, every reader has been served): a reader that finds the root published copies the data itself, and
-// its request completes at its start; the root copies it to the readers that came before it. Of a reader and the
-// root that both look, claim lets one serve. So a reader waits for the root only, as in the blocking bcast, not
-// for the last member to arrive: among 8 ranks on 2 cores, that was a whole round of the ranks' goroutines.
-func serveBcast(sl *slot, u uint64, r, root int) {
+// served reports whether the readers of coll are served as soon as they and the root have arrived (serve): the
+// calls in which the root hands out what it published, bcast and scatter.
+func served(coll string) bool { return coll == "bcast" || coll == "scatter" }
+
+// serve is member r's part, at its arrival, of a tiny bcast or scatter, coll, from root, before the member counts
+// itself (so that, once every member has counted, every reader has been served): a reader that finds the root
+// published copies its data itself, and its request completes at its start; the root copies to the readers that
+// came before it. Of a reader and the root that both look, claim lets one serve. So a reader waits for the root
+// only, as in the blocking calls, not for the last member to arrive: among 8 ranks on 2 cores, that was a whole
+// round of the ranks' goroutines (8-byte Ibcast: 3.9 us, against 0.7 for Bcast; Iscatter 7.8 against 2.2).
+func serve(sl *slot, u uint64, r, root int, coll string) {
 	if r != root {
 		if sl.mem[root].gen.Load() == u {
-			tryServe(sl, u, r, root)
+			tryServe(sl, u, r, root, coll)
 		}
 		return
 	}
 	for j := range sl.mem {
 		if j != root && sl.mem[j].gen.Load() == u {
-			tryServe(sl, u, j, root)
+			tryServe(sl, u, j, root, coll)
 		}
 	}
 }
 
-// tryServe copies root's data of a tiny bcast at use u to reader j, and completes j's request, unless it was
-// served already.
-func tryServe(sl *slot, u uint64, j, root int) {
+// tryServe copies root's data of a tiny bcast or scatter at use u to reader j, and completes j's request, unless
+// it was served already.
+func tryServe(sl *slot, u uint64, j, root int, coll string) {
 	if req := claim(&sl.mem[j], u); req != nil {
-		complete(&sl.mem[j], req, bcastInto(sl, j, root))
+		complete(&sl.mem[j], req, rootedInto(sl, j, root, coll))
 	}
 }
 
-// bcastInto copies the root's data of a tiny bcast into reader j's buffer, after checking the root's entry.
-func bcastInto(sl *slot, j, root int) error {
+// rootedInto copies the root's data of a tiny bcast or scatter (coll) into reader j's buffer (the whole of it, or
+// block j), after checking the entries of both.
+func rootedInto(sl *slot, j, root int, coll string) error {
 	m, rt := &sl.mem[j], &sl.mem[root]
 	switch {
-	case m.coll != "bcast":
-		return collectives.Mismatch(j, m.coll, root, "bcast")
+	case j == root:
+		return nil // its own part was done at its arrival (a late root's request comes here: startLate)
+	case m.coll != coll:
+		return collectives.Mismatch(j, m.coll, root, coll)
 	case m.call.Root != root:
-		return collectivesArg("bcast: rank %d names root %d, rank %d root %d", j, m.call.Root, root, root)
-	case !rt.tiny || rt.coll != "bcast":
-		return collectives.Mismatch(j, "bcast", root, rt.coll)
+		return collectivesArg("%s: rank %d names root %d, rank %d root %d", coll, j, m.call.Root, root, root)
+	case !rt.tiny || rt.coll != coll:
+		return collectives.Mismatch(j, coll, root, rt.coll)
 	case rt.call.Root != root:
-		return collectivesArg("bcast: rank %d names root %d, rank %d root %d", j, root, root, rt.call.Root)
-	case len(m.dst) < int(rt.inlen):
-		return truncf("bcast of %d bytes from root %d into a buffer of %d", rt.inlen, root, len(m.dst))
+		return collectivesArg("%s: rank %d names root %d, rank %d root %d", coll, j, root, root, rt.call.Root)
 	}
-	copy(m.dst, rt.inline[:rt.inlen])
+	data := rt.inline[:rt.inlen]
+	if coll == "scatter" {
+		blk := m.call.Blk
+		if blk != rt.call.Blk || int(rt.inlen) != len(sl.mem)*blk {
+			return collectivesArg("scatter: rank %d takes blocks of %d bytes, root %d sends %d bytes to %d ranks",
+				j, blk, root, rt.inlen, len(sl.mem))
+		}
+		data = data[j*blk : (j+1)*blk]
+	}
+	if len(m.dst) < len(data) {
+		return truncf("%s of %d bytes from root %d into a buffer of %d", coll, len(data), root, len(m.dst))
+	}
+	copy(m.dst, data)
 	return nil
 }
 
@@ -257,8 +282,8 @@ func complete(m *member, req *ranks.Request, err error) {
 }
 
 // claim takes member m's request at use u for completing, once, and returns it: nil if it was taken already (a
-// bcast's reader served by the root and itself at once), or the member had none (early). Only a bcast's readers
-// are served by more than one member; every other request of a use is completed by the one member that
+// bcast's or scatter's reader served by the root and itself at once), or the member had none (early). Only those
+// readers are served by more than one member; every other request of a use is completed by the one member that
 // completes its arrivals.
 func claim(m *member, u uint64) *ranks.Request {
 	for {
@@ -367,20 +392,20 @@ func runTiny(sl *slot, u uint64, self int) {
 		}
 	}
 	a := mem[self].call
-	// A bcast's root serves the members that arrived before it (serveBcast): if any member is one, another's request
-	// may be completed already, by it, even in an erroneous use where the others started something else.
-	bcast := false
+	// A bcast's or scatter's root serves the members that arrived before it (serve): if any member is one, another's
+	// request may be completed already, by it, even in an erroneous use where the others started something else.
+	claims := false
 	for j := range mem {
-		bcast = bcast || mem[j].coll == "bcast"
+		claims = claims || served(mem[j].coll)
 	}
 	if err := tinyCheck(mem, a, self); err != nil {
-		tinyEnd(sl, u, bcast, func(int) error { return err })
+		tinyEnd(sl, u, claims, func(int) error { return err })
 		return
 	}
 	n := len(mem)
 	switch a.Coll {
-	case "bcast": // the readers are served (serveBcast): whoever is not, because of an error, is told here
-		tinyEnd(sl, u, true, func(j int) error { return bcastInto(sl, j, a.Root) })
+	case "bcast", "scatter": // the readers are served (serve): whoever is not, because of an error, is told here
+		tinyEnd(sl, u, true, func(j int) error { return rootedInto(sl, j, a.Root, a.Coll) })
 		return
 	case "allreduce", "reduce":
 		total := mem[self].inlen
@@ -458,6 +483,10 @@ func tinyCheck(mem []member, a *collectives.Call, self int) error {
 		case b.Root != a.Root:
 			return collectivesArg("%s: rank %d names root %d, rank %d root %d", a.Coll, self, a.Root, j, b.Root)
 		case a.Coll == "bcast" || a.Coll == "barrier":
+		case a.Coll == "scatter":
+			if b.Blk != a.Blk || (j == a.Root && int(m.inlen) != len(mem)*a.Blk) {
+				return collectivesArg("scatter: rank %d takes blocks of %d bytes, rank %d of %d", self, a.Blk, j, b.Blk)
+			}
 		case a.Coll == "gather" && j == a.Root && b.InPlace:
 		case b.Blk != a.Blk || (a.Coll != "gather" && m.inlen != mem[self].inlen) ||
 			(a.Coll == "gather" && int(m.inlen) != a.Blk):
@@ -469,7 +498,7 @@ func tinyCheck(mem []member, a *collectives.Call, self int) error {
 }
 
 // tinyEnd ends use u of sl: for each member j whose request is still to complete (not early; with claims, a bcast,
-// not served), it runs move(j) (a bcast reader's copy, or nothing) and completes the request with what that
+// not served), it runs move(j) (a bcast's or scatter's reader's copy, or nothing) and completes the request with what that
 // returns; then it marks the use over for every member (slot.tdone). That comes last: a member takes the slot
 // again only once it is set, so the entries stay as they are until this is through.
 func tinyEnd(sl *slot, u uint64, claims bool, move func(j int) error) {
@@ -513,7 +542,7 @@ func tinyMismatch(sl *slot, u uint64, other int) {
 		req := claim(m, u)
 		m.fin.Store(u) // not tdone: the use is not over for the others
 		if req == nil {
-			continue // it completed at its start (early), or was served (a bcast's reader)
+			continue // it completed at its start (early), or was served (a bcast's or scatter's reader)
 		}
 		complete(m, req, fmt.Errorf("%w: collective mismatch: rank %d started a small %s (at most %d bytes), "+
 			"rank %d a larger call or another collective", ranks.ErrArg, j, m.coll, inlineMax, other))

@@ -97,6 +97,17 @@ func newTinyCase(c *ranks.Comm, kind, k, m, root int) tinyCase {
 		return tinyCase{"alltoall", func() (*ranks.Request, error) { return Ialltoall(c, out, in) },
 			// block j of rank me's receive buffer is block me of rank j's send buffer
 			func() error { return expect(in, func(i int) float64 { return tinyVal(i/m, me*m+i%m, k) }) }}
+	case 8:
+		var all []float64
+		if me == root {
+			all = make([]float64, m*np)
+			for i := range all {
+				all[i] = tinyVal(root, i, k)
+			}
+		}
+		return tinyCase{"scatter", func() (*ranks.Request, error) { return Iscatter(c, all, recv, root) },
+			// block me of the root's send buffer
+			func() error { return expect(recv, func(i int) float64 { return tinyVal(root, me*m+i, k) }) }}
 	default:
 		return tinyCase{"barrier", func() (*ranks.Request, error) { return Ibarrier(c) }, func() error { return nil }}
 	}
@@ -122,7 +133,7 @@ func TestTinyModel(t *testing.T) {
 					cases := make([]tinyCase, 1+seq.Intn(7))
 					for i := range cases {
 						m := 1 + seq.Intn(3)
-						cases[i] = newTinyCase(c, seq.Intn(9), k, m, seq.Intn(np))
+						cases[i] = newTinyCase(c, seq.Intn(10), k, m, seq.Intn(np))
 						k++
 					}
 					if c.Rank() != 0 {
