@@ -350,7 +350,9 @@ func (t *tinySub) arrive() {
 	}
 	r, n := t.c.Rank(), t.c.Size()
 	t.arrived = true
-	if early(t.a, r) {
+	// A phase's root of a bcast or scatter goes on at once too: its op's next step (the leaders' phase over the
+	// network, or the end) does not take a processor its node's readers need, and waiting for them delayed it.
+	if early(t.a, r) || (served(t.a.Coll) && r == t.a.Root) {
 		tinyArrive(t.sl, t.u, r, n, t.a, nil, false)
 		t.done = true
 		return
