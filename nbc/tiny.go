@@ -136,8 +136,8 @@ func early(a *collectives.Call, r int) bool {
 
 // awaitSlot waits a little for use u-1 of sl to end, yielding, and reports whether it did: most often the slot is
 // held by members a few calls behind this one, which need the processor to catch up (a rank that started many
-// calls before its peers). It gives up after slotYields: those members may be waiting for this rank, and then the start must not
-// wait (startLate).
+// calls before its peers). It gives up after slotYields: those members may be waiting for this rank, and then the
+// start must not wait (startLate).
 func awaitSlot(sl *slot, u uint64) bool {
 	for range slotYields {
 		runtime.Gosched()
@@ -499,10 +499,10 @@ func tinyCheck(mem []member, a *collectives.Call, self int) error {
 	return nil
 }
 
-// tinyEnd ends use u of sl: for each member j whose request is still to complete (not early; with claims, a bcast,
-// not served), it runs move(j) (a bcast's or scatter's reader's copy, or nothing) and completes the request with what that
-// returns; then it marks the use over for every member (slot.tdone). That comes last: a member takes the slot
-// again only once it is set, so the entries stay as they are until this is through.
+// tinyEnd ends use u of sl: for each member j whose request is still to complete (not early; with claims, not
+// served: a bcast's or scatter's reader), it runs move(j) (such a reader's copy, or nothing) and completes the
+// request with what that returns; then it marks the use over for every member (slot.tdone). That comes last: a
+// member takes the slot again only once it is set, so the entries stay as they are until this is through.
 func tinyEnd(sl *slot, u uint64, claims bool, move func(j int) error) {
 	for j := range sl.mem {
 		// req and call stay in the entry until its member's next use of the slot (see tinyArrive); a stale one is
