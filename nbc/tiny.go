@@ -257,12 +257,8 @@ func rootedInto(sl *slot, j, root int, coll string) error {
 		return collectivesArg("%s: rank %d names root %d, rank %d root %d", coll, j, root, root, rt.call.Root)
 	}
 	data := rt.inline[:rt.inlen]
-	if coll == "scatter" {
-		blk := m.call.Blk
-		if blk != rt.call.Blk || int(rt.inlen) != len(sl.mem)*blk {
-			return collectivesArg("scatter: rank %d takes blocks of %d bytes, root %d sends %d bytes to %d ranks",
-				j, blk, root, rt.inlen, len(sl.mem))
-		}
+	if coll == "scatter" { // the root's block, as its send buffer has it: a reader's shorter buffer is truncated
+		blk := rt.call.Blk
 		data = data[j*blk : (j+1)*blk]
 	}
 	if len(m.dst) < len(data) {
@@ -485,10 +481,7 @@ func tinyCheck(mem []member, a *collectives.Call, self int) error {
 		case b.Root != a.Root:
 			return collectivesArg("%s: rank %d names root %d, rank %d root %d", a.Coll, self, a.Root, j, b.Root)
 		case a.Coll == "bcast" || a.Coll == "barrier":
-		case a.Coll == "scatter":
-			if b.Blk != a.Blk || (j == a.Root && int(m.inlen) != len(mem)*a.Blk) {
-				return collectivesArg("scatter: rank %d takes blocks of %d bytes, rank %d of %d", self, a.Blk, j, b.Blk)
-			}
+		case a.Coll == "scatter": // each reader's block is checked as it is served (rootedInto)
 		case a.Coll == "gather" && j == a.Root && b.InPlace:
 		case b.Blk != a.Blk || (a.Coll != "gather" && m.inlen != mem[self].inlen) ||
 			(a.Coll == "gather" && int(m.inlen) != a.Blk):
