@@ -283,7 +283,7 @@ func (o *op) Spin(p *queues.Policy, stop ranks.SpinStop) bool {
 			o.leaveLists()
 			o.letGo()
 		}
-		for !o.done.Load() && p.SpinFor(func() bool { return o.ready() || stop.Stopped() }) && !stop.Stopped() {
+		for !o.over() && p.SpinFor(func() bool { return o.ready() || stop.Stopped() }) && !stop.Stopped() {
 			o.run()
 		}
 		for !o.done.Load() { // back on the lists, before kicks go to the rank or the pool again
@@ -299,7 +299,13 @@ func (o *op) Spin(p *queues.Policy, stop ranks.SpinStop) bool {
 	if !o.done.Load() {
 		o.run()
 	}
-	return o.done.Load()
+	return o.over()
+}
+
+// over reports whether the op's request is done: its machine has finished, and for an op whose request its tiny
+// use completes (byRound: tiny.go), that has happened too.
+func (o *op) over() bool {
+	return o.done.Load() && (!o.byRound || ranks.CompletionOf(o.req).Done())
 }
 
 // letGo lets go of the op after a look that did not run it; if a run was asked for meanwhile (dirty), it runs.
@@ -318,7 +324,11 @@ func (o *op) ready() bool {
 	if !o.state.CompareAndSwap(opIdle, opRunning) {
 		return false // a run is under way: it goes round again if need be
 	}
-	if o.done.Load() || o.tr.ready(&o.m) {
+	if o.done.Load() {
+		o.idle()
+		return o.over() // a byRound op waits for its use, which a run would not move on
+	}
+	if o.tr.ready(&o.m) {
 		o.idle()
 		return true
 	}

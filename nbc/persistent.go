@@ -126,6 +126,18 @@ func ExscanInit(c *ranks.Comm, send, recv any, op collectives.Op) (*ranks.Reques
 
 // initOp builds the persistent operation of the resolved call a and returns its inactive request.
 func initOp(c *ranks.Comm, a *collectives.Call, err error, va *collectives.ViewArgs) (*ranks.Request, error) {
+	if err != nil {
+		return nil, err
+	}
+	if va == nil && c.Size() > 1 && tinyOK(a, c.Size()) {
+		if algo, err := chooseFor(c, a); err != nil {
+			return nil, err
+		} else if algo == "shm" {
+			ac := new(collectives.Call)
+			*ac = *a
+			return persistentTiny(c, ac), nil
+		}
+	}
 	o, err := persistentOp(c, a, err, va)
 	if err != nil {
 		return nil, err

@@ -108,11 +108,12 @@ type member struct {
 	sendDone         atomic.Uint64 // alltoall: blocks copied out of src in this use
 	blk              int
 	last             atomic.Pointer[op] // its operation of the slot's latest use, until done (acquire, op.forget)
-	// a tiny use (tiny.go): the member published through the tiny protocol, with its call (req above); late: its
-	// request is its late arrival's operation's (startLate), else a CollRequest
-	tiny, late bool
-	call       *collectives.Call
-	_          [32]byte // to 512 bytes: every member of the array starts at the same offset in a line
+	// a tiny use (tiny.go): the member published through the tiny protocol, with its call (req above); how: what
+	// its request is, so how to complete it
+	tiny bool
+	how  reqHow
+	call *collectives.Call
+	_    [32]byte // to 512 bytes: every member of the array starts at the same offset in a line
 }
 
 func newSlot(n int) *slot { return &slot{mem: make([]member, n)} }
@@ -144,13 +145,16 @@ func slotFor(c *ranks.Comm, cc *commCache) (*slot, uint64) {
 // persistentSlot returns a persistent operation's own slot (its id names it), and has op o, if any, give it up when
 // it is released (Free): every member of c on this node gives it up, and it is forgotten (World.Unshare).
 func persistentSlot(c *ranks.Comm, id collectives.OpID, o *op) *slot {
-	n, key := c.Size(), fmt.Sprintf("%s/persistent/%d", ringKey, id)
+	n, key := c.Size(), persistentKey(id)
 	sl := c.World().Shared(c, key, func() any { return newSlot(n) }).(*slot)
 	if o != nil {
 		o.release = append(o.release, func() { c.World().Unshare(c, key) })
 	}
 	return sl
 }
+
+// persistentKey names persistent operation id's slot among the World's shared objects of its communicator.
+func persistentKey(id collectives.OpID) string { return fmt.Sprintf("%s/persistent/%d", ringKey, id) }
 
 // shmb builds, and then serves at run time, one member's schedule of one shared-memory operation. The closures of
 // the schedule read the slot and use through it, never a copy: a persistent operation moves to its next use at

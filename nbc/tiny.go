@@ -112,11 +112,11 @@ func startTiny(c *ranks.Comm, cc *commCache, a *collectives.Call) *ranks.Request
 	r, n := c.Rank(), c.Size()
 	req := c.CollRequest()
 	if early(a, r) {
-		tinyArrive(sl, u, r, n, a, nil, false)
+		tinyArrive(sl, u, r, n, a, nil, byColl)
 		ranks.CompleteColl(req, nil)
 		return req
 	}
-	tinyArrive(sl, u, r, n, a, req, false)
+	tinyArrive(sl, u, r, n, a, req, byColl)
 	return req
 }
 
@@ -165,9 +165,8 @@ func slotFree(sl *slot, u uint64) bool {
 }
 
 // tinyArrive publishes member r's entry for use u of sl, whose slot's previous use is over, with its request req
-// (nil: none, early; late: an operation's, startLate), and counts its arrival; if that completes the count, it runs
-// the use.
-func tinyArrive(sl *slot, u uint64, r, n int, a *collectives.Call, req *ranks.Request, late bool) {
+// (nil: none, early), of kind how, and counts its arrival; if that completes the count, it runs the use.
+func tinyArrive(sl *slot, u uint64, r, n int, a *collectives.Call, req *ranks.Request, how reqHow) {
 	me := &sl.mem[r]
 	if a.Coll == "scatter" && r == a.Root && !a.InPlace {
 		copy(a.Recv[:a.Blk], a.Send[r*a.Blk:]) // the root's own block: nobody serves it (rootedInto)
@@ -193,8 +192,8 @@ func tinyArrive(sl *slot, u uint64, r, n int, a *collectives.Call, req *ranks.Re
 	if me.coll != a.Coll {
 		me.coll = a.Coll
 	}
-	if !me.tiny || me.call != a || me.late != late {
-		me.tiny, me.call, me.late = true, a, late
+	if !me.tiny || me.call != a || me.how != how {
+		me.tiny, me.call, me.how = true, a, how
 	}
 	me.gen.Store(u)
 	if sl.list.n.Load() != 0 {
@@ -268,13 +267,25 @@ func rootedInto(sl *slot, j, root int, coll string) error {
 	return nil
 }
 
+// reqHow is what a tiny member's request is, so how its use's runner completes it.
+type reqHow uint8
+
+const (
+	byColl       reqHow = iota // a CollRequest: ranks.CompleteColl
+	byOp                       // an operation's (a late arrival: startLate): ranks.CompleteOp
+	byPersistent               // a persistent tiny collective's (persistentTiny): ranks.CompletePersistentColl
+)
+
 // complete completes member m's request req with err.
 func complete(m *member, req *ranks.Request, err error) {
-	if m.late {
+	switch m.how {
+	case byOp:
 		ranks.CompleteOp(req, err)
-		return
+	case byPersistent:
+		ranks.CompletePersistentColl(req, err)
+	default:
+		ranks.CompleteColl(req, err)
 	}
-	ranks.CompleteColl(req, err)
 }
 
 // claim takes member m's request at use u for completing, once, and returns it: nil if it was taken already (a
@@ -303,7 +314,7 @@ func startLate(c *ranks.Comm, a *collectives.Call, sl *slot, u uint64) *ranks.Re
 	o.shm = b
 	b.acquire()
 	s.Do(func() error {
-		tinyArrive(b.sl, b.u, b.r, b.n, a, o.req, true)
+		tinyArrive(b.sl, b.u, b.r, b.n, a, o.req, byOp)
 		return nil
 	})
 	o.m = Machine{s: s}
@@ -315,6 +326,49 @@ func startLate(c *ranks.Comm, a *collectives.Call, sl *slot, u uint64) *ranks.Re
 	o.run()
 	o.started()
 	return o.req
+}
+
+// persistentTiny makes the persistent request of tiny call a on c (persistentOp). It runs no operation: on a slot
+// of its own, as any persistent shared-memory collective, each Start takes the slot's next use and arrives with the
+// request itself, which the member completing the use's count completes (ranks.CompletePersistentColl), and its Wait
+// waits on the request's flag. A run allocates nothing: no request, no closure.
+func persistentTiny(c *ranks.Comm, a *collectives.Call) *ranks.Request {
+	t := &tinyRecipe{c: c, a: a, r: c.Rank(), n: c.Size()}
+	id := collectives.NextPersistent(c)
+	key := persistentKey(id)
+	t.sl = c.World().Shared(c, key, func() any { return newSlot(t.n) }).(*slot)
+	return c.PersistentCollRequest(t, func() { c.World().Unshare(c, key) })
+}
+
+// tinyRecipe is a persistent tiny collective's run (persistentTiny).
+type tinyRecipe struct {
+	c    *ranks.Comm
+	a    *collectives.Call
+	sl   *slot
+	u    uint64
+	r, n int
+}
+
+// StartColl implements ranks.CollStarter: one run, on the slot's next use. Its previous use is over but for its
+// last steps: a Start comes only once this member's request of the previous run has completed, which the member
+// that completed that use's count did after every member had arrived (no member's part is early here); that member
+// now finishes the use (slot.tdone) and needs nobody for it, so waiting for it cannot deadlock.
+func (t *tinyRecipe) StartColl(req *ranks.Request) error {
+	if err := t.c.Check(); err != nil {
+		return err
+	}
+	t.u++
+	for i := 1; !slotFree(t.sl, t.u); i++ {
+		if i%1024 == 0 {
+			if err := t.c.Check(); err != nil { // an erroneous use whose other members never finish: the job ends
+				t.u--
+				return err
+			}
+		}
+		runtime.Gosched()
+	}
+	tinyArrive(t.sl, t.u, t.r, t.n, t.a, req, byPersistent)
+	return nil
 }
 
 // tinySub is a tiny call as a phase of a node-aware op (hier.go): it arrives when the op's schedule gets to it,
@@ -349,13 +403,13 @@ func (t *tinySub) arrive() {
 	// A phase's root of a bcast or scatter goes on at once too: its op's next step (the leaders' phase over the
 	// network, or the end) does not take a processor its node's readers need, and waiting for them delayed it.
 	if early(t.a, r) || (served(t.a.Coll) && r == t.a.Root) {
-		tinyArrive(t.sl, t.u, r, n, t.a, nil, false)
+		tinyArrive(t.sl, t.u, r, n, t.a, nil, byColl)
 		t.done = true
 		return
 	}
 	t.req = t.c.CollRequest()
 	ranks.CompletionOf(t.req).OnComplete(t.o.hook)
-	tinyArrive(t.sl, t.u, r, n, t.a, t.req, false)
+	tinyArrive(t.sl, t.u, r, n, t.a, t.req, byColl)
 }
 
 // Poll implements Sub. It may be called again once done: it reports the same.
@@ -397,13 +451,13 @@ func runTiny(sl *slot, u uint64, self int) {
 		claims = claims || served(mem[j].coll)
 	}
 	if err := tinyCheck(mem, a, self); err != nil {
-		tinyEnd(sl, u, claims, func(int) error { return err })
+		tinyEnd(sl, u, claims, nil, err)
 		return
 	}
 	n := len(mem)
 	switch a.Coll {
 	case "bcast", "scatter": // the readers are served (serve): whoever is not, because of an error, is told here
-		tinyEnd(sl, u, true, func(j int) error { return rootedInto(sl, j, a.Root, a.Coll) })
+		tinyEnd(sl, u, true, a, nil)
 		return
 	case "allreduce", "reduce":
 		total := mem[self].inlen
@@ -461,7 +515,7 @@ func runTiny(sl *slot, u uint64, self int) {
 			}
 		}
 	}
-	tinyEnd(sl, u, false, func(int) error { return nil })
+	tinyEnd(sl, u, false, nil, nil)
 }
 
 // sameBytes reports whether a and b are the same slice: the same memory, length and capacity.
@@ -492,11 +546,13 @@ func tinyCheck(mem []member, a *collectives.Call, self int) error {
 	return nil
 }
 
-// tinyEnd ends use u of sl: for each member j whose request is still to complete (not early; with claims, not
-// served: a bcast's or scatter's reader), it runs move(j) (such a reader's copy, or nothing) and completes the
-// request with what that returns; then it marks the use over for every member (slot.tdone). That comes last: a
-// member takes the slot again only once it is set, so the entries stay as they are until this is through.
-func tinyEnd(sl *slot, u uint64, claims bool, move func(j int) error) {
+// tinyEnd ends use u of sl: it completes the request of each member j whose request is still to complete (not
+// early; with claims, not served: a bcast's or scatter's reader) with err, or if err is nil and rooted is a bcast
+// or scatter, with what serving j (rootedInto) returns; then it marks the use over for every member (slot.tdone).
+// That comes last: a member takes the slot again only once it is set, so the entries stay as they are until this
+// is through. (No function argument: a closure would be allocated at every use, and a persistent collective's
+// Start allocates nothing.)
+func tinyEnd(sl *slot, u uint64, claims bool, rooted *collectives.Call, err error) {
 	for j := range sl.mem {
 		// req and call stay in the entry until its member's next use of the slot (see tinyArrive); a stale one is
 		// never read again, since every look at an entry checks its gen first.
@@ -507,7 +563,11 @@ func tinyEnd(sl *slot, u uint64, claims bool, move func(j int) error) {
 		if req == nil {
 			continue
 		}
-		complete(&sl.mem[j], req, move(j))
+		e := err
+		if e == nil && rooted != nil {
+			e = rootedInto(sl, j, rooted.Root, rooted.Coll)
+		}
+		complete(&sl.mem[j], req, e)
 	}
 	sl.tdone.Store(u)
 	if sl.flist.n.Load() != 0 {

@@ -373,3 +373,45 @@ func (r *Request) unlist() {
 		r.owner.ops.drop(r)
 	}
 }
+
+// CollStarter is a persistent collective that its rank runs no operation for (package nbc's small calls inside a
+// node): each Start hands it the request, and another rank completes it with CompletePersistentColl. Its waiters
+// wait on the request's flag, as for a point-to-point request of the node.
+type CollStarter interface {
+	// StartColl begins a run on r. An error means nothing was started.
+	StartColl(r *Request) error
+}
+
+// collRecipe is a CollStarter's recipe: its extension, the starter, and what Free calls, in one allocation.
+type collRecipe struct {
+	x   reqExt
+	s   CollStarter
+	rel func()
+}
+
+func (p *collRecipe) start(r *Request) error { return p.s.StartColl(r) }
+
+func (p *collRecipe) release() {
+	if p.rel != nil {
+		p.rel()
+	}
+}
+
+// PersistentCollRequest returns an inactive persistent request of c's rank that runs s at each Start; rel, if not
+// nil, is called once when the request is freed, after its run in flight, if any, has completed.
+func (c *Comm) PersistentCollRequest(s CollStarter, rel func()) *Request {
+	p := &collRecipe{s: s, rel: rel}
+	p.x.persist = p
+	r := &Request{w: c.w, kind: kindColl, owner: c.r, ext: &p.x}
+	r.life.Store(lifeInactive)
+	return r
+}
+
+// CompletePersistentColl completes r, a request of PersistentCollRequest, with err, as CompleteColl does; if its
+// owner freed it while the run was in flight, it releases it (Free could not: the run still used what it holds).
+func CompletePersistentColl(r *Request, err error) {
+	CompleteColl(r, err)
+	if r.life.Load() == lifeFreeing {
+		r.settle()
+	}
+}
