@@ -138,3 +138,69 @@ func persistentRun(c *ranks.Comm) (weak.Pointer[slot], error) {
 	}
 	return h, o.req.Free()
 }
+
+// TestPersistentTinySlotReleased: a small persistent collective's slot (tiny.go) is forgotten once every member has
+// freed its request, also when one member frees it while its run is in flight: the member completing that run
+// releases it (ranks.CompletePersistentColl).
+func TestPersistentTinySlotReleased(t *testing.T) {
+	err := node.Run(node.Config{Ranks: 3}, func(c *ranks.Comm) error {
+		var handles []weak.Pointer[slot]
+		for i := 0; i < 3; i++ {
+			h, err := persistentTinyRun(c)
+			if err != nil {
+				return err
+			}
+			handles = append(handles, h)
+		}
+		return collectedAfterFree(c, "the slot of small persistent collective", handles)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// persistentTinyRun makes a small persistent allreduce on c, runs it twice, then starts it a third time: rank 0
+// frees its request at once, in flight, before the others start theirs; they wait for theirs and free them. It
+// returns a weak handle to the slot.
+func persistentTinyRun(c *ranks.Comm) (weak.Pointer[slot], error) {
+	send, recv := make([]float64, 4), make([]float64, 4)
+	a, err := collectives.ResolveAllreduce(c, send, recv, collectives.Sum)
+	if err != nil {
+		return weak.Pointer[slot]{}, err
+	}
+	rc, r := newPersistentTiny(c, &a)
+	h := weak.Make(rc.sl)
+	for i := 0; i < 2; i++ {
+		for j := range send {
+			send[j] = float64(c.Rank() + i)
+		}
+		if err := r.Start(); err != nil {
+			return h, err
+		}
+		if _, err := r.Wait(); err != nil {
+			return h, err
+		}
+		if want := float64(c.Size()*(c.Size()-1)/2 + c.Size()*i); recv[0] != want {
+			return h, fmt.Errorf("run %d: %v, want %v", i, recv[0], want)
+		}
+	}
+	if c.Rank() == 0 {
+		if err := r.Start(); err != nil {
+			return h, err
+		}
+		if err := r.Free(); err != nil {
+			return h, err
+		}
+		return h, collectives.Barrier(c)
+	}
+	if err := collectives.Barrier(c); err != nil {
+		return h, err
+	}
+	if err := r.Start(); err != nil {
+		return h, err
+	}
+	if _, err := r.Wait(); err != nil {
+		return h, err
+	}
+	return h, r.Free()
+}

@@ -333,11 +333,17 @@ func startLate(c *ranks.Comm, a *collectives.Call, sl *slot, u uint64) *ranks.Re
 // request itself, which the member completing the use's count completes (ranks.CompletePersistentColl), and its Wait
 // waits on the request's flag. A run allocates nothing: no request, no closure.
 func persistentTiny(c *ranks.Comm, a *collectives.Call) *ranks.Request {
+	_, r := newPersistentTiny(c, a)
+	return r
+}
+
+// newPersistentTiny is persistentTiny, with its recipe.
+func newPersistentTiny(c *ranks.Comm, a *collectives.Call) (*tinyRecipe, *ranks.Request) {
 	t := &tinyRecipe{c: c, a: a, r: c.Rank(), n: c.Size()}
 	id := collectives.NextPersistent(c)
 	key := persistentKey(id)
 	t.sl = c.World().Shared(c, key, func() any { return newSlot(t.n) }).(*slot)
-	return c.PersistentCollRequest(t, func() { c.World().Unshare(c, key) })
+	return t, c.PersistentCollRequest(t, func() { c.World().Unshare(c, key) })
 }
 
 // tinyRecipe is a persistent tiny collective's run (persistentTiny).
