@@ -142,19 +142,14 @@ func slotFor(c *ranks.Comm, cc *commCache) (*slot, uint64) {
 	return rg.slots[k%uint64(len(rg.slots))], k/uint64(len(rg.slots)) + 1
 }
 
-// persistentSlot returns a persistent operation's own slot (its id names it), and has op o, if any, give it up when
-// it is released (Free): every member of c on this node gives it up, and it is forgotten (World.Unshare).
-func persistentSlot(c *ranks.Comm, id collectives.OpID, o *op) *slot {
-	n, key := c.Size(), persistentKey(id)
+// persistentSlot returns a persistent collective's own slot (its id names it), and the function that gives it up
+// when the collective is released (Free): every member of c on this node gives it up, and it is forgotten
+// (World.Unshare).
+func persistentSlot(c *ranks.Comm, id collectives.OpID) (*slot, func()) {
+	n, key := c.Size(), fmt.Sprintf("%s/persistent/%d", ringKey, id)
 	sl := c.World().Shared(c, key, func() any { return newSlot(n) }).(*slot)
-	if o != nil {
-		o.release = append(o.release, func() { c.World().Unshare(c, key) })
-	}
-	return sl
+	return sl, func() { c.World().Unshare(c, key) }
 }
-
-// persistentKey names persistent operation id's slot among the World's shared objects of its communicator.
-func persistentKey(id collectives.OpID) string { return fmt.Sprintf("%s/persistent/%d", ringKey, id) }
 
 // shmb builds, and then serves at run time, one member's schedule of one shared-memory operation. The closures of
 // the schedule read the slot and use through it, never a copy: a persistent operation moves to its next use at
@@ -301,7 +296,12 @@ func buildShm(s *Schedule, sp *spec, c *ranks.Comm, o *op, persistent bool) erro
 	var sl *slot
 	var u uint64
 	if persistent {
-		sl, u = persistentSlot(c, sp.id, o), 0 // each Start moves it on (onStart): the first run is use 1
+		var release func()
+		sl, release = persistentSlot(c, sp.id)
+		u = 0 // each Start moves it on (onStart): the first run is use 1
+		if o != nil {
+			o.release = append(o.release, release)
+		}
 	} else {
 		sl, u = slotFor(c, cacheOf(c))
 	}

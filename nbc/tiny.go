@@ -340,10 +340,9 @@ func persistentTiny(c *ranks.Comm, a *collectives.Call) *ranks.Request {
 // newPersistentTiny is persistentTiny, with its recipe.
 func newPersistentTiny(c *ranks.Comm, a *collectives.Call) (*tinyRecipe, *ranks.Request) {
 	t := &tinyRecipe{c: c, a: a, r: c.Rank(), n: c.Size()}
-	id := collectives.NextPersistent(c)
-	key := persistentKey(id)
-	t.sl = c.World().Shared(c, key, func() any { return newSlot(t.n) }).(*slot)
-	return t, c.PersistentCollRequest(t, func() { c.World().Unshare(c, key) })
+	var release func()
+	t.sl, release = persistentSlot(c, collectives.NextPersistent(c))
+	return t, c.PersistentCollRequest(t, release)
 }
 
 // tinyRecipe is a persistent tiny collective's run (persistentTiny).
