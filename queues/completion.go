@@ -31,11 +31,20 @@ func (c *Completion) Done() bool { return c.state.Load() == stateDone }
 
 // Complete sets the flag and wakes a parked waiter. Callers must not touch the operation's state afterwards: the
 // waiter may reuse it at once.
+//
+// It inlines, the wake-up kept out of line, so that the swap is the caller's first access to the completion's line:
+// the nil check of a call's receiver reads the line, and a completer on another core then paid two transfers of
+// it, the read and the swap's upgrade (an 8-byte Iallreduce's completer, 2 ranks: a fifth of its start's samples).
 func (c *Completion) Complete() {
 	if c.state.Swap(stateDone) == stateParked {
-		if w := c.waker.Load(); w != nil {
-			w.Wake()
-		}
+		c.wake()
+	}
+}
+
+// wake wakes the parked waiter of a completion just done.
+func (c *Completion) wake() {
+	if w := c.waker.Load(); w != nil {
+		w.Wake()
 	}
 }
 
