@@ -100,16 +100,22 @@ func freedComms(c *ranks.Comm, k int) ([]weak.Pointer[ranks.Comm], error) {
 // collective) is forgotten once every member has freed its request, though the communicator, here the world's, lives
 // on: each one made and freed kept its slot to the end of the job.
 func TestPersistentSlotReleased(t *testing.T) {
+	slotsReleased(t, persistentRun, "the slot of persistent collective")
+}
+
+// slotsReleased makes, runs and frees three persistent collectives on 3 ranks with run, and checks that the slot of
+// each (what) is collected once all are freed.
+func slotsReleased(t *testing.T, run func(*ranks.Comm) (weak.Pointer[slot], error), what string) {
 	err := node.Run(node.Config{Ranks: 3}, func(c *ranks.Comm) error {
 		var handles []weak.Pointer[slot]
 		for i := 0; i < 3; i++ {
-			h, err := persistentRun(c)
+			h, err := run(c)
 			if err != nil {
 				return err
 			}
 			handles = append(handles, h)
 		}
-		return collectedAfterFree(c, "the slot of persistent collective", handles)
+		return collectedAfterFree(c, what, handles)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -143,20 +149,7 @@ func persistentRun(c *ranks.Comm) (weak.Pointer[slot], error) {
 // freed its request, also when one member frees it while its run is in flight: the member completing that run
 // releases it (ranks.CompletePersistentColl).
 func TestPersistentTinySlotReleased(t *testing.T) {
-	err := node.Run(node.Config{Ranks: 3}, func(c *ranks.Comm) error {
-		var handles []weak.Pointer[slot]
-		for i := 0; i < 3; i++ {
-			h, err := persistentTinyRun(c)
-			if err != nil {
-				return err
-			}
-			handles = append(handles, h)
-		}
-		return collectedAfterFree(c, "the slot of small persistent collective", handles)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	slotsReleased(t, persistentTinyRun, "the slot of small persistent collective")
 }
 
 // persistentTinyRun makes a small persistent allreduce on c, runs it twice, then starts it a third time: rank 0
