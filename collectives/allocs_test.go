@@ -35,8 +35,9 @@ import (
 // up to it) and a look at the profile, and the test counts the window's allocations whose site (the first frame
 // outside package runtime) is in this package's non-test code: what collectives itself allocates, exactly and
 // whatever the scheduling. Before that window, three windows of MemStats readings give the process-wide figure
-// (the best of three), logged with -v for information. Buffers passed as any are boxed once, before the loop:
-// converting a slice to an interface allocates in the caller, not in the collective.
+// (the best of three), logged with -v for information. Buffers passed as any are boxed once, before the loop, so
+// that this test counts the collectives' own allocations; that boxing at each call costs nothing either (the
+// arguments do not escape: hideArg) is the root package's TestCollectiveArgumentsNotBoxed.
 var allocsCase = flag.String("allocs.case", "", "TestSteadyStateAllocs: only the cases whose name matches this regexp")
 
 func TestSteadyStateAllocs(t *testing.T) {

@@ -96,7 +96,8 @@ func barrier(c *ranks.Comm) error {
 
 // Bcast copies the root's buf into every member's buf. buf is a primitive (or Loc) slice, or a pointer to any
 // msgpack-encodable value (sent by a binomial tree of encoded messages).
-func Bcast(c *ranks.Comm, buf any, root int) error {
+func Bcast(c *ranks.Comm, bufArg any, root int) error {
+	buf := hideArg(&bufArg) // see hideArg
 	if st := withViews(c, nil, &buf); st != nil {
 		defer st.unpackArgs()
 	}
@@ -165,7 +166,8 @@ func bcastVec(c *ranks.Comm, v vec, root int) error {
 
 // Reduce combines every member's send with op, in rank order, into the root's recv (significant at the root
 // only; InPlace as send at the root takes its contribution from recv).
-func Reduce(c *ranks.Comm, send, recv any, op Op, root int) error {
+func Reduce(c *ranks.Comm, sendArg, recvArg any, op Op, root int) error {
+	send, recv := hideArg(&sendArg), hideArg(&recvArg) // see hideArg
 	if st := withViews(c, &send, &recv); st != nil {
 		defer st.unpackArgs()
 	}
@@ -206,7 +208,8 @@ func reduceVec(c *ranks.Comm, k kernel, op Op, src, dst vec, root int) error {
 }
 
 // Allreduce combines every member's send with op, in rank order, into every member's recv (InPlace: from recv).
-func Allreduce(c *ranks.Comm, send, recv any, op Op) error {
+func Allreduce(c *ranks.Comm, sendArg, recvArg any, op Op) error {
+	send, recv := hideArg(&sendArg), hideArg(&recvArg) // see hideArg
 	if st := withViews(c, &send, &recv); st != nil {
 		defer st.unpackArgs()
 	}
@@ -259,7 +262,8 @@ func allreduceState(c *ranks.Comm, st *commState, k kernel, op Op, src, dst vec)
 
 // Gather collects every member's send, in rank order, into the root's recv (significant at the root only).
 // InPlace as send at the root: its block is already in place in recv.
-func Gather(c *ranks.Comm, send, recv any, root int) error {
+func Gather(c *ranks.Comm, sendArg, recvArg any, root int) error {
+	send, recv := hideArg(&sendArg), hideArg(&recvArg) // see hideArg
 	if st := withViews(c, &send, &recv); st != nil {
 		defer st.unpackArgs()
 	}
@@ -309,7 +313,8 @@ func gatherBlocks(c *ranks.Comm, st *commState, send []byte, inPlace bool, recv 
 
 // Gatherv collects counts[i] elements from rank i into the root's recv at displs[i] (nil displs: packed in rank
 // order). counts, displs and recv are significant at the root only.
-func Gatherv(c *ranks.Comm, send, recv any, counts, displs []int, root int) error {
+func Gatherv(c *ranks.Comm, sendArg, recvArg any, counts, displs []int, root int) error {
+	send, recv := hideArg(&sendArg), hideArg(&recvArg) // see hideArg
 	if st := withViews(c, &send, &recv); st != nil {
 		defer st.unpackArgs()
 	}
@@ -350,7 +355,8 @@ func Gatherv(c *ranks.Comm, send, recv any, counts, displs []int, root int) erro
 
 // Scatter hands block i of the root's send to rank i's recv (send significant at the root only). InPlace as recv
 // at the root: the root's block stays where it is.
-func Scatter(c *ranks.Comm, send, recv any, root int) error {
+func Scatter(c *ranks.Comm, sendArg, recvArg any, root int) error {
+	send, recv := hideArg(&sendArg), hideArg(&recvArg) // see hideArg
 	if st := withViews(c, &send, &recv); st != nil {
 		defer st.unpackArgs()
 	}
@@ -405,7 +411,8 @@ func scatterBlocks(c *ranks.Comm, st *commState, send, recv []byte, inPlace bool
 
 // Scatterv hands counts[i] elements at displs[i] of the root's send to rank i (send, counts and displs
 // significant at the root only; nil displs: packed in rank order). InPlace as recv at the root.
-func Scatterv(c *ranks.Comm, send any, counts, displs []int, recv any, root int) error {
+func Scatterv(c *ranks.Comm, sendArg any, counts, displs []int, recvArg any, root int) error {
+	send, recv := hideArg(&sendArg), hideArg(&recvArg) // see hideArg
 	if st := withViews(c, &send, &recv); st != nil {
 		defer st.unpackArgs()
 	}
@@ -445,7 +452,8 @@ func Scatterv(c *ranks.Comm, send any, counts, displs []int, recv any, root int)
 
 // Allgather collects every member's send, in rank order, into every member's recv. InPlace as send: each rank's
 // block is already in place in recv.
-func Allgather(c *ranks.Comm, send, recv any) error {
+func Allgather(c *ranks.Comm, sendArg, recvArg any) error {
+	send, recv := hideArg(&sendArg), hideArg(&recvArg) // see hideArg
 	if st := withViews(c, &send, &recv); st != nil {
 		defer st.unpackArgs()
 	}
@@ -491,7 +499,8 @@ func Allgather(c *ranks.Comm, send, recv any) error {
 
 // Allgatherv collects counts[i] elements from rank i into every member's recv at displs[i] (nil displs: packed).
 // InPlace as send: each rank's block is already in place.
-func Allgatherv(c *ranks.Comm, send, recv any, counts, displs []int) error {
+func Allgatherv(c *ranks.Comm, sendArg, recvArg any, counts, displs []int) error {
+	send, recv := hideArg(&sendArg), hideArg(&recvArg) // see hideArg
 	if st := withViews(c, &send, &recv); st != nil {
 		defer st.unpackArgs()
 	}
@@ -524,7 +533,8 @@ func Allgatherv(c *ranks.Comm, send, recv any, counts, displs []int) error {
 
 // Alltoall sends block j of send to rank j, which stores it as block i (this rank) of its recv. InPlace as send:
 // the blocks to send are in recv and are replaced by the ones received.
-func Alltoall(c *ranks.Comm, send, recv any) error {
+func Alltoall(c *ranks.Comm, sendArg, recvArg any) error {
+	send, recv := hideArg(&sendArg), hideArg(&recvArg) // see hideArg
 	if st := withViews(c, &send, &recv); st != nil {
 		defer st.unpackArgs()
 	}
@@ -566,7 +576,8 @@ func Alltoall(c *ranks.Comm, send, recv any) error {
 
 // Alltoallv sends sendCounts[j] elements at sendDispls[j] to rank j, which stores them at its recvDispls[i]
 // (nil displacements: packed in rank order).
-func Alltoallv(c *ranks.Comm, send any, sendCounts, sendDispls []int, recv any, recvCounts, recvDispls []int) error {
+func Alltoallv(c *ranks.Comm, sendArg any, sendCounts, sendDispls []int, recvArg any, recvCounts, recvDispls []int) error {
+	send, recv := hideArg(&sendArg), hideArg(&recvArg) // see hideArg
 	if st := withViews(c, &send, &recv); st != nil {
 		defer st.unpackArgs()
 	}
@@ -605,7 +616,8 @@ func Alltoallv(c *ranks.Comm, send any, sendCounts, sendDispls []int, recv any, 
 // ReduceScatter combines every member's send (sum(counts) elements) with op and leaves block i (counts[i]
 // elements, blocks packed in rank order) in rank i's recv. InPlace as send: the vector is in recv (which then holds
 // sum(counts) elements), and the block is left at its start (MPI_IN_PLACE).
-func ReduceScatter(c *ranks.Comm, send, recv any, counts []int, op Op) error {
+func ReduceScatter(c *ranks.Comm, sendArg, recvArg any, counts []int, op Op) error {
+	send, recv := hideArg(&sendArg), hideArg(&recvArg) // see hideArg
 	if st := withViews(c, &send, &recv); st != nil {
 		defer st.unpackArgs()
 	}
@@ -662,7 +674,8 @@ func ReduceScatter(c *ranks.Comm, send, recv any, counts []int, op Op) error {
 
 // ReduceScatterBlock is ReduceScatter with every block len(recv) elements long. InPlace as send: recv holds the
 // whole vector (size × the block), and the block is left at its start.
-func ReduceScatterBlock(c *ranks.Comm, send, recv any, op Op) error {
+func ReduceScatterBlock(c *ranks.Comm, sendArg, recvArg any, op Op) error {
+	send, recv := hideArg(&sendArg), hideArg(&recvArg) // see hideArg
 	if st := withViews(c, &send, &recv); st != nil {
 		defer st.unpackArgs()
 	}
@@ -687,7 +700,8 @@ func Scan(c *ranks.Comm, send, recv any, op Op) error { return scan(c, send, rec
 // InPlace as send: from recv.
 func Exscan(c *ranks.Comm, send, recv any, op Op) error { return scan(c, send, recv, op, true) }
 
-func scan(c *ranks.Comm, send, recv any, op Op, exclusive bool) error {
+func scan(c *ranks.Comm, sendArg, recvArg any, op Op, exclusive bool) error {
+	send, recv := hideArg(&sendArg), hideArg(&recvArg) // see hideArg
 	if st := withViews(c, &send, &recv); st != nil {
 		defer st.unpackArgs()
 	}

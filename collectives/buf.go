@@ -166,3 +166,38 @@ func errArg(format string, a ...any) error {
 func errType(a, b vec) error {
 	return fmt.Errorf("%w: send buffer of %s, receive buffer of %s", ranks.ErrType, a.k, b.k)
 }
+
+// Blocking collectives and escape analysis. A blocking collective's buffer arguments are boxed where the caller
+// converts them to any; if the collective let its any parameters escape, every slice passed would be boxed on the
+// heap, one allocation per argument and call, where Send and Recv with the same slice allocate nothing (see
+// ranks/buffer.go). So the entry points take their arguments through hideArg: the arguments' content (a slice's
+// elements, a View's description) escapes, as it must, since the members read and write it from other goroutines;
+// the box itself, and an object that a pointer argument points to, may stay on the caller's stack. What runs below
+// must therefore keep no pointer to them in a heap object, since the stack moves as it grows: an object argument
+// goes only through the blocking point-to-point calls, which copy it to the heap to send it (heapClone) and decode
+// into a heap value before copying it into the target, or through reflection on the goroutine's own frames; a View
+// is read into this rank's scratch on entry and written back on exit (packArgs); a slice's elements, which are on
+// the heap, are what the algorithms publish and post.
+
+// hideArg returns the argument *p with only its content escaping (escapeContent), hidden from escape analysis
+// otherwise (ranks.Hide).
+func hideArg(p *any) any {
+	escapeContent(*p)
+	return ranks.Hide(p)
+}
+
+// contentKept is never set, and contentSink never written: escapeContent's store exists for escape analysis alone.
+var contentKept bool
+
+//lint:ignore U1000 the store to it in escapeContent is what tells escape analysis that the content escapes
+var contentSink ranks.Mem
+
+// escapeContent lets the content of a (what ranks.MemOf returns of it: a slice's elements, a View's description)
+// escape to the heap, and not a itself.
+//
+//go:noinline
+func escapeContent(a any) {
+	if m, _ := ranks.MemOf(a); contentKept {
+		contentSink = m
+	}
+}

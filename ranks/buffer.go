@@ -172,6 +172,10 @@ func noescape(p unsafe.Pointer) unsafe.Pointer {
 // hide returns *p without letting escape analysis see that the result came from p.
 func hide(p *any) any { return *(*any)(noescape(unsafe.Pointer(p))) }
 
+// Hide is hide for package collectives, whose blocking calls follow the same rule as Send and Recv (see above):
+// what they keep beyond the argument's elements, which their caller lets escape, is only ever a heap copy.
+func Hide(p *any) any { return hide(p) }
+
 // heapClone returns a copy of v whose top-level memory is on the heap. Pointer-shaped values (pointers, maps, and
 // structs or arrays holding just one of those) have their first pointee copied too, since for them that pointee is
 // the top level.
