@@ -1,6 +1,7 @@
 package gompj_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -20,10 +21,7 @@ func TestCollectiveArgumentsNotBoxed(t *testing.T) {
 		x, y := []float64{1, 2}, []float64{0, 0}
 		one := []int{2}
 		zero := []int{0}
-		calls := []struct {
-			name string
-			call func() error
-		}{
+		calls := []argCall{
 			{"Bcast", func() error { return c.Bcast(x, 0) }},
 			{"Reduce", func() error { return c.Reduce(x, y, Sum, 0) }},
 			{"Allreduce", func() error { return c.Allreduce(x, y, Sum) }},
@@ -40,25 +38,94 @@ func TestCollectiveArgumentsNotBoxed(t *testing.T) {
 			{"Scan", func() error { return c.Scan(x, y, Sum) }},
 			{"Exscan", func() error { return c.Exscan(x, y, Sum) }},
 		}
-		var bad []string
-		for _, k := range calls {
-			var err error
-			allocs := testing.AllocsPerRun(100, func() {
-				if e := k.call(); e != nil && err == nil {
-					err = e
-				}
-			})
+		return noAllocsPerCall(calls)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// argCall is one call of an allocation test on arguments passed as any.
+type argCall struct {
+	name string
+	call func() error
+}
+
+// noAllocsPerCall runs each call as testing.AllocsPerRun does and fails, naming them, if some allocated.
+func noAllocsPerCall(calls []argCall) error {
+	var bad []string
+	for _, k := range calls {
+		var err error
+		allocs := testing.AllocsPerRun(100, func() {
+			if e := k.call(); e != nil && err == nil {
+				err = e
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", k.name, err)
+		}
+		if allocs != 0 {
+			bad = append(bad, fmt.Sprintf("%s %.1f", k.name, allocs))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("allocations per call with slice arguments: %s", strings.Join(bad, ", "))
+	}
+	return nil
+}
+
+// TestNeighborArgumentsNotBoxed is TestCollectiveArgumentsNotBoxed for the blocking neighbourhood collectives, on
+// one rank whose neighbours are itself: a periodic Cartesian grid of one (two edges to itself) and a distributed
+// graph with a self edge, under each algorithm (hybrid, the one-node default, copies through the shared slot; p2p
+// sends itself messages). TestNeighborAllocations boxes its buffers once and counts the calls' own allocations;
+// this one converts slices to any at each call, as most code does.
+func TestNeighborArgumentsNotBoxed(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	err := RunWith(Config{Ranks: 1}, func(c *Comm) error {
+		cart, err := c.CartCreate([]int{1}, []bool{true}, false)
+		if err != nil {
+			return err
+		}
+		graph, err := c.DistGraphCreateAdjacent([]int{0}, []int{0}, false)
+		if err != nil {
+			return err
+		}
+		var errs []error
+		for _, topo := range []struct {
+			name string
+			g    *Comm
+		}{{"cart", cart}, {"distgraph", graph}} {
+			g := topo.g
+			srcs, _, err := g.Neighbors()
 			if err != nil {
-				return fmt.Errorf("%s: %w", k.name, err)
+				return err
 			}
-			if allocs != 0 {
-				bad = append(bad, fmt.Sprintf("%s %.1f", k.name, allocs))
+			// One or two edges each way (both topologies are symmetric): blocks of one or two elements fit.
+			x, y := []float64{1, 2}, make([]float64, 4)
+			ones, twos := make([]int, len(srcs)), make([]int, len(srcs))
+			for i := range srcs {
+				ones[i], twos[i] = 1, 2
+			}
+			for _, algo := range []string{"hybrid", "p2p"} {
+				for _, coll := range []string{"allgather", "allgatherv", "alltoall", "alltoallv"} {
+					if err := g.ForceAlgorithm("neighbor_"+coll, algo); err != nil {
+						return err
+					}
+				}
+				calls := []argCall{
+					{"NeighborAllgather", func() error { return g.NeighborAllgather(x, y) }},
+					{"NeighborAllgatherv", func() error { return g.NeighborAllgatherv(x, y, twos, nil) }},
+					{"NeighborAlltoall", func() error { return g.NeighborAlltoall(x, y) }},
+					{"NeighborAlltoallv", func() error { return g.NeighborAlltoallv(x, ones, nil, y, ones, nil) }},
+				}
+				if err := noAllocsPerCall(calls); err != nil {
+					errs = append(errs, fmt.Errorf("%s, %s: %w", topo.name, algo, err))
+				}
 			}
 		}
-		if len(bad) > 0 {
-			return fmt.Errorf("allocations per call with slice arguments: %s", strings.Join(bad, ", "))
-		}
-		return nil
+		return errors.Join(errs...)
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package gompj_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -428,6 +429,15 @@ func TestModesNeighborErrors(t *testing.T) {
 		if err != nil {
 			return err
 		}
+		overlap, err := Indexed(make([]int, 3), []int{2, 2}, []int{0, 1})
+		if err != nil {
+			return err
+		}
+		// A copy of the handle, which the blocking calls let stay on this stack (only its description escapes), so
+		// the error must not read it after the stack moves: formatting it with %v did, through fmt's heap copy
+		// of the pointer (a fault under -d=maymorestack=runtime.mayMoreStackMove with GODEBUG=efence=1).
+		onStack := *overlap
+		overlapErr := g.NeighborAllgather([]int{1, 2}, &onStack)
 		for _, ch := range []struct {
 			what  string
 			err   error
@@ -441,10 +451,15 @@ func TestModesNeighborErrors(t *testing.T) {
 			{"a block past the buffer", g.NeighborAlltoallv([]int{1, 2}, []int{1, 1}, []int{0, 2}, make([]int, 4), []int{1, 1}, nil), ErrTruncate},
 			{"an object", g.NeighborAllgather(struct{ A int }{1}, make([]int, 2)), ErrBuffer},
 			{"nil", g.NeighborAlltoall(nil, nil), ErrBuffer},
+			{"receiving into an overlapping View", overlapErr, ErrBuffer},
 		} {
 			if err := expect(ch.what, ch.err, ch.class); err != nil {
 				return err
 			}
+		}
+		want := "receiving into View(4 of []int in 2 blocks), whose blocks overlap"
+		if !strings.Contains(overlapErr.Error(), want) {
+			return fmt.Errorf("rank %d: %v, want it to say %q", me, overlapErr, want)
 		}
 		// Element types that differ between neighbours: even ranks send int32, odd ranks float32, so every
 		// rank's neighbours (on a ring of 4) are of the other kind: ErrType, on both paths.

@@ -170,14 +170,19 @@ func errType(a, b vec) error {
 // Blocking collectives and escape analysis. A blocking collective's buffer arguments are boxed where the caller
 // converts them to any; if the collective let its any parameters escape, every slice passed would be boxed on the
 // heap, one allocation per argument and call, where Send and Recv with the same slice allocate nothing (see
-// ranks/buffer.go). So the entry points take their arguments through hideArg: the arguments' content (a slice's
-// elements, a View's description) escapes, as it must, since the members read and write it from other goroutines;
-// the box itself, and an object that a pointer argument points to, may stay on the caller's stack. What runs below
-// must therefore keep no pointer to them in a heap object, since the stack moves as it grows: an object argument
-// goes only through the blocking point-to-point calls, which copy it to the heap to send it (heapClone) and decode
-// into a heap value before copying it into the target, or through reflection on the goroutine's own frames; a View
-// is read into this rank's scratch on entry and written back on exit (packArgs); a slice's elements, which are on
-// the heap, are what the algorithms publish and post.
+// ranks/buffer.go). So the entry points (api.go's, from Bcast to Exscan, and neighbor.go's NeighborAllgather(v)
+// and NeighborAlltoall(v)) take their arguments through hideArg: the arguments' content (a slice's elements, a
+// View's description) escapes, as it must, since the members read and write it from other goroutines; the box
+// itself, and an object that a pointer argument points to (a *View's handle too), may stay on the caller's stack.
+// What runs below must therefore keep no pointer to them in a heap object, since the stack moves as it grows: an
+// object argument goes only through the blocking point-to-point calls, which copy it to the heap to send it
+// (heapClone) and decode into a heap value before copying it into the target, or through reflection on the
+// goroutine's own frames; a View is read into this rank's scratch on entry and written back on exit (packArgs); a
+// slice's elements, which are on the heap, are what the algorithms publish and post. The neighbourhood collectives
+// take no objects and do not pack Views: what their plan, shared slot and edges' requests keep past the call is a
+// slice's elements or windows of a View's description (nbufOf), never the handle. fmt is below too: it holds each
+// operand in a heap object (its printer) while it formats it, and %v calls a *View's String through that copy,
+// which after a move reads the old stack; so an error names a View by its String, computed before the call.
 
 // hideArg returns the argument *p with only its content escaping (escapeContent), hidden from escape analysis
 // otherwise (ranks.Hide).

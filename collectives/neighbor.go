@@ -470,7 +470,9 @@ func nbrArgs(c *ranks.Comm, what string, send, recv any) (st *commState, p *nbrP
 		return
 	}
 	if v, ok := recv.(*ranks.View); ok && rv.view && v.Overlaps() {
-		err = fmt.Errorf("%w: %s: receiving into %v, whose blocks overlap", ranks.ErrBuffer, what, v)
+		// v.String(), not v: fmt holds its operands in a heap object while it formats them, and the blocking
+		// calls' View handle may be on their caller's stack (hideArg), which may move meanwhile.
+		err = fmt.Errorf("%w: %s: receiving into %s, whose blocks overlap", ranks.ErrBuffer, what, v.String())
 		return
 	}
 	err = sameKind(sv.vec, rv.vec)
@@ -615,7 +617,8 @@ func resolveNeighborAlltoallv(c *ranks.Comm, send any, sendCounts, sendDispls []
 
 // NeighborAllgather sends send to every destination and receives from source j into block j of recv (blocks of
 // len(send) elements).
-func NeighborAllgather(c *ranks.Comm, send, recv any) error {
+func NeighborAllgather(c *ranks.Comm, sendArg, recvArg any) error {
+	send, recv := hideArg(&sendArg), hideArg(&recvArg) // see hideArg
 	r, err := resolveNeighborAllgather(c, send, recv)
 	if err != nil {
 		return err
@@ -625,7 +628,8 @@ func NeighborAllgather(c *ranks.Comm, send, recv any) error {
 
 // NeighborAllgatherv sends send to every destination and receives counts[j] elements from source j into recv at
 // displs[j] (nil displs: packed in source order).
-func NeighborAllgatherv(c *ranks.Comm, send, recv any, counts, displs []int) error {
+func NeighborAllgatherv(c *ranks.Comm, sendArg, recvArg any, counts, displs []int) error {
+	send, recv := hideArg(&sendArg), hideArg(&recvArg) // see hideArg
 	r, err := resolveNeighborAllgatherv(c, send, recv, counts, displs)
 	if err != nil {
 		return err
@@ -635,7 +639,8 @@ func NeighborAllgatherv(c *ranks.Comm, send, recv any, counts, displs []int) err
 
 // NeighborAlltoall sends block k of send to destination k and receives block j of recv from source j. The block
 // size is len(send) over the number of destinations (or, without destinations, len(recv) over the sources).
-func NeighborAlltoall(c *ranks.Comm, send, recv any) error {
+func NeighborAlltoall(c *ranks.Comm, sendArg, recvArg any) error {
+	send, recv := hideArg(&sendArg), hideArg(&recvArg) // see hideArg
 	r, err := resolveNeighborAlltoall(c, send, recv)
 	if err != nil {
 		return err
@@ -645,7 +650,8 @@ func NeighborAlltoall(c *ranks.Comm, send, recv any) error {
 
 // NeighborAlltoallv sends sendCounts[k] elements at sendDispls[k] of send to destination k and receives
 // recvCounts[j] elements from source j into recv at recvDispls[j] (nil displacements: packed).
-func NeighborAlltoallv(c *ranks.Comm, send any, sendCounts, sendDispls []int, recv any, recvCounts, recvDispls []int) error {
+func NeighborAlltoallv(c *ranks.Comm, sendArg any, sendCounts, sendDispls []int, recvArg any, recvCounts, recvDispls []int) error {
+	send, recv := hideArg(&sendArg), hideArg(&recvArg) // see hideArg
 	r, err := resolveNeighborAlltoallv(c, send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
 	if err != nil {
 		return err
