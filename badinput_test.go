@@ -2144,6 +2144,13 @@ func TestBadInputViews(t *testing.T) {
 			"Bcast":           func() error { return c.Bcast(overlap, 0) },
 			"Allreduce":       func() error { return c.Allreduce(make([]float64, 6), overlap, gompj.Sum) },
 			"Iallgather":      func() error { return reqErr(c.Iallgather(make([]float64, 3), overlap)) },
+			// A copy of the handle, which a blocking collective lets stay on this stack: its error must not read
+			// it through fmt after the stack moves (it did, with %v: a fault under
+			// -d=maymorestack=runtime.mayMoreStackMove with GODEBUG=efence=1).
+			"Allreduce, the handle on the stack": func() error {
+				h := *overlap
+				return c.Allreduce(make([]float64, 6), &h, gompj.Sum)
+			},
 		} {
 			b.bad(name+" into an overlapping View", gompj.ErrBuffer, f, "overlap")
 		}

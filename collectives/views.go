@@ -82,7 +82,9 @@ func viewArg(buf any, what, role string) (vec, bool, error) {
 		if b.Overlaps() {
 			// Left unpacked (packArg, packedCopy): unpacking into blocks that overlap used to let later elements
 			// overwrite earlier ones without a word, where a point-to-point receive into the same View fails.
-			return vec{}, true, fmt.Errorf("%w: receiving into %v, whose blocks overlap (%s%s buffer)", ranks.ErrBuffer, b, what, role)
+			// b.String(), not b: the handle may be on the caller's stack (hideArg), and fmt would call String
+			// through its heap copy of the pointer, after the stack may have moved (see buf.go).
+			return vec{}, true, fmt.Errorf("%w: receiving into %s, whose blocks overlap (%s%s buffer)", ranks.ErrBuffer, b.String(), what, role)
 		}
 		return vec{}, true, fmt.Errorf("%w: a *View reached the %s%s buffer unpacked (internal)", ranks.ErrInternal, what, role)
 	}
