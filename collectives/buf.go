@@ -182,7 +182,9 @@ func errType(a, b vec) error {
 // take no objects and do not pack Views: what their plan, shared slot and edges' requests keep past the call is a
 // slice's elements or windows of a View's description (nbufOf), never the handle. fmt is below too: it holds each
 // operand in a heap object (its printer) while it formats it, and %v calls a *View's String through that copy,
-// which after a move reads the old stack; so an error names a View by its String, computed before the call.
+// which after a move reads the old stack; so an error names a View by its String, computed before the call, and
+// an argument's type by reflect.TypeOf, not by %T of the argument (whose box the printer would point to, stack or
+// not, while a collection may run).
 
 // hideArg returns the argument *p with only its content escaping (escapeContent), hidden from escape analysis
 // otherwise (ranks.Hide).

@@ -276,8 +276,8 @@ func interScatter(c *ranks.Comm, send, recv any, root int) error {
 		if isObject(send) { // a slice, one element per remote rank
 			s := reflect.ValueOf(send)
 			if s.Kind() != reflect.Slice || s.Len() != n {
-				return fmt.Errorf("%w: scatter of objects needs a slice of %d elements at the root, got %T",
-					ranks.ErrBuffer, n, send)
+				return fmt.Errorf("%w: scatter of objects needs a slice of %d elements at the root, got %v",
+					ranks.ErrBuffer, n, reflect.TypeOf(send))
 			}
 			for i := 0; i < n; i++ {
 				if err := p.c.Send(s.Index(i).Interface(), i, p.tag(tagScatter)); err != nil {
@@ -298,7 +298,7 @@ func interScatter(c *ranks.Comm, send, recv any, root int) error {
 	if isObject(recv) { // a pointer
 		rv := reflect.ValueOf(recv)
 		if rv.Kind() != reflect.Pointer || rv.IsNil() {
-			return fmt.Errorf("%w: scatter of objects needs a pointer to receive into, got %T", ranks.ErrBuffer, recv)
+			return fmt.Errorf("%w: scatter of objects needs a pointer to receive into, got %v", ranks.ErrBuffer, reflect.TypeOf(recv))
 		}
 		_, err := p.c.Recv(recv, root, p.tag(tagScatter))
 		return err

@@ -52,7 +52,7 @@ func sliceTarget(what string, recv any, n int) (reflect.Value, error) {
 // ObjectPointer checks an object collective's receive target: a non-nil pointer (for package nbc too).
 func ObjectPointer(what string, buf any) error {
 	if v := reflect.ValueOf(buf); !v.IsValid() || v.Kind() != reflect.Pointer || v.IsNil() {
-		return fmt.Errorf("%w: %s of objects needs a non-nil pointer to receive into, got %T", ranks.ErrBuffer, what, buf)
+		return fmt.Errorf("%w: %s of objects needs a non-nil pointer to receive into, got %v", ranks.ErrBuffer, what, reflect.TypeOf(buf))
 	}
 	return nil
 }
@@ -61,7 +61,7 @@ func ObjectPointer(what string, buf any) error {
 func slicePointer(what string, recv any) (reflect.Value, error) {
 	v := reflect.ValueOf(recv)
 	if !v.IsValid() || v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Slice {
-		return reflect.Value{}, fmt.Errorf("%w: %s of objects needs a pointer to a slice to receive into, got %T", ranks.ErrBuffer, what, recv)
+		return reflect.Value{}, fmt.Errorf("%w: %s of objects needs a pointer to a slice to receive into, got %v", ranks.ErrBuffer, what, reflect.TypeOf(recv))
 	}
 	return v.Elem(), nil
 }
@@ -73,7 +73,7 @@ func objectSlice(what string, recv, send any) error {
 		return err
 	}
 	if t := reflect.TypeOf(send); t == nil || !t.AssignableTo(s.Type().Elem()) {
-		return fmt.Errorf("%w: %s: a %T into a %s", ranks.ErrType, what, send, s.Type())
+		return fmt.Errorf("%w: %s: a %v into a %s", ranks.ErrType, what, reflect.TypeOf(send), s.Type())
 	}
 	return nil
 }
@@ -86,10 +86,10 @@ func ScatterSource(send, recv any, n int) (reflect.Value, error) {
 	}
 	sv := reflect.ValueOf(send)
 	if !sv.IsValid() || sv.Kind() != reflect.Slice || sv.Len() != n {
-		return reflect.Value{}, fmt.Errorf("%w: scatter of objects needs a slice of %d elements at the root, got %T", ranks.ErrBuffer, n, send)
+		return reflect.Value{}, fmt.Errorf("%w: scatter of objects needs a slice of %d elements at the root, got %v", ranks.ErrBuffer, n, reflect.TypeOf(send))
 	}
 	if et := reflect.TypeOf(recv).Elem(); !sv.Type().Elem().AssignableTo(et) {
-		return reflect.Value{}, fmt.Errorf("%w: scatter: a %s into a %T", ranks.ErrType, sv.Type().Elem(), recv)
+		return reflect.Value{}, fmt.Errorf("%w: scatter: a %s into a %v", ranks.ErrType, sv.Type().Elem(), reflect.TypeOf(recv))
 	}
 	return sv, nil
 }
@@ -97,7 +97,7 @@ func ScatterSource(send, recv any, n int) (reflect.Value, error) {
 func setElem(what string, s reflect.Value, i int, x any) error {
 	v := reflect.ValueOf(x)
 	if !v.IsValid() || !v.Type().AssignableTo(s.Type().Elem()) {
-		return fmt.Errorf("%w: %s: a %T into a %s", ranks.ErrType, what, x, s.Type())
+		return fmt.Errorf("%w: %s: a %v into a %s", ranks.ErrType, what, reflect.TypeOf(x), s.Type())
 	}
 	s.Index(i).Set(v)
 	return nil
