@@ -94,12 +94,12 @@ type slot struct {
 // of 4 alternated runs). A member is a whole number of lines (TestMemberLayout), so every member of a slot's array
 // starts at the same offset in a line as the first, which the allocator puts at most 8 bytes into one (its header).
 type member struct {
-	gen              atomic.Uint64  // the use it has published for
-	fin              atomic.Uint64  // the last use it finished, no longer touching the slot or buffers (see slot.tdone)
-	coll             string         // the collective the entry was published for: its readers check it (sameColl)
-	inlen            int32          // the bytes of inline in use
-	served           atomic.Uint32  // a tiny use (tiny.go): the use (its low 32 bits) whose request is completed
-	req              *ranks.Request // a tiny use: the member's request, in the line the use's runner reads
+	gen              atomic.Uint64 // the use it has published for
+	fin              atomic.Uint64 // the last use it finished, no longer touching the slot or buffers (see slot.tdone)
+	coll             string        // the collective the entry was published for: its readers check it (sameColl)
+	inlen            int32         // the bytes of inline in use
+	served           atomic.Uint32 // a tiny use (tiny.go): the use (its low 32 bits) whose request is completed
+	req              ranks.Target  // a tiny use: what completes the member's request, in the line the runner reads
 	inline           [inlineMax]byte
 	src, dst         []byte
 	counts, displs   []int

@@ -112,11 +112,11 @@ func startTiny(c *ranks.Comm, cc *commCache, a *collectives.Call) *ranks.Request
 	r, n := c.Rank(), c.Size()
 	req := c.CollRequest()
 	if early(a, r) {
-		tinyArrive(sl, u, r, n, a, nil, byColl)
+		tinyArrive(sl, u, r, n, a, ranks.Target{}, byColl)
 		ranks.CompleteColl(req, nil)
 		return req
 	}
-	tinyArrive(sl, u, r, n, a, req, byColl)
+	tinyArrive(sl, u, r, n, a, ranks.TargetOf(req), byColl)
 	return req
 }
 
@@ -164,9 +164,9 @@ func slotFree(sl *slot, u uint64) bool {
 	return true
 }
 
-// tinyArrive publishes member r's entry for use u of sl, whose slot's previous use is over, with its request req
-// (nil: none, early), of kind how, and counts its arrival; if that completes the count, it runs the use.
-func tinyArrive(sl *slot, u uint64, r, n int, a *collectives.Call, req *ranks.Request, how reqHow) {
+// tinyArrive publishes member r's entry for use u of sl, whose slot's previous use is over, with what completes its
+// request, req (none: early), of kind how, and counts its arrival; if that completes the count, it runs the use.
+func tinyArrive(sl *slot, u uint64, r, n int, a *collectives.Call, req ranks.Target, how reqHow) {
 	me := &sl.mem[r]
 	if a.Coll == "scatter" && r == a.Root && !a.InPlace {
 		copy(a.Recv[:a.Blk], a.Send[r*a.Blk:]) // the root's own block: nobody serves it (rootedInto)
@@ -234,7 +234,7 @@ func serve(sl *slot, u uint64, r, root int, coll string) {
 // tryServe copies root's data of a tiny bcast or scatter at use u to reader j, and completes j's request, unless
 // it was served already.
 func tryServe(sl *slot, u uint64, j, root int, coll string) {
-	if req := claim(&sl.mem[j], u); req != nil {
+	if req := claim(&sl.mem[j], u); !req.None() {
 		complete(&sl.mem[j], req, rootedInto(sl, j, root, coll))
 	}
 }
@@ -277,26 +277,26 @@ const (
 )
 
 // complete completes member m's request req with err.
-func complete(m *member, req *ranks.Request, err error) {
+func complete(m *member, req ranks.Target, err error) {
 	switch m.how {
 	case byOp:
-		ranks.CompleteOp(req, err)
+		req.CompleteOp(err)
 	case byPersistent:
-		ranks.CompletePersistentColl(req, err)
+		req.CompletePersistentColl(err)
 	default:
-		ranks.CompleteColl(req, err)
+		req.CompleteColl(err)
 	}
 }
 
-// claim takes member m's request at use u for completing, once, and returns it: nil if it was taken already (a
+// claim takes member m's request at use u for completing, once, and returns it: none if it was taken already (a
 // bcast's or scatter's reader served by the root and itself at once), or the member had none (early). Only those
 // readers are served by more than one member; every other request of a use is completed by the one member that
 // completes its arrivals.
-func claim(m *member, u uint64) *ranks.Request {
+func claim(m *member, u uint64) ranks.Target {
 	for {
 		s := m.served.Load()
 		if s == uint32(u) {
-			return nil
+			return ranks.Target{}
 		}
 		if m.served.CompareAndSwap(s, uint32(u)) {
 			return m.req
@@ -314,7 +314,7 @@ func startLate(c *ranks.Comm, a *collectives.Call, sl *slot, u uint64) *ranks.Re
 	o.shm = b
 	b.acquire()
 	s.Do(func() error {
-		tinyArrive(b.sl, b.u, b.r, b.n, a, o.req, byOp)
+		tinyArrive(b.sl, b.u, b.r, b.n, a, ranks.TargetOf(o.req), byOp)
 		return nil
 	})
 	o.m = Machine{s: s}
@@ -372,7 +372,7 @@ func (t *tinyRecipe) StartColl(req *ranks.Request) error {
 		}
 		runtime.Gosched()
 	}
-	tinyArrive(t.sl, t.u, t.r, t.n, t.a, req, byPersistent)
+	tinyArrive(t.sl, t.u, t.r, t.n, t.a, ranks.TargetOf(req), byPersistent)
 	return nil
 }
 
@@ -408,13 +408,13 @@ func (t *tinySub) arrive() {
 	// A phase's root of a bcast or scatter goes on at once too: its op's next step (the leaders' phase over the
 	// network, or the end) does not take a processor its node's readers need, and waiting for them delayed it.
 	if early(t.a, r) || (served(t.a.Coll) && r == t.a.Root) {
-		tinyArrive(t.sl, t.u, r, n, t.a, nil, byColl)
+		tinyArrive(t.sl, t.u, r, n, t.a, ranks.Target{}, byColl)
 		t.done = true
 		return
 	}
 	t.req = t.c.CollRequest()
 	ranks.CompletionOf(t.req).OnComplete(t.o.hook)
-	tinyArrive(t.sl, t.u, r, n, t.a, t.req, byColl)
+	tinyArrive(t.sl, t.u, r, n, t.a, ranks.TargetOf(t.req), byColl)
 }
 
 // Poll implements Sub. It may be called again once done: it reports the same.
@@ -565,7 +565,7 @@ func tinyEnd(sl *slot, u uint64, claims bool, rooted *collectives.Call, err erro
 		if claims {
 			req = claim(&sl.mem[j], u)
 		}
-		if req == nil {
+		if req.None() {
 			continue
 		}
 		e := err
@@ -601,7 +601,7 @@ func tinyMismatch(sl *slot, u uint64, other int) {
 		}
 		req := claim(m, u)
 		m.fin.Store(u) // not tdone: the use is not over for the others
-		if req == nil {
+		if req.None() {
 			continue // it completed at its start (early), or was served (a bcast's or scatter's reader)
 		}
 		complete(m, req, fmt.Errorf("%w: collective mismatch: rank %d started a small %s (at most %d bytes), "+

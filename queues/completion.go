@@ -56,6 +56,10 @@ func (c *Completion) Reset() {
 	}
 }
 
+// Unwatched reports whether nothing is armed on c: no waiter has parked on it, and no hook. A done completion that
+// nobody watched can be reset for reuse with no wake-up of its last run still to come.
+func (c *Completion) Unwatched() bool { return c.waker.Load() == nil }
+
 // arm registers w to be woken on completion; it returns false if the completion is already done.
 func (c *Completion) arm(w *Waker) bool {
 	c.setWaker(w)

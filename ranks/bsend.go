@@ -26,7 +26,7 @@ type bsendState struct {
 // bregion is a region of the attached buffer and the send that reads it (nil once done).
 type bregion struct {
 	off, n int
-	req    *Request
+	req    *request
 }
 
 func (rk *Rank) bufferState() *bsendState {
@@ -129,7 +129,7 @@ func (c *Comm) Ibsend(buf any, dest, tag int) (*Request, error) {
 	if err := c.bsend(&buf, dest, tag); err != nil {
 		return nil, err
 	}
-	return c.r.completed(kindSend), nil
+	return c.r.completed(kindSend).handle(), nil
 }
 
 func (c *Comm) bsend(buf *any, dest, tag int) error {
@@ -195,7 +195,8 @@ func (c *Comm) Rsend(buf any, dest, tag int) error { return c.send(buf, dest, ta
 
 // Irsend is the nonblocking Rsend: a standard Isend.
 func (c *Comm) Irsend(buf any, dest, tag int) (*Request, error) {
-	return c.isend(buf, dest, tag, standard)
+	r, err := c.isend(buf, dest, tag, standard)
+	return r.handle(), err
 }
 
 // SendrecvReplace sends buf to dest and receives into the same buf from source, without deadlocking against a

@@ -24,13 +24,14 @@ import "fmt"
 // Status.Canceled true and nothing delivered; if not, it completes normally, with Canceled false. Either way the
 // request must still be completed with Wait, Test or another completion call, as in MPI. Cancel of an inactive
 // request does nothing; of a freed one, or of a collective, it is ErrRequest.
-func (r *Request) Cancel() error {
-	if r == nil {
+func (h *Request) Cancel() error {
+	if h == nil {
 		return errNilRequest()
 	}
-	if ok, err := r.pending(); !ok {
+	if ok, err := h.pending(); !ok {
 		return err
 	}
+	r := h.s
 	if r.kind == kindOp || r.kind == kindColl {
 		return fmt.Errorf("%w: a collective cannot be cancelled", ErrRequest)
 	}
@@ -62,7 +63,7 @@ func (r *Request) Cancel() error {
 }
 
 // withdraw takes receive rr out of rk's matching if no message has matched it yet. Called with rk.mu held.
-func (rk *Rank) withdraw(rr *Request) bool {
+func (rk *Rank) withdraw(rr *request) bool {
 	if rk.slot.Load() == rr {
 		if g := rr.claim.Load(); g&1 == 1 && rr.claim.CompareAndSwap(g, g+1) {
 			// src and tag still hold the envelope (the context in src's high half), as status reads them.

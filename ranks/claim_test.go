@@ -87,7 +87,7 @@ func TestClaimEager(t *testing.T) {
 	if !ok {
 		t.Fatal("a message for the slotted receive was not claimed")
 	}
-	if r1.done.Done() {
+	if r1.s.done.Done() {
 		t.Fatal("the receive completed before its payload came")
 	}
 	if err := r1.Cancel(); err != nil {
@@ -106,7 +106,7 @@ func TestClaimEager(t *testing.T) {
 			t.Fatalf("message %d was not claimed", i)
 		}
 		done.Complete(nil)
-		if !want.done.Done() {
+		if !want.s.done.Done() {
 			t.Fatalf("message %d went to the wrong receive", i)
 		}
 	}

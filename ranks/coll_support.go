@@ -15,16 +15,16 @@ func (c *Comm) IsendMem(m Mem, dest, tag int) (*Request, error) {
 		return nil, err
 	}
 	if dest == ProcNull {
-		return c.r.completed(kindSend), nil
+		return c.r.completed(kindSend).handle(), nil
 	}
 	req, err := c.startSendMem(m, nil, dest, tag, standard, false, nil)
 	if err != nil {
 		return nil, err
 	}
 	if req == nil {
-		return c.r.completed(kindSend), nil
+		return c.r.completed(kindSend).handle(), nil
 	}
-	return req, nil
+	return req.handle(), nil
 }
 
 // IrecvMem is Irecv into a buffer already seen as memory (see IsendMem).
@@ -32,7 +32,7 @@ func (c *Comm) IrecvMem(m Mem, source, tag int) (*Request, error) {
 	if err := c.checkRecvMem(m, source, tag); err != nil {
 		return nil, err
 	}
-	return c.irecv(m, nil, source, tag), nil
+	return c.irecv(m, nil, source, tag).handle(), nil
 }
 
 // checkSendMem checks a send of memory m to dest (IsendMem, SendInitMem): the communicator, dest and tag, and m.

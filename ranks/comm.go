@@ -135,15 +135,17 @@ func (c *Comm) send(buf any, dest, tag int, mode sendMode) error {
 
 // Isend starts a send and returns its request.
 func (c *Comm) Isend(buf any, dest, tag int) (*Request, error) {
-	return c.isend(buf, dest, tag, standard)
+	r, err := c.isend(buf, dest, tag, standard)
+	return r.handle(), err
 }
 
 // Issend starts a synchronous send: its request completes once the matching receive has started.
 func (c *Comm) Issend(buf any, dest, tag int) (*Request, error) {
-	return c.isend(buf, dest, tag, synchronous)
+	r, err := c.isend(buf, dest, tag, synchronous)
+	return r.handle(), err
 }
 
-func (c *Comm) isend(buf any, dest, tag int, mode sendMode) (*Request, error) {
+func (c *Comm) isend(buf any, dest, tag int, mode sendMode) (*request, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
@@ -164,7 +166,7 @@ func (c *Comm) isend(buf any, dest, tag int, mode sendMode) (*Request, error) {
 }
 
 // completed returns a new request of rank rk that has already completed.
-func (rk *Rank) completed(k reqKind) *Request {
+func (rk *Rank) completed(k reqKind) *request {
 	r := rk.newReq(k)
 	r.finished = true
 	r.done.Complete()
@@ -172,7 +174,7 @@ func (rk *Rank) completed(k reqKind) *Request {
 }
 
 // waitInternal waits for a pooled request of a blocking call and recycles it.
-func (rk *Rank) waitInternal(req *Request) error {
+func (rk *Rank) waitInternal(req *request) error {
 	w := rk.w
 	if !req.done.WaitHelp(w.waitPolicy(req.remote), w.abortCh, rk.helper(req.remote)) {
 		// Someone may still complete req later: never recycle it.
@@ -186,7 +188,7 @@ func (rk *Rank) waitInternal(req *Request) error {
 // startSend starts a send of *buf. It returns nil when the send is already complete, or a request to wait on:
 // pr if given (a persistent request's run), else a pooled one if internal, else a new one. buf is a pointer to the
 // caller's parameter, which must not escape (see buffer.go). A nil buf is a message of no elements.
-func (c *Comm) startSend(buf *any, dest, tag int, mode sendMode, internal bool, pr *Request) (*Request, error) {
+func (c *Comm) startSend(buf *any, dest, tag int, mode sendMode, internal bool, pr *request) (*request, error) {
 	v, prim := MemOf(*buf)
 	var enc []byte
 	switch {
@@ -205,7 +207,7 @@ func (c *Comm) startSend(buf *any, dest, tag int, mode sendMode, internal bool, 
 }
 
 // sendReq returns the request a send waits on: pr if given, else a pooled one if internal, else a new one.
-func (rk *Rank) sendReq(internal bool, pr *Request) *Request {
+func (rk *Rank) sendReq(internal bool, pr *request) *request {
 	switch {
 	case pr != nil:
 		return pr
@@ -216,7 +218,7 @@ func (rk *Rank) sendReq(internal bool, pr *Request) *Request {
 }
 
 // startSendMem is startSend of memory: primitive, or enc's encoded object (v then describes enc).
-func (c *Comm) startSendMem(v Mem, enc []byte, dest, tag int, mode sendMode, internal bool, pr *Request) (*Request, error) {
+func (c *Comm) startSendMem(v Mem, enc []byte, dest, tag int, mode sendMode, internal bool, pr *request) (*request, error) {
 	prim := enc == nil
 	env := queues.Envelope{Ctx: c.ctx, Src: int32(c.rank), Tag: int32(tag)}
 	wdest := c.peerWorld(dest)
@@ -284,7 +286,7 @@ unexpected:
 // fill completes a posted primitive receive with the message src (one copy, block by block where either side is
 // a View), checking type and size. A large copy is shared with waiter's rank, the receiver or the sender that waits
 // for it, if it spins meanwhile (coop.go); nil copies alone.
-func (rr *Request) fill(env queues.Envelope, src Mem, waiter *Rank) {
+func (rr *request) fill(env queues.Envelope, src Mem, waiter *Rank) {
 	rv := rr.mem()
 	n := src.Size()
 	rr.setStatus(env.Src, env.Tag, int64(n), src.Type)
@@ -316,7 +318,7 @@ func bytesMem(typ Type, count int, data []byte) Mem {
 }
 
 // takeObject hands an object message to a posted receive: the waiter decodes it.
-func (rr *Request) takeObject(m *msg) {
+func (rr *request) takeObject(m *msg) {
 	env := m.item.Env
 	rr.setStatus(env.Src, env.Tag, int64(len(m.payload())), TypeObject)
 	if rr.vtyp == TypeNone {
@@ -336,7 +338,7 @@ func (rr *Request) takeObject(m *msg) {
 
 // consume matches a dequeued message to receive rr and completes both sides (or hands a remote rendezvous to the
 // device, which completes rr later). It runs on the receiving rank or on the device's progress loop.
-func (w *World) consume(rk *Rank, rr *Request, m *msg) {
+func (w *World) consume(rk *Rank, rr *request, m *msg) {
 	env := m.item.Env
 	switch m.proto {
 	case rendezvousRemote:
@@ -371,7 +373,7 @@ func (w *World) consume(rk *Rank, rr *Request, m *msg) {
 }
 
 // clearToSend answers a remote request-to-send matched by rr.
-func (w *World) clearToSend(rr *Request, m *msg) {
+func (w *World) clearToSend(rr *request, m *msg) {
 	h := m.rts
 	env := m.item.Env
 	rr.setStatus(env.Src, env.Tag, int64(h.Length), m.typ)
@@ -420,7 +422,7 @@ func (w *World) clearToSend(rr *Request, m *msg) {
 
 // truncRemote returns how many bytes of a remote rendezvous message of length bytes the receive rr, into rv, takes:
 // all of them, or, into a shorter buffer, the whole elements that fit, with ErrTruncate noted on rr.
-func truncRemote(rr *Request, rv Mem, m *msg, length uint64) int {
+func truncRemote(rr *request, rv Mem, m *msg, length uint64) int {
 	if length <= uint64(rv.Size()) {
 		return int(length)
 	}
@@ -431,7 +433,7 @@ func truncRemote(rr *Request, rv Mem, m *msg, length uint64) int {
 	return rv.Size()
 }
 
-func (c *Comm) sendRemote(env queues.Envelope, wdest int, v Mem, mode sendMode, internal bool, pr *Request) (*Request, error) {
+func (c *Comm) sendRemote(env queues.Envelope, wdest int, v Mem, mode sendMode, internal bool, pr *request) (*request, error) {
 	// The header comes from the rank, not the stack: behind the device's interface it would escape, an allocation
 	// per message. The device reads it during the call only (device.Device, memory).
 	h := c.r.header()
@@ -469,8 +471,8 @@ func (c *Comm) sendRemote(env queues.Envelope, wdest int, v Mem, mode sendMode, 
 
 // sendRemoteView is sendRemote of a View: its blocks go to the device as pieces where the device serving dest
 // moves them itself (device.Segmented), else packed into a pooled buffer (given back once the device is done).
-func (c *Comm) sendRemoteView(h *device.Header, wdest int, v Mem, eager bool, mode sendMode, internal bool, pr *Request) (*Request, error) {
-	var sreq *Request
+func (c *Comm) sendRemoteView(h *device.Header, wdest int, v Mem, eager bool, mode sendMode, internal bool, pr *request) (*request, error) {
+	var sreq *request
 	var done device.Completer
 	if mode != standard || !eager {
 		sreq = c.r.sendReq(internal, pr)
@@ -575,7 +577,7 @@ func (c *Comm) Irecv(buf any, source, tag int) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.irecv(v, target, source, tag), nil
+	return c.irecv(v, target, source, tag).handle(), nil
 }
 
 // recvBuffer returns the view a receive into buf fills and, for an object receive, the pointer it decodes into.
@@ -602,11 +604,11 @@ func (c *Comm) IrecvBytes(b []byte, source, tag int) (*Request, error) {
 	if err := c.checkSource(source, tag); err != nil {
 		return nil, err
 	}
-	return c.irecv(sliceMem(TypeByte, b), nil, source, tag), nil
+	return c.irecv(sliceMem(TypeByte, b), nil, source, tag).handle(), nil
 }
 
 // irecv posts a checked receive into v (an object receive decodes into target when it completes).
-func (c *Comm) irecv(v Mem, target any, source, tag int) *Request {
+func (c *Comm) irecv(v Mem, target any, source, tag int) *request {
 	if source == ProcNull {
 		r := c.r.completed(kindRecv)
 		r.setStatus(ProcNull, AnyTag, 0, 0)
@@ -625,7 +627,7 @@ func (c *Comm) remoteSource(source int) bool {
 }
 
 // postRecv matches rr against the unexpected queue or posts it.
-func (c *Comm) postRecv(rr *Request, source, tag int) {
+func (c *Comm) postRecv(rr *request, source, tag int) {
 	r := c.r
 	r.mu.Lock()
 	if m := r.takeUnexpected(c.ctx, int32(source), int32(tag)); m != nil {
@@ -671,7 +673,7 @@ func (c *Comm) Sendrecv(sendBuf any, dest, sendTag int, recvBuf any, source, rec
 	if err := checkRecvBuf(&recvBuf, source); err != nil {
 		return Status{}, err
 	}
-	var sreq *Request
+	var sreq *request
 	if dest != ProcNull {
 		var err error
 		if sreq, err = c.startSend(&sendBuf, dest, sendTag, standard, true, nil); err != nil {

@@ -16,7 +16,7 @@ import (
 // or an operation to progress), so that operation requests can gain hooks and worker-driven progress there alone.
 
 // poll reports whether r is done, advancing it first if it is an operation.
-func (r *Request) poll() bool {
+func (r *request) poll() bool {
 	if r.kind == kindOp {
 		return r.pollOp()
 	}
@@ -26,7 +26,7 @@ func (r *Request) poll() bool {
 // blocker returns the completion a waiter parks on while r is not done, or nil when r can only be polled (an
 // operation waiting on nothing in particular). An operation of a rank (OpRequest) completes its request itself,
 // and signals its rank's event whenever it can move on (ops.go): its waiter parks on both.
-func (r *Request) blocker() *queues.Completion {
+func (r *request) blocker() *queues.Completion {
 	if r.kind == kindOp && !r.done.Done() && r.owner == nil {
 		return r.ext.op.Blocker()
 	}
@@ -36,22 +36,24 @@ func (r *Request) blocker() *queues.Completion {
 // report hands the outcome of a done request to the calling completion call and makes the request inactive. The
 // transition is a CAS, so that when several goroutines complete one request exactly one of them gets its outcome
 // (and decodes its object): the others see it inactive (ok false).
-func (r *Request) report() (st Status, ok bool, err error) {
-	if !r.life.CompareAndSwap(lifeActive, lifeBusy) {
+func (h *Request) report() (st Status, ok bool, err error) {
+	if !h.cas(lifeActive, lifeBusy) {
 		return Status{}, false, nil
 	}
+	r := h.s
 	r.finish()
 	st, err = r.status(), r.err
-	r.life.Store(lifeInactive)
+	h.set(lifeInactive)
+	h.reuse()
 	return st, true, err
 }
 
 // pollFor polls the network device once (pollNet) if any of reqs is active and may complete through it: the test
 // calls' share of MPI's progress rule.
 func pollFor(reqs ...*Request) {
-	for _, r := range reqs {
-		if r != nil && r.remote && !r.done.Done() && r.life.Load() == lifeActive {
-			r.w.pollNet()
+	for _, h := range reqs {
+		if h != nil && h.s.remote && !h.s.done.Done() && h.is(lifeActive) {
+			h.s.w.pollNet()
 			return
 		}
 	}
@@ -92,7 +94,8 @@ const testYield = 8
 var errStopped = errors.New("stopped")
 
 // await blocks until r is done (or stop closes: errStopped).
-func (r *Request) await(stop <-chan struct{}) error {
+func (h *Request) await(stop <-chan struct{}) error {
+	r := h.s
 	w := r.w
 	if r.kind != kindOp && stop == nil && w.orphans.n.Load() == 0 && (r.owner == nil || r.owner.ops.n.Load() == 0) {
 		if !r.done.WaitHelp(w.waitPolicy(r.remote), w.abortCh, r.owner.helper(r.remote)) {
@@ -103,7 +106,7 @@ func (r *Request) await(stop <-chan struct{}) error {
 	if r.kind == kindOp && stop == nil && r.spinLone() {
 		return nil
 	}
-	one := [1]*Request{r}
+	one := [1]*Request{h}
 	_, err := awaitAny(one[:], stop)
 	return err
 }
@@ -121,9 +124,9 @@ func awaitAny(reqs []*Request, stop <-chan struct{}) (int, error) {
 	// The rank's event: whenever one of its operations can move on, the loop runs them all (ops.go). Until this
 	// call leaves, signallers count on it to; it looks once more on its way out if one came after its last sweep.
 	var rk *Rank
-	for _, r := range reqs {
-		if r != nil && r.owner != nil {
-			rk = r.owner
+	for _, h := range reqs {
+		if h != nil && h.s.owner != nil {
+			rk = h.s.owner
 			break
 		}
 	}
@@ -148,17 +151,18 @@ func awaitAny(reqs []*Request, stop <-chan struct{}) (int, error) {
 		if ev != nil {
 			gen = ev.Gen()
 		}
-		for i, r := range reqs {
+		for i, h := range reqs {
 			cs[i] = nil
-			if r == nil {
+			if h == nil {
 				continue
 			}
-			if ok, err := r.pending(); !ok {
+			if ok, err := h.pending(); !ok {
 				if err != nil {
 					return -1, err
 				}
 				continue
 			}
+			r := h.s
 			w = r.w
 			if !swept {
 				r.sweep()
@@ -246,14 +250,14 @@ func Testall(reqs ...*Request) (bool, error) {
 			continue
 		}
 		if w == nil {
-			w = r.w
-			r.sweep()
+			w = r.s.w
+			r.s.sweep()
 		}
-		if !r.poll() {
+		if !r.s.poll() {
 			if w.aborted.Load() {
 				return false, w.abortError()
 			}
-			r.owner.missed()
+			r.s.owner.missed()
 			return false, nil
 		}
 	}
@@ -321,7 +325,7 @@ func Testsome(reqs ...*Request) ([]int, []Status, error) {
 			return nil, nil, err
 		} else if ok {
 			active = true
-			r.sweep()
+			r.s.sweep()
 			break
 		}
 	}
@@ -332,11 +336,11 @@ func Testsome(reqs ...*Request) ([]int, []Status, error) {
 	if len(idx) == 0 && err == nil {
 		var rk *Rank
 		for _, r := range reqs {
-			if r != nil && r.w.aborted.Load() {
-				return nil, nil, r.w.abortError()
+			if r != nil && r.s.w.aborted.Load() {
+				return nil, nil, r.s.w.abortError()
 			}
 			if r != nil && rk == nil {
-				rk = r.owner
+				rk = r.s.owner
 			}
 		}
 		rk.missed()
@@ -376,7 +380,7 @@ func reportDone(reqs []*Request) ([]int, []Status, error) {
 			}
 			continue
 		}
-		if !r.poll() {
+		if !r.s.poll() {
 			continue
 		}
 		if st, ok, err := r.report(); ok {
@@ -409,10 +413,10 @@ func Testany(reqs ...*Request) (int, Status, bool, error) {
 			continue
 		}
 		if w == nil {
-			w = r.w
-			r.sweep()
+			w = r.s.w
+			r.s.sweep()
 		}
-		if !r.poll() {
+		if !r.s.poll() {
 			continue
 		}
 		if st, ok, err := r.report(); ok {
@@ -423,8 +427,8 @@ func Testany(reqs ...*Request) (int, Status, bool, error) {
 		return -1, Status{}, false, w.abortError()
 	}
 	for _, r := range reqs {
-		if r != nil && r.life.Load() == lifeActive {
-			r.owner.missed()
+		if r != nil && r.is(lifeActive) {
+			r.s.owner.missed()
 			return -1, Status{}, false, nil
 		}
 	}
@@ -437,11 +441,11 @@ func Testany(reqs ...*Request) (int, Status, bool, error) {
 type orphans struct {
 	n    atomic.Int32 // len(reqs), read without the lock: the common case is none
 	mu   sync.Mutex
-	reqs []*Request
+	reqs []*request
 }
 
 // adopt takes an operation request that was freed while active.
-func (w *World) adopt(r *Request) {
+func (w *World) adopt(r *request) {
 	w.orphans.mu.Lock()
 	w.orphans.reqs = append(w.orphans.reqs, r)
 	w.orphans.n.Store(int32(len(w.orphans.reqs)))

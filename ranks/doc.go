@@ -21,7 +21,9 @@
 // completion calls look at a request only through poll, blocker and report (completion.go); what only some
 // requests need (an operation, a persistent request's recipe) sits in a cold extension, so that the line a
 // matching sender touches stays the first and only one (TestRequestLayout). Persistent collectives are built with
-// NewPersistentRequest and share Start, Startall and Free with persistent point-to-point requests.
+// NewPersistentRequest and share Start, Startall and Free with persistent point-to-point requests. A Request is a
+// small handle on its state (handle.go), so that a small collective's state can serve its rank's next one once
+// reported, while the handle the program still holds reads as reported.
 //
 // Communicators (manage.go, group.go, inter.go): Dup, Split, Create and CreateGroup make intracommunicators,
 // IntercommCreate and Merge intercommunicators, all with contexts agreed among their members with no central

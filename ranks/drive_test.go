@@ -117,7 +117,7 @@ func TestTestCallsDrive(t *testing.T) {
 		rts := remoteEager(tag, 8<<10)
 		rts.Kind = device.KindRTS
 		w.DeliverRTS(rts)
-		if r.done.Done() {
+		if r.s.done.Done() {
 			t.Fatal("the transfer completed before any poll")
 		}
 		return r

@@ -176,7 +176,7 @@ func (mm *Message) Irecv(buf any) (*Request, error) {
 	if mm.m == nil {
 		r := c.r.completed(kindRecv)
 		r.setStatus(ProcNull, AnyTag, 0, 0)
-		return r, nil
+		return r.handle(), nil
 	}
 	rr := c.r.newReq(kindRecv)
 	rr.target = target
@@ -184,5 +184,5 @@ func (mm *Message) Irecv(buf any) (*Request, error) {
 	rr.remote = mm.m.proto == rendezvousRemote
 	c.w.consume(c.r, rr, mm.m)
 	mm.m = nil
-	return rr, nil
+	return rr.handle(), nil
 }

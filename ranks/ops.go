@@ -31,7 +31,7 @@ type rankOps struct {
 	// call of the rank then parks rather than spins (awaitAny)
 	workers atomic.Int32
 	mu      sync.Mutex
-	reqs    []*Request
+	reqs    []*request
 	chunk   atomic.Pointer[opChunk] // where the rank's nonblocking collectives get their requests (newOp)
 }
 
@@ -65,7 +65,7 @@ func (o *rankOps) newOp() *opRequest {
 // rank's count of operations at 2, so Wait never took the lone operation's spin (spinLone) and went the rank-wide
 // way of the event, sweeps and signals until a sweep saw the run finished: a third of the Waits of a loop of
 // AllreduceInit's Start and Wait at 8 B, 2 ranks in one process.
-func (o *rankOps) add(r *Request) {
+func (o *rankOps) add(r *request) {
 	o.mu.Lock()
 	if !r.ext.listed {
 		r.ext.listed = true
@@ -78,7 +78,7 @@ func (o *rankOps) add(r *Request) {
 // drop takes a finished request off the list: a persistent one that is freed, which no sweep may come to see
 // finished (its rank may never make another completion call on an operation), and which the list must not keep
 // alive, with its operation and the operation's buffers and slots.
-func (o *rankOps) drop(r *Request) {
+func (o *rankOps) drop(r *request) {
 	o.mu.Lock()
 	if r.ext.listed {
 		r.ext.listed = false
@@ -112,7 +112,7 @@ func (o *rankOps) sweep() {
 
 // sweep runs the operations that a completion call on r should move on: the orphans of r's node, and the active
 // operations of r's rank.
-func (r *Request) sweep() {
+func (r *request) sweep() {
 	r.w.sweepOrphans()
 	if rk := r.owner; rk != nil {
 		rk.ops.sweep()
@@ -122,7 +122,10 @@ func (r *Request) sweep() {
 // CompleteOp completes operation request r with err: its operation has finished. Only the first call counts, so
 // that a worker and a completion call that both see the operation finish complete the request once. For gompj's
 // own packages (nbc), like CompletionOf.
-func CompleteOp(r *Request, err error) {
+func CompleteOp(h *Request, err error) { h.s.completeOp(err) }
+
+// completeOp is CompleteOp on the state.
+func (r *request) completeOp(err error) {
 	if !r.ext.opDone.CompareAndSwap(false, true) {
 		return
 	}
@@ -214,7 +217,8 @@ func (c *Comm) opRequestIn(o *opRequest, op Operation) *Request {
 	r := &o.r
 	r.w, r.kind, r.remote, r.ext, r.owner = c.w, kindOp, c.w.dev != nil, &o.x, c.r
 	o.x.op = op
-	return r
+	o.h.s = r
+	return &o.h
 }
 
 // OpRequestAlone is OpRequest with a request allocated on its own, not from the rank's block of requests: it holds
@@ -234,15 +238,18 @@ func (c *Comm) OpRequestAlone(op Operation) *Request {
 // is no operation to move on, and nothing of it goes through the network device.
 func (c *Comm) CollRequest() *Request {
 	if c.r == nil {
-		return &Request{w: c.w, kind: kindColl}
+		return &Request{s: &request{w: c.w, kind: kindColl}}
 	}
-	return c.r.newReq(kindColl)
+	return c.r.collState().handle()
 }
 
 // CompleteColl completes r, a request of CollRequest, with err; once. For package nbc. It reads nothing of r and
 // writes only its flag (and its error, if any): the caller is another rank, and a look at r's last line, where the
 // owner's report marks it inactive, cost the owner a transfer of that line back (8-byte Iallreduce on 2 ranks).
-func CompleteColl(r *Request, err error) {
+func CompleteColl(h *Request, err error) { completeColl(h.s, err) }
+
+// completeColl is CompleteColl on the state.
+func completeColl(r *request, err error) {
 	if err != nil {
 		r.err = err
 	}
@@ -260,12 +267,12 @@ func (c *Comm) PeerOnNode(p int) bool {
 // node). Its waiters then wait as for a local message, without driving the device: a member waiting for its
 // node's phase polled the network all the while, taking a processor and the device's lock from its leader, which
 // needed both. Call it before the request is launched or started.
-func OpOnNode(r *Request) { r.remote = false }
+func OpOnNode(r *Request) { r.s.remote = false }
 
 // Launch makes the completion calls of r's rank move operation request r on, from now until it completes.
-func Launch(r *Request) {
-	if rk := r.owner; rk != nil {
-		rk.ops.add(r)
+func Launch(h *Request) {
+	if rk := h.s.owner; rk != nil {
+		rk.ops.add(h.s)
 	}
 }
 
@@ -345,7 +352,7 @@ func (s SpinStop) Stopped() bool { return s.done.Done() || s.ev.Gen() != s.gen |
 // was signalled, the job aborted), the caller waits as for any request. MPI's progress rule holds: the rank has no
 // other operation to move on, and one started meanwhile by another goroutine of the rank signals the rank's event,
 // which ends the spin.
-func (r *Request) spinLone() bool {
+func (r *request) spinLone() bool {
 	rk := r.owner
 	if rk == nil || r.remote || rk.ops.n.Load() != 1 || r.w.orphans.n.Load() != 0 {
 		return false
@@ -369,6 +376,6 @@ func (r *Request) spinLone() bool {
 // collective); while a run is active the rank's completion calls move it on.
 func (c *Comm) PersistentOpRequest(op PersistentOp) *Request {
 	r := c.w.NewPersistentRequest(op)
-	r.owner = c.r
+	r.s.owner = c.r
 	return r
 }

@@ -22,9 +22,10 @@ type p2pRecipe struct {
 	mode sendMode
 	// sendMem: a send of mem rather than of buf
 	sendMem bool
+	h       Request // the request's handle: a persistent request's state is never reused, so it has only this one
 }
 
-func (p *p2pRecipe) start(r *Request) error {
+func (p *p2pRecipe) start(r *request) error {
 	if err := p.c.check(); err != nil {
 		return err
 	}
@@ -33,7 +34,7 @@ func (p *p2pRecipe) start(r *Request) error {
 			r.done.Complete()
 			return nil
 		}
-		var sreq *Request
+		var sreq *request
 		var err error
 		if p.mode == buffered {
 			if err := p.c.bsend(&p.buf, p.peer, p.tag); err != nil {
@@ -74,7 +75,8 @@ func (rk *Rank) newPersistent(kind reqKind, p *p2pRecipe) *Request {
 	p.x.persist = p
 	r.ext = &p.x
 	r.life.Store(lifeInactive)
-	return r
+	p.h.s = r
+	return &p.h
 }
 
 // SendInit creates a persistent standard-mode send of buf to dest with tag: an inactive request that each Start
@@ -144,10 +146,11 @@ func (c *Comm) RecvInitMem(m Mem, source, tag int) (*Request, error) {
 // nonblocking send and receive, without a request to allocate, check and release per message. Like Start, it is
 // ErrRequest on an active or freed request. It is a function, not a method, so that users' Request has no such
 // call.
-func StartMem(r *Request, m Mem, tag int) error {
-	if err := r.claimStart(); err != nil {
+func StartMem(h *Request, m Mem, tag int) error {
+	if err := h.claimStart(); err != nil {
 		return err
 	}
+	r := h.s
 	p, ok := r.ext.persist.(*p2pRecipe)
 	var err error
 	switch {
@@ -159,16 +162,16 @@ func StartMem(r *Request, m Mem, tag int) error {
 		err = checkMem(m, r.kind == kindRecv)
 	}
 	if err != nil {
-		r.life.Store(lifeInactive)
+		h.set(lifeInactive)
 		return err
 	}
 	p.mem, p.tag = m, tag
 	r.reset() // launch, with the recipe's start called directly
 	if err := p.start(r); err != nil {
-		r.life.Store(lifeInactive)
+		h.set(lifeInactive)
 		return err
 	}
-	r.life.Store(lifeActive)
+	h.set(lifeActive)
 	return nil
 }
 
@@ -176,15 +179,16 @@ func StartMem(r *Request, m Mem, tag int) error {
 // without making a Status for each, which a collective does not report. It returns the first error of theirs.
 func WaitMem(reqs []*Request) error {
 	var first error
-	for _, r := range reqs {
+	for _, h := range reqs {
 		var err error
+		r := h.s
 		if !r.done.Done() {
-			err = r.await(nil)
+			err = h.await(nil)
 		}
-		if err == nil && r.life.CompareAndSwap(lifeActive, lifeBusy) {
+		if err == nil && h.cas(lifeActive, lifeBusy) {
 			r.finish()
 			err = r.err
-			r.life.Store(lifeInactive)
+			h.set(lifeInactive)
 		}
 		if first == nil {
 			first = err
@@ -233,10 +237,11 @@ func (w *World) NewPersistentRequest(op PersistentOp) *Request {
 	r.w, r.kind, r.remote, r.ext = w, kindOp, w.dev != nil, &o.x
 	o.x.op, o.x.persist, o.pop = op, o, op
 	r.life.Store(lifeInactive)
-	return r
+	o.h.s = r
+	return &o.h
 }
 
-func (o *opRequest) start(r *Request) error {
+func (o *opRequest) start(r *request) error {
 	if err := o.pop.Start(); err != nil {
 		return err
 	}
@@ -254,7 +259,7 @@ func (o *opRequest) release() {
 
 // reset readies an inactive persistent request for its next run. Nobody else can see it: it is busy (claimed by
 // this Start), and its previous run's completer finished with it when it set done.
-func (r *Request) reset() {
+func (r *request) reset() {
 	r.done.Reset()
 	r.err, r.finished, r.canceled = nil, false, false
 	if r.kind == kindOp {
@@ -268,17 +273,23 @@ func (r *Request) reset() {
 }
 
 // claimStart takes an inactive persistent request for a Start (lifeBusy), or says why it cannot be started.
-func (r *Request) claimStart() error {
-	if r == nil {
+func (h *Request) claimStart() error {
+	if h == nil {
 		return errNilRequest()
 	}
-	if r.ext == nil || r.ext.persist == nil {
+	if h.gone.Load() {
+		return errFreed()
+	}
+	if h.s == nil {
+		return errZeroRequest()
+	}
+	if r := h.s; r.ext == nil || r.ext.persist == nil {
 		return fmt.Errorf("%w: Start of a request that is not persistent", ErrRequest)
 	}
-	if r.life.CompareAndSwap(lifeInactive, lifeBusy) {
+	if h.cas(lifeInactive, lifeBusy) {
 		return nil
 	}
-	switch r.life.Load() {
+	switch lifeState(h.s.life.Load()) {
 	case lifeFreeing, lifeFreed:
 		return errFreed()
 	}
@@ -286,13 +297,14 @@ func (r *Request) claimStart() error {
 }
 
 // launch runs one instance of a claimed request.
-func (r *Request) launch() error {
+func (h *Request) launch() error {
+	r := h.s
 	r.reset()
 	if err := r.ext.persist.start(r); err != nil {
-		r.life.Store(lifeInactive)
+		h.set(lifeInactive)
 		return err
 	}
-	r.life.Store(lifeActive)
+	h.set(lifeActive)
 	return nil
 }
 
@@ -316,7 +328,7 @@ func Startall(reqs ...*Request) error {
 				}
 			}
 			for _, s := range reqs[:i] {
-				s.life.Store(lifeInactive)
+				s.set(lifeInactive)
 			}
 			return fmt.Errorf("request %d: %w", i, err)
 		}
@@ -324,7 +336,7 @@ func Startall(reqs ...*Request) error {
 	for i, r := range reqs {
 		if err := r.launch(); err != nil {
 			for _, s := range reqs[i+1:] {
-				s.life.Store(lifeInactive)
+				s.set(lifeInactive)
 			}
 			return fmt.Errorf("request %d: %w", i, err)
 		}
@@ -335,20 +347,37 @@ func Startall(reqs ...*Request) error {
 // Free releases a request; any later use is ErrRequest. An inactive request is released at once. An active one
 // still completes: a receive still takes its message, a send still delivers, a collective still runs to its end;
 // then it is released (MPI_Request_free). Free itself never waits.
-func (r *Request) Free() error {
-	if r == nil {
+func (h *Request) Free() error {
+	if h == nil {
 		return errNilRequest()
 	}
+	if h.gone.Load() {
+		return errFreed()
+	}
+	if h.s == nil {
+		return errZeroRequest()
+	}
+	r := h.s
 	for {
-		switch s := r.life.Load(); s {
+		if h.stale() {
+			// Reported, and its state serves another run now: the handle alone is released.
+			h.gone.Store(true)
+			return nil
+		}
+		switch s := lifeState(r.life.Load()); s {
 		case lifeInactive:
-			if r.life.CompareAndSwap(s, lifeFreed) {
+			if r.reusable() {
+				// Reported, and its state may go on to another run (reuse): release the handle, not the state.
+				h.gone.Store(true)
+				return nil
+			}
+			if h.cas(s, lifeFreed) {
 				r.unlist()
 				r.release()
 				return nil
 			}
 		case lifeActive:
-			if r.life.CompareAndSwap(s, lifeFreeing) {
+			if h.cas(s, lifeFreeing) {
 				// If it is done, release it now. If not: a point-to-point request needs nobody once its flag is set,
 				// except an object receive, whose completer sees the state (completeObject); an operation must be
 				// progressed to its end.
@@ -368,7 +397,7 @@ func (r *Request) Free() error {
 }
 
 // unlist takes a freed operation request that has finished off its rank's list of operations (rankOps.drop).
-func (r *Request) unlist() {
+func (r *request) unlist() {
 	if r.kind == kindOp && r.owner != nil {
 		r.owner.ops.drop(r)
 	}
@@ -387,9 +416,10 @@ type collRecipe struct {
 	x   reqExt
 	s   CollStarter
 	rel func()
+	h   Request // the request's handle: a persistent request's state is never reused, so it has only this one
 }
 
-func (p *collRecipe) start(r *Request) error { return p.s.StartColl(r) }
+func (p *collRecipe) start(*request) error { return p.s.StartColl(&p.h) }
 
 func (p *collRecipe) release() {
 	if p.rel != nil {
@@ -402,16 +432,20 @@ func (p *collRecipe) release() {
 func (c *Comm) PersistentCollRequest(s CollStarter, rel func()) *Request {
 	p := &collRecipe{s: s, rel: rel}
 	p.x.persist = p
-	r := &Request{w: c.w, kind: kindColl, owner: c.r, ext: &p.x}
+	r := &request{w: c.w, kind: kindColl, owner: c.r, ext: &p.x}
 	r.life.Store(lifeInactive)
-	return r
+	p.h.s = r
+	return &p.h
 }
 
 // CompletePersistentColl completes r, a request of PersistentCollRequest, with err, as CompleteColl does; if its
 // owner freed it while the run was in flight, it releases it (Free could not: the run still used what it holds).
-func CompletePersistentColl(r *Request, err error) {
-	CompleteColl(r, err)
-	if r.life.Load() == lifeFreeing {
+func CompletePersistentColl(h *Request, err error) { completePersistentColl(h.s, err) }
+
+// completePersistentColl is CompletePersistentColl on the state.
+func completePersistentColl(r *request, err error) {
+	completeColl(r, err)
+	if lifeState(r.life.Load()) == lifeFreeing {
 		r.settle()
 	}
 }

@@ -307,7 +307,7 @@ func TestSharedOutlivesEarlyFree(t *testing.T) {
 // TestRequestLayout: what a matching sender touches (claim word, envelope, buffer, status, flag) is one cache
 // line: the request is 256 bytes, a size class the allocator aligns to 64, and those fields come first.
 func TestRequestLayout(t *testing.T) {
-	var r Request
+	var r request
 	if s := unsafe.Sizeof(r); s != 256 {
 		t.Fatalf("Request is %d bytes; keep it at 256 (adjust the padding)", s)
 	}
@@ -315,7 +315,7 @@ func TestRequestLayout(t *testing.T) {
 		t.Fatalf("claim word, envelope, buffer, status and completion span bytes 0..%d; they must fit in the first 64", end)
 	}
 	for range 100 {
-		r := new(Request)
+		r := new(request)
 		layoutSink = append(layoutSink, r) // on the heap, as requests are
 		if p := uintptr(unsafe.Pointer(r)); p%64 != 0 {
 			t.Fatalf("a Request allocated at %#x is not 64-byte aligned", p)
@@ -358,4 +358,4 @@ func TestRankLayout(t *testing.T) {
 	_ = keep
 }
 
-var layoutSink []*Request
+var layoutSink []*request

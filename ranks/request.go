@@ -56,8 +56,8 @@ type Operation interface {
 	Blocker() *queues.Completion
 }
 
-// The life cycle of a request, one rule for every kind (Request.life). A request is active from its start (a
-// nonblocking call, or Start) until a completion call has reported it complete; it is then inactive, and
+// The life cycle of a request, one rule for every kind (the low bits of request.life). A request is active from its
+// start (a nonblocking call, or Start) until a completion call has reported it complete; it is then inactive, and
 // completion calls skip it. A persistent request is created inactive and goes round again at each Start.
 const (
 	lifeActive   uint32 = iota // started, not yet reported (the zero value: nonblocking calls store nothing)
@@ -67,15 +67,16 @@ const (
 	lifeFreed                  // released: any use is ErrRequest
 )
 
-// Request is the handle of a nonblocking operation: a send, a receive, or an Operation; persistent or not.
+// request is the state of a nonblocking operation (a send, a receive, or an Operation; persistent or not), which a
+// Request stands for, or of a blocking call (internal).
 //
-// Its state is laid out by who touches it. The first cache line is all that a matching sender reads and writes; the
+// It is laid out by who touches it. The first cache line is all that a matching sender reads and writes; the
 // rest belongs to the owner's side: the queue links, the outcome it reports, the life cycle. What only some
 // requests need (an operation, a persistent request's recipe, later hooks) lives behind ext, allocated with the
 // request that needs it, so that the common request stays in the allocator's 256-byte size class, whose objects
 // are 64-byte aligned (TestRequestLayout).
-type Request struct {
-	// The first cache line is all that a matching sender reads and writes (Request is 256 bytes, so the allocator
+type request struct {
+	// The first cache line is all that a matching sender reads and writes (request is 256 bytes, so the allocator
 	// aligns it to 64): the claim word and envelope of a slotted receive, the buffer, the outcome, the flag. A
 	// match moves this one line to the sender and back to the waiter.
 
@@ -116,7 +117,7 @@ type Request struct {
 	scratch []byte
 	ext     *reqExt // cold state: nil for a one-shot point-to-point request
 
-	life     atomic.Uint32 // lifeActive ... lifeFreed
+	life     atomic.Uint32 // lifeActive ... lifeFreed, under the state's generation (see Request, lifeOf)
 	kind     reqKind
 	finished bool // the reporter has run finish
 	internal bool // pooled; owned by a blocking call
@@ -141,13 +142,13 @@ type reqExt struct {
 // recipe (persistent.go), or a persistent collective (NewPersistentRequest).
 type starter interface {
 	// start begins one run on r, which Start has reset; an error means nothing was started.
-	start(r *Request) error
+	start(r *request) error
 	// release lets go of what the recipe holds, once, when the request is released.
 	release()
 }
 
 // mem returns the receive buffer.
-func (r *Request) mem() Mem {
+func (r *request) mem() Mem {
 	if r.vview {
 		return Mem{Type: r.vtyp, N: r.vn, view: (*viewData)(r.vptr), off: r.voff}
 	}
@@ -155,7 +156,7 @@ func (r *Request) mem() Mem {
 }
 
 // setMem sets the receive buffer.
-func (r *Request) setMem(v Mem) {
+func (r *request) setMem(v Mem) {
 	r.vtyp, r.vptr, r.vn, r.vview = v.Type, v.Ptr, v.N, v.view != nil
 	if v.view != nil {
 		r.vptr, r.voff = unsafe.Pointer(v.view), v.off
@@ -163,14 +164,14 @@ func (r *Request) setMem(v Mem) {
 }
 
 // setStatus records what was received: a sender's rank and tag, the payload size and its type.
-func (r *Request) setStatus(src, tag int32, bytes int64, typ Type) {
+func (r *request) setStatus(src, tag int32, bytes int64, typ Type) {
 	r.src.Store(uint64(uint32(src)))
 	r.tag.Store(tag)
 	r.bytes, r.styp = bytes, typ
 }
 
 // status returns the outcome set by setStatus. The element count follows from bytes and type.
-func (r *Request) status() Status {
+func (r *request) status() Status {
 	st := Status{Source: int(int32(uint32(r.src.Load()))), Tag: int(r.tag.Load()), bytes: int(r.bytes), typ: r.styp,
 		canceled: r.canceled}
 	switch {
@@ -186,8 +187,8 @@ func (r *Request) status() Status {
 }
 
 // itemRequest returns the request whose item it is.
-func itemRequest(it *queues.Item) *Request {
-	return (*Request)(unsafe.Add(unsafe.Pointer(it), -int(unsafe.Offsetof(Request{}.item))))
+func itemRequest(it *queues.Item) *request {
+	return (*request)(unsafe.Add(unsafe.Pointer(it), -int(unsafe.Offsetof(request{}.item))))
 }
 
 // reqChunkLen is how many requests a rank allocates at once for its nonblocking calls.
@@ -200,7 +201,7 @@ const reqChunkLen = 15
 // differently gets requests allocated one by one instead).
 type reqChunk struct {
 	_    [chunkPad]byte
-	reqs [reqChunkLen]Request
+	reqs [reqChunkLen]request
 	used atomic.Int32
 }
 
@@ -214,7 +215,7 @@ func init() { chunksAligned.Store(true) }
 // newReq returns a new request of rank rk for a nonblocking call. Requests are carved from per-rank chunks: one
 // allocation per reqChunkLen calls instead of one per call, and, like the pooled ones, they never move between
 // ranks. A chunk lives as long as any of its requests is referenced.
-func (rk *Rank) newReq(kind reqKind) *Request {
+func (rk *Rank) newReq(kind reqKind) *request {
 	for chunksAligned.Load() {
 		ch := rk.chunk.Load()
 		if ch != nil {
@@ -231,7 +232,7 @@ func (rk *Rank) newReq(kind reqKind) *Request {
 		}
 		rk.chunk.CompareAndSwap(ch, nc)
 	}
-	return &Request{w: rk.w, kind: kind, owner: rk} // 256 bytes, no header: aligned (TestRequestLayout)
+	return &request{w: rk.w, kind: kind, owner: rk} // 256 bytes, no header: aligned (TestRequestLayout)
 }
 
 // maxFree bounds a rank's list of recycled requests beyond the spare: as many as its goroutines block in
@@ -242,7 +243,7 @@ const maxFree = 16
 // Requests never move between ranks: a sender may still hold a stale pointer to a rank's slotted request (see
 // Rank.slot), and must never find it slotted at another rank. Internal requests stay lifeActive: no completion
 // call ever sees them.
-func (rk *Rank) getReq(kind reqKind) *Request {
+func (rk *Rank) getReq(kind reqKind) *request {
 	r := rk.spare.Swap(nil)
 	if r == nil {
 		rk.freeMu.Lock()
@@ -253,7 +254,7 @@ func (rk *Rank) getReq(kind reqKind) *Request {
 		}
 		rk.freeMu.Unlock()
 		if r == nil {
-			r = &Request{w: rk.w}
+			r = &request{w: rk.w}
 		}
 	}
 	// The first line is reset here rather than in putReq: the waiter recycles a request right after the match, and
@@ -267,7 +268,7 @@ func (rk *Rank) getReq(kind reqKind) *Request {
 }
 
 // putReq recycles a request of a blocking call that nobody else can still see.
-func (rk *Rank) putReq(r *Request) {
+func (rk *Rank) putReq(r *request) {
 	r.item = queues.Item{}
 	r.kind, r.target, r.held, r.scratch, r.rk = 0, nil, nil, nil, nil
 	r.err, r.finished, r.internal, r.remote = nil, false, false, false
@@ -284,14 +285,14 @@ func (rk *Rank) putReq(r *Request) {
 // devDone is a request seen by a device: its Complete is device.Completer's, called once when the device has
 // finished the request's transfer. It is a distinct type so that Request itself, which users hold, has no
 // Complete method.
-type devDone Request
+type devDone request
 
 // completer returns r as the device's Completer.
-func (r *Request) completer() device.Completer { return (*devDone)(r) }
+func (r *request) completer() device.Completer { return (*devDone)(r) }
 
 // Complete implements device.Completer.
 func (d *devDone) Complete(err error) {
-	r := (*Request)(d)
+	r := (*request)(d)
 	switch {
 	case err != nil:
 		// Nothing reliable arrived: even a truncation already noted is now a failure of the transfer.
@@ -315,13 +316,14 @@ func (d *devDone) Complete(err error) {
 
 // CompletionOf returns a request's completion flag, for gompj's own packages: a nonblocking collective parks on
 // its child requests' flags (Operation.Blocker). It is not a method, so that users' Request has no such call.
-func CompletionOf(r *Request) *queues.Completion { return &r.done }
+func CompletionOf(r *Request) *queues.Completion { return &r.s.done }
 
 // opRequest is an operation's request and its extension in one allocation.
 type opRequest struct {
-	r   Request
+	r   request
 	x   reqExt
 	pop PersistentOp // a persistent collective's operation (opRequest is then its starter)
+	h   Request      // the handle: an operation's state is never reused (see Request), so it has only this one
 }
 
 // NewOpRequest returns an active request that completes when op does (a nonblocking collective).
@@ -330,11 +332,12 @@ func (w *World) NewOpRequest(op Operation) *Request {
 	r := &o.r
 	r.w, r.kind, r.remote, r.ext = w, kindOp, w.dev != nil, &o.x
 	o.x.op = op
-	return r
+	o.h.s = r
+	return &o.h
 }
 
 // finish runs on the reporting side once the request is done: decodes an object and releases held buffers.
-func (r *Request) finish() {
+func (r *request) finish() {
 	if r.finished {
 		return
 	}
@@ -360,9 +363,9 @@ func (r *Request) finish() {
 // completion call will ever report it: the completer decodes it itself (settle). Free makes the same check the other
 // way round (the flag first, then the state), so one of them sees the other; settle lets only one act. Only object
 // receives need this: other requests have nothing left to do once their flag is set.
-func (r *Request) completeObject() {
+func (r *request) completeObject() {
 	r.done.Complete()
-	if r.life.Load() == lifeFreeing {
+	if lifeState(r.life.Load()) == lifeFreeing {
 		r.settle()
 	}
 }
@@ -370,8 +373,9 @@ func (r *Request) completeObject() {
 // settle releases a request that was freed while active, once it is done: it finishes it (an object receive is
 // decoded into its target) and lets its recipe go. Whoever calls it first after both happened wins; it reports
 // whether this call did it.
-func (r *Request) settle() bool {
-	if !r.done.Done() || !r.life.CompareAndSwap(lifeFreeing, lifeFreed) {
+func (r *request) settle() bool {
+	v := r.life.Load()
+	if !r.done.Done() || lifeState(v) != lifeFreeing || !r.life.CompareAndSwap(v, v&^lifeMask|lifeFreed) {
 		return false
 	}
 	r.finish()
@@ -380,7 +384,7 @@ func (r *Request) settle() bool {
 }
 
 // release drops what a freed request holds.
-func (r *Request) release() {
+func (r *request) release() {
 	if x := r.ext; x != nil && x.persist != nil {
 		x.persist.release()
 	}
@@ -388,17 +392,21 @@ func (r *Request) release() {
 }
 
 // pollOp advances an operation request; it reports whether it is done.
-func (r *Request) pollOp() bool {
+func (r *request) pollOp() bool {
 	if r.done.Done() {
 		return true
 	}
 	if done, err := r.ext.op.Progress(); done {
-		CompleteOp(r, err)
+		r.completeOp(err)
 	}
 	return r.done.Done()
 }
 
 func errFreed() error { return fmt.Errorf("%w: the request was freed", ErrRequest) }
+
+func errZeroRequest() error {
+	return fmt.Errorf("%w: a Request that no call made (the zero value)", ErrRequest)
+}
 
 func errNilRequest() error { return fmt.Errorf("%w: nil request", ErrRequest) }
 
@@ -411,7 +419,7 @@ func (r *Request) Wait() (Status, error) {
 	if ok, err := r.pending(); !ok {
 		return Status{}, err
 	}
-	if !r.done.Done() { // done already (a nonblocking collective's child): nothing to wait for or move on
+	if !r.s.done.Done() { // done already (a nonblocking collective's child): nothing to wait for or move on
 		if err := r.await(nil); err != nil {
 			return Status{}, err
 		}
@@ -429,12 +437,13 @@ func (r *Request) Test() (Status, bool, error) {
 		return Status{}, err == nil, err
 	}
 	pollFor(r)
-	r.sweep()
-	if !r.poll() {
-		if r.w.aborted.Load() {
-			return Status{}, false, r.w.abortError()
+	s := r.s
+	s.sweep()
+	if !s.poll() {
+		if s.w.aborted.Load() {
+			return Status{}, false, s.w.abortError()
 		}
-		r.owner.missed()
+		s.owner.missed()
 		return Status{}, false, nil
 	}
 	if st, ok, err := r.report(); ok {
@@ -446,7 +455,17 @@ func (r *Request) Test() (Status, bool, error) {
 
 // pending classifies r for a completion call: active (true), or not, with ErrRequest if it was freed.
 func (r *Request) pending() (bool, error) {
-	switch r.life.Load() {
+	if r.gone.Load() {
+		return false, errFreed()
+	}
+	if r.s == nil {
+		return false, errZeroRequest()
+	}
+	v := r.s.life.Load()
+	if v>>genShift != r.gen {
+		return false, nil // reported, and its state reused since
+	}
+	switch lifeState(v) {
 	case lifeActive:
 		return true, nil
 	case lifeFreeing, lifeFreed:

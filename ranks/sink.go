@@ -77,11 +77,11 @@ func (w *World) ClaimEager(h *device.Header) (device.Payload, device.Completer, 
 		return device.Payload{}, nil, false
 	}
 	t := Type(h.Type)
-	takes := func(rr *Request) bool {
+	takes := func(rr *request) bool {
 		return h.Length == 0 || rr.vtyp == t && uint64(rr.vn)*uint64(t.Size()) >= h.Length
 	}
 	r.mu.Lock()
-	var rr *Request
+	var rr *request
 	if s, g, recv := r.peekSlot(); s != nil && envMatches(recv, env) {
 		// The slotted receive is the earliest posted (see post): it matches, or nothing does.
 		if !takes(s) {

@@ -72,7 +72,7 @@ func slotStress(t *testing.T, share int64) {
 						r, err = c.Issend(b, d, g)
 					case n > 100 || rng.Intn(2) == 0 || share > 0:
 						r, err = c.Isend(b, d, g)
-						if err == nil && n <= 100 && !r.done.Done() {
+						if err == nil && n <= 100 && !r.s.done.Done() {
 							crossed.Add(1) // a small standard send waits: it found its receiver over the bound
 						}
 					default:
@@ -161,7 +161,7 @@ func TestSlotStaleClaim(t *testing.T) {
 	w := world(t, 2)
 	c := w.Comm(1)
 	r := c.r
-	recv := func(src, tag int) *Request {
+	recv := func(src, tag int) *request {
 		rr := r.getReq(kindRecv)
 		rr.setMem(Mem{Type: TypeInt64})
 		c.postRecv(rr, src, tag)
@@ -220,14 +220,14 @@ func TestSlotStaleClaim(t *testing.T) {
 func TestRequestsStayWithTheirRank(t *testing.T) {
 	w := world(t, 2)
 	a, b := w.Comm(0).r, w.Comm(1).r
-	var mine []*Request
+	var mine []*request
 	for range 8 {
 		mine = append(mine, a.getReq(kindRecv))
 	}
 	for _, r := range mine {
 		a.putReq(r)
 	}
-	seen := make(map[*Request]bool)
+	seen := make(map[*request]bool)
 	for _, r := range mine {
 		seen[r] = true
 	}

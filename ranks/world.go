@@ -104,7 +104,7 @@ type Rank struct {
 	// the slot before posted, so MPI's matching order holds. The pointer stays after a claim: a blocking
 	// receive's request is the same one call after call, so the slot's line is written only when a different
 	// request is slotted, and the sender's copy of it stays valid.
-	slot atomic.Pointer[Request]
+	slot atomic.Pointer[request]
 	w    *World
 	id   int
 	_    [40]byte
@@ -121,12 +121,16 @@ type Rank struct {
 	msgs    []*msg   // recycled messages for senders to this rank (see takeMsg)
 	_       [16]byte // the owner's cold fields start a line of their own
 
-	spare  atomic.Pointer[Request]       // a request for the blocking calls of one goroutine, without the lock
+	spare  atomic.Pointer[request]       // a request for the blocking calls of one goroutine, without the lock
 	hdr    atomic.Pointer[device.Header] // a header for sends to other nodes (see header)
 	freeMu sync.Mutex
-	free   []*Request               // the rank's own recycled requests beyond the spare (see getReq)
+	free   []*request               // the rank's own recycled requests beyond the spare (see getReq)
 	chunk  atomic.Pointer[reqChunk] // where the rank's nonblocking calls get their requests (see newReq)
 	misses atomic.Uint32            // the rank's test calls that found nothing (see missed)
+	// handles: where the rank's nonblocking calls get their handles (see newHandle); collFree: the states of its
+	// reported small collectives, for reuse (see collState)
+	handles  atomic.Pointer[handleChunk]
+	collFree [collFreeLen]atomic.Pointer[request]
 
 	ctxMu     sync.Mutex // guards nextCtx, ctxHolder and agreeing (agree.go)
 	nextCtx   uint32
@@ -136,7 +140,7 @@ type Rank struct {
 	bsend     atomic.Pointer[bsendState] // the buffer attached for buffered sends (bsend.go), made on first use
 	ops       *rankOps                   // the rank's active operation requests (ops.go)
 	coop      *coop                      // a large copy into or out of this rank's buffers, shared (coop.go)
-	_         [56]byte                   // to a whole number of lines (TestRankLayout)
+	_         [40]byte                   // to a whole number of lines (TestRankLayout)
 }
 
 // MinUnexpectedShare is the least unexpected eager data a rank may hold from its own node, whatever
@@ -363,7 +367,7 @@ type msg struct {
 	inPlace bool
 	// held is what the message counts against its receiver's share (see Rank.reserve); 0 if it is not counted.
 	held  int64
-	sreq  *Request
+	sreq  *request
 	from  *Rank // rendezvousLocal: the sending rank, whose wait may help with the copy (coop.go)
 	in    *device.Inbound
 	rts   device.Header
@@ -603,7 +607,7 @@ func envMatches(recv, m queues.Envelope) bool {
 }
 
 // claimSlot takes the slotted receive if it matches a message with envelope env. Safe without the lock.
-func (r *Rank) claimSlot(env queues.Envelope) *Request {
+func (r *Rank) claimSlot(env queues.Envelope) *request {
 	rr, g, recv := r.peekSlot()
 	if rr == nil || !envMatches(recv, env) || !rr.claim.CompareAndSwap(g, g+1) {
 		return nil
@@ -613,7 +617,7 @@ func (r *Rank) claimSlot(env queues.Envelope) *Request {
 
 // peekSlot returns the slotted receive if it is unclaimed, with its generation and envelope. The envelope is
 // trusted only by a claim at generation g (a CAS from g), which fails if the receive was claimed since.
-func (r *Rank) peekSlot() (*Request, uint64, queues.Envelope) {
+func (r *Rank) peekSlot() (*request, uint64, queues.Envelope) {
 	rr := r.slot.Load()
 	if rr == nil {
 		return nil, 0, queues.Envelope{}
@@ -627,7 +631,7 @@ func (r *Rank) peekSlot() (*Request, uint64, queues.Envelope) {
 }
 
 // takePosted removes and returns the earliest posted receive matching env, or nil. Called with r.mu held.
-func (r *Rank) takePosted(env queues.Envelope) *Request {
+func (r *Rank) takePosted(env queues.Envelope) *request {
 	if rr := r.claimSlot(env); rr != nil {
 		return rr
 	}
@@ -638,7 +642,7 @@ func (r *Rank) takePosted(env queues.Envelope) *Request {
 }
 
 // post queues receive rr with envelope e. Called with r.mu held, after unexp was searched.
-func (r *Rank) post(rr *Request, e queues.Envelope) {
+func (r *Rank) post(rr *request, e queues.Envelope) {
 	if r.posted.Len() == 0 {
 		if s := r.slot.Load(); s == nil || s.claim.Load()&1 == 0 {
 			rr.src.Store(uint64(e.Ctx)<<32 | uint64(uint32(e.Src)))

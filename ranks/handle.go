@@ -1,0 +1,155 @@
+package ranks
+
+import (
+	"sync/atomic"
+)
+
+// Request is the handle of a nonblocking operation: a send, a receive, or an Operation; persistent or not.
+//
+// A handle stands for one run of a request's state (request, below). Go has no MPI_REQUEST_NULL: the handle a
+// program holds stays valid after Wait (Wait again returns an empty Status, Waitany skips it, Free releases it), so
+// a state that the handle alone owned could never be reused. The split lets it be: once a completion call has
+// reported a small collective's run (CollRequest), its state goes back to its rank and serves the rank's next one,
+// under a new generation, and the old handle, whose generation no longer matches, reads as inactive. Every
+// transition of the state's life cycle compares the generation with the state, in one word, so a stale handle can
+// never report, free or wait on another run. That state was a 256-byte request per call, carved from a block of 15:
+// an 8-byte Iallreduce and its Wait on 2 ranks spent a fifth to a quarter of their time in the allocation and the
+// collections it brought, and in the cold memory of each new block.
+//
+// A handle is 16 bytes, from its rank's block of handles (newHandle), or inside its state's allocation where the
+// state is never reused (an operation's, opRequest). Point-to-point states are not reused: their completers
+// (a device, a rendezvous receiver, an object receive's decoder) may still look at them after the flag.
+type Request struct {
+	s   *request
+	gen uint32 // the run of s this handle stands for (the generation in s.life)
+	// gone: Free released this handle after its run was reported and its state reused, so that a later use is
+	// ErrRequest, as for any freed request, even though the state now serves another handle.
+	gone atomic.Bool
+}
+
+// genShift: request.life holds the life-cycle state (lifeActive ... lifeFreed) in its low bits and the state's
+// generation above them.
+const (
+	genShift = 3
+	lifeMask = 1<<genShift - 1
+)
+
+// lifeOf returns the life word of generation gen in life-cycle state st.
+func lifeOf(gen, st uint32) uint32 { return gen<<genShift | st }
+
+// lifeState returns the life-cycle state of a life word.
+func lifeState(v uint32) uint32 { return v & lifeMask }
+
+// is reports whether h's run is in life-cycle state st (false once its state has gone on to another run).
+func (h *Request) is(st uint32) bool { return h.s.life.Load() == lifeOf(h.gen, st) }
+
+// cas moves h's run from life-cycle state a to b, if it is in a.
+func (h *Request) cas(a, b uint32) bool {
+	return h.s.life.CompareAndSwap(lifeOf(h.gen, a), lifeOf(h.gen, b))
+}
+
+// set puts h's run in life-cycle state st. Only for the goroutine that holds the run in lifeBusy, or that made it.
+func (h *Request) set(st uint32) { h.s.life.Store(lifeOf(h.gen, st)) }
+
+// stale reports whether h's state has gone on to another run: h's own run was reported (inactive).
+func (h *Request) stale() bool { return h.s.life.Load()>>genShift != h.gen }
+
+// handleChunkLen is how many handles a rank allocates at once: 1 KiB.
+const handleChunkLen = 64
+
+// handleChunk is a block of handles that a rank hands out one at a time, as reqChunk is for states.
+type handleChunk struct {
+	hs   [handleChunkLen]Request
+	used atomic.Int32
+}
+
+// newHandle returns a new handle of rank rk (nil: none, a handle of its own) for run gen of state s.
+func (rk *Rank) newHandle(s *request, gen uint32) *Request {
+	if rk == nil {
+		return &Request{s: s, gen: gen}
+	}
+	for {
+		ch := rk.handles.Load()
+		if ch != nil {
+			if i := ch.used.Add(1) - 1; i < handleChunkLen {
+				h := &ch.hs[i]
+				h.s, h.gen = s, gen
+				return h
+			}
+		}
+		rk.handles.CompareAndSwap(ch, new(handleChunk))
+	}
+}
+
+// handle returns a new handle for s's current run, on s's owner's block (nil for nil).
+func (s *request) handle() *Request {
+	if s == nil {
+		return nil
+	}
+	return s.owner.newHandle(s, s.life.Load()>>genShift)
+}
+
+// collFreeLen is how many reported small-collective states a rank keeps for reuse (see reuse): as many as a rank
+// has outstanding in a loop that starts a few and waits for them all; more are left to the collector.
+const collFreeLen = 8
+
+// collState returns a state for a CollRequest of rk: a reported one of rk's, reset for its next generation, or a
+// new one. States never move between ranks (see getReq).
+func (rk *Rank) collState() *request {
+	for i := range rk.collFree {
+		if s := rk.collFree[i].Swap(nil); s != nil {
+			gen := s.life.Load()>>genShift + 1
+			s.done.Reset()
+			s.err, s.finished = nil, false
+			s.life.Store(lifeOf(gen, lifeActive))
+			return s
+		}
+	}
+	return rk.newReq(kindColl)
+}
+
+// reuse gives h's state back to its rank once a completion call has reported h's run, if it is a small
+// collective's and nothing else can still look at it: its completer wrote only its flag and error before the
+// flag's swap, and reads nothing after it but the flag's waker, which must be empty (no waiter parked on the run,
+// no hook armed on it), since Reset clears it for the next run.
+func (h *Request) reuse() {
+	s := h.s
+	if !s.reusable() || !s.done.Unwatched() {
+		return
+	}
+	for i := range s.owner.collFree {
+		if s.owner.collFree[i].CompareAndSwap(nil, s) {
+			return
+		}
+	}
+}
+
+// reusable reports whether s is a state that goes back to its rank once reported: a one-shot small collective's
+// of a rank.
+func (s *request) reusable() bool { return s.kind == kindColl && s.ext == nil && s.owner != nil }
+
+// Target is what completes a request's run, for the party that completes it on another rank's behalf (package
+// nbc's small collectives, whose last member to arrive completes every member's request): the state, not the
+// handle. The completer, on another core, then reads nothing of the handle's line, which its owner writes as it
+// makes its next handles. The zero Target is none.
+type Target struct{ r *request }
+
+// TargetOf returns the target of h's run (the zero Target for nil).
+func TargetOf(h *Request) Target {
+	if h == nil {
+		return Target{}
+	}
+	return Target{h.s}
+}
+
+// None reports whether t is the zero Target.
+func (t Target) None() bool { return t.r == nil }
+
+// CompleteColl is CompleteColl on t's request.
+func (t Target) CompleteColl(err error) { completeColl(t.r, err) }
+
+// CompleteOp is CompleteOp on t's request.
+func (t Target) CompleteOp(err error) { t.r.completeOp(err) }
+
+// CompletePersistentColl is CompletePersistentColl on t's request.
+func (t Target) CompletePersistentColl(err error) { completePersistentColl(t.r, err) }

@@ -1,0 +1,123 @@
+package ranks
+
+import (
+	"errors"
+	"runtime"
+	"testing"
+)
+
+// TestCollStateReused: once a small collective's run is reported, its state serves the rank's next CollRequest,
+// and the old handle reads as a reported request should, whatever the state does since: Wait and Test return an
+// empty Status at once, Cancel does nothing, Start is ErrRequest (not persistent), and Free releases the handle
+// alone, after which its use is ErrRequest, while the new run goes on undisturbed.
+func TestCollStateReused(t *testing.T) {
+	c := world(t, 1).Comm(0)
+	boom := errors.New("boom")
+	old := c.CollRequest()
+	CompleteColl(old, boom)
+	if _, err := old.Wait(); !errors.Is(err, boom) {
+		t.Fatalf("first Wait: %v, want the run's error", err)
+	}
+	cur := c.CollRequest()
+	if cur.s != old.s {
+		t.Fatal("the reported run's state was not reused by the rank's next CollRequest")
+	}
+	if cur == old || cur.gen == old.gen {
+		t.Fatal("the new run has the old handle or generation")
+	}
+	// The state is active again, for cur: old must not see it.
+	if st, err := old.Wait(); err != nil || st != (Status{}) {
+		t.Fatalf("Wait on the old handle: %+v, %v; want an empty Status at once", st, err)
+	}
+	if st, ok, err := old.Test(); err != nil || !ok || st != (Status{}) {
+		t.Fatalf("Test on the old handle: %+v, %v, %v", st, ok, err)
+	}
+	if err := old.Cancel(); err != nil {
+		t.Fatalf("Cancel on the old handle: %v", err)
+	}
+	if err := old.Start(); !errors.Is(err, ErrRequest) {
+		t.Fatalf("Start on the old handle: %v, want ErrRequest", err)
+	}
+	if i, _, err := Waitany(old); i != -1 || err != nil {
+		t.Fatalf("Waitany of the old handle alone: %d, %v; want -1 (none active)", i, err)
+	}
+	if _, ok, err := cur.Test(); ok || err != nil {
+		t.Fatalf("the new run is done before its completion (%v, %v)", ok, err)
+	}
+	if err := old.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Wait(); !errors.Is(err, ErrRequest) {
+		t.Fatalf("Wait after Free: %v, want ErrRequest", err)
+	}
+	if err := old.Free(); !errors.Is(err, ErrRequest) {
+		t.Fatalf("Free twice: %v, want ErrRequest", err)
+	}
+	if i, _, err := Waitany(cur, old); err == nil || i != -1 {
+		t.Fatalf("Waitany with a freed handle: %d, %v; want ErrRequest", i, err)
+	}
+	// Free of the old handle left the state alone: the new run completes and reports as usual.
+	CompleteColl(cur, nil)
+	if _, err := cur.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	// A run freed while active is never reused: its state is released instead, and the rank makes a new one.
+	act := c.CollRequest()
+	if err := act.Free(); err != nil {
+		t.Fatal(err)
+	}
+	CompleteColl(act, nil)
+	if next := c.CollRequest(); next.s == act.s {
+		t.Fatal("a run freed while active was reused")
+	}
+}
+
+// TestCollStateNotReusedWhenWatched: a run that a waiter parked on (or a hook was armed on) keeps its state, since
+// the completer may still wake through it after its flag; the next CollRequest gets another.
+func TestCollStateNotReusedWhenWatched(t *testing.T) {
+	c := world(t, 1).Comm(0)
+	r := c.CollRequest()
+	done := make(chan error)
+	go func() {
+		_, err := r.Wait()
+		done <- err
+	}()
+	for CompletionOf(r).Unwatched() {
+		runtime.Gosched() // until the waiter has armed its waker: it parks on the flag
+	}
+	CompleteColl(r, nil)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if next := c.CollRequest(); next.s == r.s {
+		t.Fatal("a run whose flag had a waiter was reused")
+	}
+}
+
+// TestCollStateBytes: a loop of small collectives' runs, each started, completed and waited for, allocates only
+// handles once their states are reused: 16 bytes per run (a handle, from blocks of 64), where a state per run
+// was 256 bytes and more (its share of a 4 KiB block).
+func TestCollStateBytes(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	c := world(t, 1).Comm(0)
+	const runs = 64 * 100
+	run := func() {
+		r := c.CollRequest()
+		CompleteColl(r, nil)
+		if _, err := r.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range runs {
+		run()
+	}
+	runtime.ReadMemStats(&after)
+	if per := float64(after.TotalAlloc-before.TotalAlloc) / runs; per > 32 {
+		t.Fatalf("%.1f bytes per run; want the handle's 16 (the state reused)", per)
+	}
+}
