@@ -95,6 +95,11 @@ var errStopped = errors.New("stopped")
 
 // await blocks until r is done (or stop closes: errStopped).
 func (h *Request) await(stop <-chan struct{}) error {
+	h.waiting(+1)
+	defer h.waiting(-1)
+	if ok, err := h.pending(); !ok {
+		return err // reported meanwhile, by another goroutine
+	}
 	r := h.s
 	w := r.w
 	if r.kind != kindOp && stop == nil && w.orphans.n.Load() == 0 && (r.owner == nil || r.owner.ops.n.Load() == 0) {
@@ -121,6 +126,18 @@ func awaitAny(reqs []*Request, stop <-chan struct{}) (int, error) {
 		cs = make([]*queues.Completion, len(reqs))
 	}
 	cs = cs[:len(reqs)]
+	for _, h := range reqs {
+		if h != nil {
+			h.waiting(+1)
+		}
+	}
+	defer func() {
+		for _, h := range reqs {
+			if h != nil {
+				h.waiting(-1)
+			}
+		}
+	}()
 	// The rank's event: whenever one of its operations can move on, the loop runs them all (ops.go). Until this
 	// call leaves, signallers count on it to; it looks once more on its way out if one came after its last sweep.
 	var rk *Rank

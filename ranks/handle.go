@@ -22,9 +22,28 @@ import (
 type Request struct {
 	s   *request
 	gen uint32 // the run of s this handle stands for (the generation in s.life)
-	// gone: Free released this handle after its run was reported and its state reused, so that a later use is
-	// ErrRequest, as for any freed request, even though the state now serves another handle.
-	gone atomic.Bool
+	// flags: handleGone, set when Free released this handle after its run was reported and its state reused, so
+	// that a later use is ErrRequest, as for any freed request, even though the state now serves another handle;
+	// below it, how many goroutines are inside a blocking wait on a run whose state may be reused (see waiting).
+	flags atomic.Uint32
+}
+
+// handleGone: see Request.flags.
+const handleGone = 1 << 31
+
+// gone reports whether Free released h after its state went on to another run.
+func (h *Request) gone() bool { return h.flags.Load()&handleGone != 0 }
+
+// waiting counts a goroutine into (+1) or out of (-1) a blocking wait on h, if h's state is one that its rank
+// reuses once the run is reported (a small collective's). A goroutine that waits (spins or parks) on the state's
+// flag would otherwise, if another goroutine reported the run and the rank started its next on the same state,
+// go on waiting for that next run: completing one request from several goroutines at once, as Waitany over a
+// shared list does, could then deadlock. reuse leaves a state alone while anybody is counted in; and one who
+// counts itself in after the report sees the run inactive, since it looks at the life word only after counting.
+func (h *Request) waiting(d int32) {
+	if h.s.kind == kindColl {
+		h.flags.Add(uint32(d))
+	}
 }
 
 // genShift: request.life holds the life-cycle state (lifeActive ... lifeFreed) in its low bits and the state's
@@ -114,7 +133,7 @@ func (rk *Rank) collState() *request {
 // no hook armed on it), since Reset clears it for the next run.
 func (h *Request) reuse() {
 	s := h.s
-	if !s.reusable() || !s.done.Unwatched() {
+	if !s.reusable() || !s.done.Unwatched() || h.flags.Load()&^handleGone != 0 {
 		return
 	}
 	for i := range s.owner.collFree {

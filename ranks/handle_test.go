@@ -121,3 +121,104 @@ func TestCollStateBytes(t *testing.T) {
 		t.Fatalf("%.1f bytes per run; want the handle's 16 (the state reused)", per)
 	}
 }
+
+// TestCollStateConcurrentCompletion: goroutines that complete the same small-collective requests at once (Waitany,
+// Waitsome, Testany over one list, as TestConcurrentCompletion does for receives), while the rank goes on making
+// requests whose states are the reported ones reused: every run is reported exactly once, and a goroutine that
+// still looks at a reused state through an old handle neither reports nor disturbs the new run (under the race
+// detector: reads nothing that reuse writes).
+func TestCollStateConcurrentCompletion(t *testing.T) {
+	c := world(t, 1).Comm(0)
+	const rounds, n, goroutines = 200, 6, 3
+	reused := 0
+	defer func() {
+		t.Logf("%d of %d new runs reused a state of the round's requests", reused, rounds*n)
+		if reused == 0 && !t.Failed() {
+			t.Error("no new run ever reused a reported state: the test did not look at what it is for")
+		}
+	}()
+	for round := range rounds {
+		reqs := make([]*Request, n)
+		for i := range reqs {
+			reqs[i] = c.CollRequest()
+		}
+		got := make(chan []int, goroutines)
+		errs := make(chan error, goroutines)
+		for g := range goroutines {
+			go func() {
+				var mine []int
+				defer func() { got <- mine }()
+				for {
+					var idx []int
+					var err error
+					switch g {
+					case 0:
+						var i int
+						if i, _, err = Waitany(reqs...); i >= 0 {
+							idx = []int{i}
+						}
+					case 1:
+						idx, _, err = Waitsome(reqs...)
+					default:
+						i, _, ok, e := Testany(reqs...)
+						err = e
+						switch {
+						case i >= 0:
+							idx = []int{i}
+						case !ok:
+							idx = []int{}
+							runtime.Gosched()
+						}
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+					if idx == nil {
+						return // nothing active any more
+					}
+					mine = append(mine, idx...)
+				}
+			}()
+		}
+		// Complete them one by one, making a new run after each: once the first reports are in, its state may be a
+		// reported one's, which the goroutines may still be looking at through the old handle.
+		var next []*Request
+		for i := range reqs {
+			CompleteColl(reqs[i], nil)
+			runtime.Gosched()
+			nr := c.CollRequest()
+			for _, r := range reqs {
+				if nr.s == r.s {
+					reused++
+				}
+			}
+			next = append(next, nr)
+		}
+		count := make([]int, n)
+		for range goroutines {
+			for _, i := range <-got {
+				count[i]++
+			}
+		}
+		select {
+		case err := <-errs:
+			t.Fatal(err)
+		default:
+		}
+		for i, k := range count {
+			if k != 1 {
+				t.Fatalf("round %d: request %d reported %d times", round, i, k)
+			}
+		}
+		for _, r := range next {
+			if _, ok, err := r.Test(); ok || err != nil {
+				t.Fatalf("round %d: a new run is done before its completion (%v, %v)", round, ok, err)
+			}
+			CompleteColl(r, nil)
+			if _, err := r.Wait(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}

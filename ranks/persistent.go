@@ -277,7 +277,7 @@ func (h *Request) claimStart() error {
 	if h == nil {
 		return errNilRequest()
 	}
-	if h.gone.Load() {
+	if h.gone() {
 		return errFreed()
 	}
 	if h.s == nil {
@@ -351,7 +351,7 @@ func (h *Request) Free() error {
 	if h == nil {
 		return errNilRequest()
 	}
-	if h.gone.Load() {
+	if h.gone() {
 		return errFreed()
 	}
 	if h.s == nil {
@@ -361,14 +361,14 @@ func (h *Request) Free() error {
 	for {
 		if h.stale() {
 			// Reported, and its state serves another run now: the handle alone is released.
-			h.gone.Store(true)
+			h.flags.Or(handleGone)
 			return nil
 		}
 		switch s := lifeState(r.life.Load()); s {
 		case lifeInactive:
 			if r.reusable() {
 				// Reported, and its state may go on to another run (reuse): release the handle, not the state.
-				h.gone.Store(true)
+				h.flags.Or(handleGone)
 				return nil
 			}
 			if h.cas(s, lifeFreed) {

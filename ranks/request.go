@@ -455,7 +455,7 @@ func (r *Request) Test() (Status, bool, error) {
 
 // pending classifies r for a completion call: active (true), or not, with ErrRequest if it was freed.
 func (r *Request) pending() (bool, error) {
-	if r.gone.Load() {
+	if r.gone() {
 		return false, errFreed()
 	}
 	if r.s == nil {
