@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/gompj/gompj/collectives"
+	"github.com/gompj/gompj/queues"
 	"github.com/gompj/gompj/ranks"
 )
 
@@ -385,6 +386,7 @@ type tinySub struct {
 	sl      *slot
 	u       uint64
 	req     *ranks.Request
+	reqDone *queues.Completion // req's flag, found once (see posted)
 	arrived bool
 	done    bool
 	err     error
@@ -392,7 +394,7 @@ type tinySub struct {
 
 // Begin implements Sub.
 func (t *tinySub) Begin() error {
-	t.req, t.arrived, t.done, t.err = nil, false, false, nil
+	t.req, t.reqDone, t.arrived, t.done, t.err = nil, nil, false, false, nil
 	t.arrive()
 	return nil
 }
@@ -413,7 +415,8 @@ func (t *tinySub) arrive() {
 		return
 	}
 	t.req = t.c.CollRequest()
-	ranks.CompletionOf(t.req).OnComplete(t.o.hook)
+	t.reqDone = ranks.CompletionOf(t.req)
+	t.reqDone.OnComplete(t.o.hook)
 	tinyArrive(t.sl, t.u, r, n, t.a, ranks.TargetOf(t.req), byColl)
 }
 
@@ -424,7 +427,7 @@ func (t *tinySub) Poll() (bool, error) {
 			return false, nil
 		}
 	}
-	if !t.done && ranks.CompletionOf(t.req).Done() {
+	if !t.done && t.reqDone.Done() {
 		_, t.err = t.req.Wait()
 		t.done = true
 	}
@@ -436,7 +439,7 @@ func (t *tinySub) ready() bool {
 	if !t.arrived {
 		return slotFree(t.sl, t.u)
 	}
-	return t.done || ranks.CompletionOf(t.req).Done()
+	return t.done || t.reqDone.Done()
 }
 
 // runTiny runs use u of sl, whose arrivals member self has just completed: the whole collective, for every member.

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/gompj/gompj/queues"
 	"github.com/gompj/gompj/ranks"
 )
 
@@ -18,12 +19,20 @@ import (
 type transport struct {
 	o       *op
 	c       *ranks.Comm      // on the collective context
-	reqs    []*ranks.Request // per step, while posted
+	reqs    []posted         // per step, while posted
 	persist []*ranks.Request // per step: a persistent op's requests
 }
 
+// posted is a step's request and its flag. The flag is what a spinning waiter looks at (ready), again and again: it
+// is found once, at the post, so that the look reads the request's state alone, not its handle, whose line its
+// rank goes on writing as it makes its next handles (on another core, for a worker's run).
+type posted struct {
+	r    *ranks.Request
+	done *queues.Completion
+}
+
 func newTransport(o *op, c *ranks.Comm, steps int) transport {
-	return transport{o: o, c: c.Coll(), reqs: make([]*ranks.Request, steps)}
+	return transport{o: o, c: c.Coll(), reqs: make([]posted, steps)}
 }
 
 // makePersistent makes the persistent requests of s's sends and receives (a persistent op's Init).
@@ -98,8 +107,9 @@ func (t *transport) Post(i int, st *Step) error {
 	if err != nil {
 		return err
 	}
-	t.reqs[i] = r
-	ranks.CompletionOf(r).OnComplete(t.o.hook) // already done: the machine sees it when it tests
+	done := ranks.CompletionOf(r)
+	t.reqs[i] = posted{r, done}
+	done.OnComplete(t.o.hook) // already done: the machine sees it when it tests
 	return nil
 }
 
@@ -111,12 +121,12 @@ func (t *transport) Test(i int, st *Step) (bool, error) {
 	case StepSub:
 		return st.Sub.Poll()
 	}
-	r := t.reqs[i]
-	if !ranks.CompletionOf(r).Done() {
+	p := t.reqs[i]
+	if !p.done.Done() {
 		return false, nil
 	}
-	t.reqs[i] = nil
-	_, err := r.Wait() // done: reports it at once, with its error (an object receive decodes here)
+	t.reqs[i] = posted{}
+	_, err := p.r.Wait() // done: reports it at once, with its error (an object receive decodes here)
 	return true, err
 }
 
@@ -140,7 +150,7 @@ func (t *transport) ready(m *Machine) bool {
 		}
 		return true // an unknown kind of sub-operation: let a run poll it
 	}
-	return ranks.CompletionOf(t.reqs[i]).Done()
+	return t.reqs[i].done.Done()
 }
 
 // watchlist is the set of ops waiting on some shared-memory state: whoever changes it calls notify, which kicks

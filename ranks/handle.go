@@ -116,6 +116,12 @@ const collFreeLen = 8
 // new one. States never move between ranks (see getReq).
 func (rk *Rank) collState() *request {
 	for i := range rk.collFree {
+		// A load first: most slots are empty, and a swap is a locked instruction even then (8 of them on every
+		// CollRequest of a node-aware collective's phase, whose hooked states are never reused: 0.3-0.4 us more
+		// per 8-byte Iallreduce among 4 ranks of 2 node processes).
+		if rk.collFree[i].Load() == nil {
+			continue
+		}
 		if s := rk.collFree[i].Swap(nil); s != nil {
 			gen := s.life.Load()>>genShift + 1
 			s.done.Reset()
