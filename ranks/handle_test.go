@@ -149,27 +149,7 @@ func TestCollStateConcurrentCompletion(t *testing.T) {
 				var mine []int
 				defer func() { got <- mine }()
 				for {
-					var idx []int
-					var err error
-					switch g {
-					case 0:
-						var i int
-						if i, _, err = Waitany(reqs...); i >= 0 {
-							idx = []int{i}
-						}
-					case 1:
-						idx, _, err = Waitsome(reqs...)
-					default:
-						i, _, ok, e := Testany(reqs...)
-						err = e
-						switch {
-						case i >= 0:
-							idx = []int{i}
-						case !ok:
-							idx = []int{}
-							runtime.Gosched()
-						}
-					}
+					idx, _, err := completeSome(g, reqs)
 					if err != nil {
 						errs <- err
 						return

@@ -429,31 +429,7 @@ func TestConcurrentCompletion(t *testing.T) {
 					var mine []int
 					defer func() { got <- mine }()
 					for {
-						var idx []int
-						var sts []Status
-						var err error
-						switch g % 3 {
-						case 0:
-							var i int
-							var st Status
-							if i, st, err = Waitany(reqs...); i >= 0 {
-								idx, sts = []int{i}, []Status{st}
-							}
-						case 1:
-							idx, sts, err = Waitsome(reqs...)
-						default:
-							i, st, ok, e := Testany(reqs...)
-							err = e
-							if ok && i < 0 {
-								break
-							}
-							if i >= 0 {
-								idx, sts = []int{i}, []Status{st}
-							} else {
-								idx = []int{}
-								runtime.Gosched()
-							}
-						}
+						idx, sts, err := completeSome(g, reqs)
 						if err != nil {
 							errs <- err
 							return
@@ -493,4 +469,29 @@ func TestConcurrentCompletion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// completeSome completes what it can of reqs the way goroutine g of a test of concurrent completion does: Waitany
+// (g%3 == 0), Waitsome (1) or Testany (2, yielding when it found nothing done). It returns the indices reported
+// and their statuses (empty when nothing was done yet), or nil once none of reqs is active.
+func completeSome(g int, reqs []*Request) ([]int, []Status, error) {
+	switch g % 3 {
+	case 0:
+		i, st, err := Waitany(reqs...)
+		if i < 0 {
+			return nil, nil, err
+		}
+		return []int{i}, []Status{st}, err
+	case 1:
+		return Waitsome(reqs...)
+	}
+	i, st, ok, err := Testany(reqs...)
+	switch {
+	case err != nil || (ok && i < 0):
+		return nil, nil, err
+	case i >= 0:
+		return []int{i}, []Status{st}, nil
+	}
+	runtime.Gosched()
+	return []int{}, []Status{}, nil
 }
