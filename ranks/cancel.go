@@ -28,6 +28,7 @@ func (h *Request) Cancel() error {
 	if h == nil {
 		return errNilRequest()
 	}
+	defer leave(h.enter())
 	if ok, err := h.pending(); !ok {
 		return err
 	}

@@ -167,7 +167,7 @@ func (c *Comm) isend(buf any, dest, tag int, mode sendMode) (*request, error) {
 
 // completed returns a new request of rank rk that has already completed.
 func (rk *Rank) completed(k reqKind) *request {
-	r := rk.newReq(k)
+	r := rk.nbReq(k)
 	r.finished = true
 	r.done.Complete()
 	return r
@@ -214,7 +214,7 @@ func (rk *Rank) sendReq(internal bool, pr *request) *request {
 	case internal:
 		return rk.getReq(kindSend)
 	}
-	return rk.newReq(kindSend)
+	return rk.nbReq(kindSend)
 }
 
 // startSendMem is startSend of memory: primitive, or enc's encoded object (v then describes enc).
@@ -614,7 +614,7 @@ func (c *Comm) irecv(v Mem, target any, source, tag int) *request {
 		r.setStatus(ProcNull, AnyTag, 0, 0)
 		return r
 	}
-	rr := c.r.newReq(kindRecv)
+	rr := c.r.nbReq(kindRecv)
 	rr.target = target
 	rr.setMem(v)
 	c.postRecv(rr, source, tag)

@@ -41,10 +41,13 @@ func (h *Request) report() (st Status, ok bool, err error) {
 		return Status{}, false, nil
 	}
 	r := h.s
+	reuse := r.reusable() // before finish, which lets go of an object receive's target
 	r.finish()
 	st, err = r.status(), r.err
 	h.set(lifeInactive)
-	h.reuse()
+	if reuse {
+		h.reuse()
+	}
 	return st, true, err
 }
 
@@ -52,7 +55,8 @@ func (h *Request) report() (st Status, ok bool, err error) {
 // calls' share of MPI's progress rule.
 func pollFor(reqs ...*Request) {
 	for _, h := range reqs {
-		if h != nil && h.s.remote && !h.s.done.Done() && h.is(lifeActive) {
+		// The life word first: a state that went on to another run is another run's (see enter).
+		if h != nil && h.is(lifeActive) && h.s.remote && !h.s.done.Done() {
 			h.s.w.pollNet()
 			return
 		}
@@ -95,8 +99,6 @@ var errStopped = errors.New("stopped")
 
 // await blocks until r is done (or stop closes: errStopped).
 func (h *Request) await(stop <-chan struct{}) error {
-	h.waiting(+1)
-	defer h.waiting(-1)
 	if ok, err := h.pending(); !ok {
 		return err // reported meanwhile, by another goroutine
 	}
@@ -126,18 +128,6 @@ func awaitAny(reqs []*Request, stop <-chan struct{}) (int, error) {
 		cs = make([]*queues.Completion, len(reqs))
 	}
 	cs = cs[:len(reqs)]
-	for _, h := range reqs {
-		if h != nil {
-			h.waiting(+1)
-		}
-	}
-	defer func() {
-		for _, h := range reqs {
-			if h != nil {
-				h.waiting(-1)
-			}
-		}
-	}()
 	// The rank's event: whenever one of its operations can move on, the loop runs them all (ops.go). Until this
 	// call leaves, signallers count on it to; it looks once more on its way out if one came after its last sweep.
 	var rk *Rank
@@ -222,6 +212,7 @@ func (r *Request) WaitContext(ctx context.Context) (Status, error) {
 	if r == nil {
 		return Status{}, errNilRequest()
 	}
+	defer leave(r.enter())
 	if ok, err := r.pending(); !ok {
 		return Status{}, err
 	}
@@ -251,6 +242,8 @@ func Waitall(reqs ...*Request) error {
 // Testall reports whether every active request (nil and inactive ones are skipped) has completed. Only then are
 // they reported complete, all at once (and made inactive); otherwise none is. The error is the first of theirs.
 func Testall(reqs ...*Request) (bool, error) {
+	in := enterAll(reqs)
+	defer in.leave()
 	if err := freedIn(reqs); err != nil {
 		return false, err
 	}
@@ -293,6 +286,8 @@ func Testall(reqs ...*Request) (bool, error) {
 // Waitany waits until one of the active requests completes and returns its index and status. Nil and inactive
 // requests are skipped; with none active it returns index -1 (MPI_UNDEFINED) at once.
 func Waitany(reqs ...*Request) (int, Status, error) {
+	in := enterAll(reqs)
+	defer in.leave()
 	if err := freedIn(reqs); err != nil {
 		return -1, Status{}, err
 	}
@@ -312,6 +307,8 @@ func Waitany(reqs ...*Request) (int, Status, error) {
 // and statuses, in index order. With no active request it returns nil at once. A failed request's error is
 // returned (the first one, naming its index) beside the indices and statuses of all.
 func Waitsome(reqs ...*Request) ([]int, []Status, error) {
+	in := enterAll(reqs)
+	defer in.leave()
 	if err := freedIn(reqs); err != nil {
 		return nil, nil, err
 	}
@@ -329,6 +326,8 @@ func Waitsome(reqs ...*Request) ([]int, []Status, error) {
 // Testsome reports every active request that has completed, as Waitsome does, without blocking: an empty (non-nil)
 // list when some are active but none is done, nil when none is active.
 func Testsome(reqs ...*Request) ([]int, []Status, error) {
+	in := enterAll(reqs)
+	defer in.leave()
 	if err := freedIn(reqs); err != nil {
 		return nil, nil, err
 	}
@@ -414,6 +413,8 @@ func reportDone(reqs []*Request) ([]int, []Status, error) {
 // true. With no active request (nil and inactive ones are skipped) it returns -1 and true; with none done, -1 and
 // false.
 func Testany(reqs ...*Request) (int, Status, bool, error) {
+	in := enterAll(reqs)
+	defer in.leave()
 	if err := freedIn(reqs); err != nil {
 		return -1, Status{}, false, err
 	}

@@ -22,27 +22,92 @@ import (
 type Request struct {
 	s   *request
 	gen uint32 // the run of s this handle stands for (the generation in s.life)
-	// flags: handleGone, set when Free released this handle after its run was reported and its state reused, so
-	// that a later use is ErrRequest, as for any freed request, even though the state now serves another handle;
-	// below it, how many goroutines are inside a blocking wait on a run whose state may be reused (see waiting).
-	flags atomic.Uint32
+	// freed: Free released this handle after its run was reported, so that a later use is ErrRequest, as for any
+	// freed request, though its state may serve another handle by then.
+	freed atomic.Bool
 }
 
-// handleGone: see Request.flags.
-const handleGone = 1 << 31
+// gone reports whether Free released h after its run was reported.
+func (h *Request) gone() bool { return h.freed.Load() }
 
-// gone reports whether Free released h after its state went on to another run.
-func (h *Request) gone() bool { return h.flags.Load()&handleGone != 0 }
+// A reported run's state may serve the rank's next run at once (reuse), while another goroutine of the rank is
+// still looking at the old run through its handle: completing one request from several goroutines at once, as
+// Waitany over a shared list does. That goroutine would read the state's plain fields as the next run writes them
+// (a data race), or go on waiting on the next run's flag (and a deadlock, if that run needs it). So every completion
+// call counts itself into each rank whose requests it looks at (Rank.completing) before it looks at any, and
+// reuse gives a state back only when its reporter is the one goroutine counted on its rank. One that counts itself
+// in after that sees the run inactive in the life word, which it reads before anything else of the state; the
+// fields it reads before that (owner, w) never change.
 
-// waiting counts a goroutine into (+1) or out of (-1) a blocking wait on h, if h's state is one that its rank
-// reuses once the run is reported (a small collective's). A goroutine that waits (spins or parks) on the state's
-// flag would otherwise, if another goroutine reported the run and the rank started its next on the same state,
-// go on waiting for that next run: completing one request from several goroutines at once, as Waitany over a
-// shared list does, could then deadlock. reuse leaves a state alone while anybody is counted in; and one who
-// counts itself in after the report sees the run inactive, since it looks at the life word only after counting.
-func (h *Request) waiting(d int32) {
-	if h.s.kind == kindColl {
-		h.flags.Add(uint32(d))
+// enter counts the calling completion call into the rank of h (none for nil or the zero Request), which leave
+// counts it out of.
+func (h *Request) enter() *Rank {
+	if h == nil || h.s == nil {
+		return nil
+	}
+	rk := h.s.owner
+	if rk != nil {
+		rk.completing.Add(1)
+	}
+	return rk
+}
+
+// leave counts a completion call out of rk (see enter).
+func leave(rk *Rank) {
+	if rk != nil {
+		rk.completing.Add(-1)
+	}
+}
+
+// callRanks is the set of ranks a completion call on a list has counted itself into (enterAll): each once.
+type callRanks struct {
+	rks   [2]*Rank
+	n     int
+	extra []*Rank
+}
+
+// enterAll counts the calling completion call into the rank of every request of reqs, once each.
+func enterAll(reqs []*Request) (in callRanks) {
+	for _, h := range reqs {
+		if h == nil || h.s == nil || h.s.owner == nil {
+			continue
+		}
+		rk := h.s.owner
+		if in.has(rk) {
+			continue
+		}
+		if in.n < len(in.rks) {
+			in.rks[in.n] = rk
+			in.n++
+		} else {
+			in.extra = append(in.extra, rk)
+		}
+		rk.completing.Add(1)
+	}
+	return in
+}
+
+func (in *callRanks) has(rk *Rank) bool {
+	for _, r := range in.rks[:in.n] {
+		if r == rk {
+			return true
+		}
+	}
+	for _, r := range in.extra {
+		if r == rk {
+			return true
+		}
+	}
+	return false
+}
+
+// leave counts the call out of the ranks enterAll counted it into.
+func (in *callRanks) leave() {
+	for _, rk := range in.rks[:in.n] {
+		rk.completing.Add(-1)
+	}
+	for _, rk := range in.extra {
+		rk.completing.Add(-1)
 	}
 }
 
@@ -133,13 +198,19 @@ func (rk *Rank) collState() *request {
 	return rk.newReq(kindColl)
 }
 
-// reuse gives h's state back to its rank once a completion call has reported h's run, if it is a small
-// collective's and nothing else can still look at it: its completer wrote only its flag and error before the
-// flag's swap, and reads nothing after it but the flag's waker, which must be empty (no waiter parked on the run,
-// no hook armed on it), since Reset clears it for the next run.
+// reuse gives h's state back to its rank once a completion call has reported h's run, if reusable said it may go
+// (before the report) and nothing else can still look at it: no other completion call is counted on its rank
+// (see enter), and its completer reads nothing of it after the flag's swap but the flag's waker, which must be
+// empty (no waiter parked on the run, no hook armed on it), since the next run resets it. A small collective's
+// state goes to the rank's ring for CollRequest; a send's or receive's to the pool that the rank's blocking calls
+// share (nbReq).
 func (h *Request) reuse() {
 	s := h.s
-	if !s.reusable() || !s.done.Unwatched() || h.flags.Load()&^handleGone != 0 {
+	if !s.done.Unwatched() || s.owner.completing.Load() != 1 {
+		return
+	}
+	if s.kind != kindColl {
+		s.owner.putReq(s)
 		return
 	}
 	for i := range s.owner.collFree {
@@ -149,9 +220,22 @@ func (h *Request) reuse() {
 	}
 }
 
-// reusable reports whether s is a state that goes back to its rank once reported: a one-shot small collective's
-// of a rank.
-func (s *request) reusable() bool { return s.kind == kindColl && s.ext == nil && s.owner != nil }
+// reusable reports whether s may go back to its rank once reported: a one-shot small collective's, or a one-shot
+// send's or receive's that is not of an object (an object receive's completer may still look at it after its
+// flag: completeObject) and has no View's scratch. Persistent and operation states are never reused: their handle
+// is made with them, and an operation's completers may race to its end (CompleteOp).
+func (s *request) reusable() bool {
+	if s.ext != nil || s.owner == nil {
+		return false
+	}
+	switch s.kind {
+	case kindColl:
+		return true
+	case kindSend, kindRecv:
+		return s.target == nil && s.held == nil && s.scratch == nil && s.box == nil
+	}
+	return false
+}
 
 // Target is what completes a request's run, for the party that completes it on another rank's behalf (package
 // nbc's small collectives, whose last member to arrive completes every member's request): the state, not the

@@ -178,7 +178,7 @@ func (mm *Message) Irecv(buf any) (*Request, error) {
 		r.setStatus(ProcNull, AnyTag, 0, 0)
 		return r.handle(), nil
 	}
-	rr := c.r.newReq(kindRecv)
+	rr := c.r.nbReq(kindRecv)
 	rr.target = target
 	rr.setMem(v)
 	rr.remote = mm.m.proto == rendezvousRemote

@@ -361,14 +361,15 @@ func (h *Request) Free() error {
 	for {
 		if h.stale() {
 			// Reported, and its state serves another run now: the handle alone is released.
-			h.flags.Or(handleGone)
+			h.freed.Store(true)
 			return nil
 		}
 		switch s := lifeState(r.life.Load()); s {
 		case lifeInactive:
-			if r.reusable() {
-				// Reported, and its state may go on to another run (reuse): release the handle, not the state.
-				h.flags.Or(handleGone)
+			if r.ext == nil || r.ext.persist == nil {
+				// Reported: its state may be its rank's again (Request.reuse), and holds nothing of the run any more
+				// (finish let go of it), so the handle alone is released.
+				h.freed.Store(true)
 				return nil
 			}
 			if h.cas(s, lifeFreed) {

@@ -236,14 +236,25 @@ func (rk *Rank) newReq(kind reqKind) *request {
 }
 
 // maxFree bounds a rank's list of recycled requests beyond the spare: as many as its goroutines block in
-// concurrent calls, typically none; more are left to the garbage collector.
-const maxFree = 16
+// concurrent calls, typically none, or as its nonblocking calls had outstanding at once (OSU's window: 64); more
+// are left to the garbage collector.
+const maxFree = 64
 
 // getReq returns a request for a blocking call of rank rk: its spare one if free, else one from its free list.
 // Requests never move between ranks: a sender may still hold a stale pointer to a rank's slotted request (see
 // Rank.slot), and must never find it slotted at another rank. Internal requests stay lifeActive: no completion
 // call ever sees them.
 func (rk *Rank) getReq(kind reqKind) *request {
+	r := rk.pooled()
+	if r == nil {
+		r = &request{w: rk.w, owner: rk}
+	}
+	r.kind, r.internal = kind, true
+	return r
+}
+
+// pooled returns one of rk's recycled requests, its first line reset, or nil if it has none.
+func (rk *Rank) pooled() *request {
 	r := rk.spare.Swap(nil)
 	if r == nil {
 		rk.freeMu.Lock()
@@ -254,7 +265,7 @@ func (rk *Rank) getReq(kind reqKind) *request {
 		}
 		rk.freeMu.Unlock()
 		if r == nil {
-			r = &request{w: rk.w}
+			return nil
 		}
 	}
 	// The first line is reset here rather than in putReq: the waiter recycles a request right after the match, and
@@ -262,8 +273,22 @@ func (rk *Rank) getReq(kind reqKind) *request {
 	r.done.Reset()
 	r.src.Store(0)
 	r.tag.Store(0)
-	r.vtyp, r.vptr, r.vn, r.vview, r.styp, r.bytes = 0, nil, 0, false, 0, 0
-	r.kind, r.internal = kind, true
+	r.vtyp, r.vptr, r.vn, r.vview, r.styp, r.bytes, r.canceled = 0, nil, 0, false, 0, 0, false
+	return r
+}
+
+// nbReq returns a state for a one-shot nonblocking send or receive of rank rk: a recycled one, under its next
+// generation (see Request), or a new one from the rank's block. A blocking call's request and a reported
+// nonblocking one's state go round the same pool: neither is seen once its flag is set and its waiter has looked,
+// but through a stale pointer that checks (a slot's claim word, a handle's generation). Internal use leaves the
+// life word alone, so a handle whose state served a blocking call since still reads as reported.
+func (rk *Rank) nbReq(kind reqKind) *request {
+	r := rk.pooled()
+	if r == nil {
+		return rk.newReq(kind)
+	}
+	r.life.Store(lifeOf(r.life.Load()>>genShift+1, lifeActive))
+	r.kind, r.internal = kind, false
 	return r
 }
 
@@ -416,6 +441,7 @@ func (r *Request) Wait() (Status, error) {
 	if r == nil {
 		return Status{}, errNilRequest()
 	}
+	defer leave(r.enter())
 	if ok, err := r.pending(); !ok {
 		return Status{}, err
 	}
@@ -433,6 +459,7 @@ func (r *Request) Test() (Status, bool, error) {
 	if r == nil {
 		return Status{}, false, errNilRequest()
 	}
+	defer leave(r.enter())
 	if ok, err := r.pending(); !ok {
 		return Status{}, err == nil, err
 	}

@@ -131,6 +131,8 @@ type Rank struct {
 	// reported small collectives, for reuse (see collState)
 	handles  atomic.Pointer[handleChunk]
 	collFree [collFreeLen]atomic.Pointer[request]
+	// completing: the completion calls in progress on the rank's requests (see Request.enter)
+	completing atomic.Int32
 
 	ctxMu     sync.Mutex // guards nextCtx, ctxHolder and agreeing (agree.go)
 	nextCtx   uint32
@@ -140,7 +142,7 @@ type Rank struct {
 	bsend     atomic.Pointer[bsendState] // the buffer attached for buffered sends (bsend.go), made on first use
 	ops       *rankOps                   // the rank's active operation requests (ops.go)
 	coop      *coop                      // a large copy into or out of this rank's buffers, shared (coop.go)
-	_         [40]byte                   // to a whole number of lines (TestRankLayout)
+	_         [36]byte                   // to a whole number of lines (TestRankLayout)
 }
 
 // MinUnexpectedShare is the least unexpected eager data a rank may hold from its own node, whatever
