@@ -9,16 +9,16 @@ import (
 // A handle stands for one run of a request's state (request, below). Go has no MPI_REQUEST_NULL: the handle a
 // program holds stays valid after Wait (Wait again returns an empty Status, Waitany skips it, Free releases it), so
 // a state that the handle alone owned could never be reused. The split lets it be: once a completion call has
-// reported a small collective's run (CollRequest), its state goes back to its rank and serves the rank's next one,
-// under a new generation, and the old handle, whose generation no longer matches, reads as inactive. Every
-// transition of the state's life cycle compares the generation with the state, in one word, so a stale handle can
-// never report, free or wait on another run. That state was a 256-byte request per call, carved from a block of 15:
-// an 8-byte Iallreduce and its Wait on 2 ranks spent a fifth to a quarter of their time in the allocation and the
-// collections it brought, and in the cold memory of each new block.
+// reported a run (a small collective's, CollRequest, or a one-shot send's or receive's), its state goes back to its
+// rank and serves the rank's next one, under a new generation, and the old handle, whose generation no longer
+// matches, reads as inactive. Every transition of the state's life cycle compares the generation with the state, in
+// one word, so a stale handle can never report, free or wait on another run. That state was a 256-byte request per
+// call, carved from a block of 15: an 8-byte Iallreduce and its Wait on 2 ranks spent a fifth to a quarter of their
+// time in the allocation and the collections it brought, and in the cold memory of each new block.
 //
-// A handle is 16 bytes, from its rank's block of handles (newHandle), or inside its state's allocation where the
-// state is never reused (an operation's, opRequest). Point-to-point states are not reused: their completers
-// (a device, a rendezvous receiver, an object receive's decoder) may still look at them after the flag.
+// A handle is 16 bytes, from its rank's block of handles (newHandle), or made with its state where the state is
+// never reused (an operation's, opRequest; a persistent request's). An object receive's state is not reused either:
+// its completer still looks at it after the flag (completeObject).
 type Request struct {
 	s   *request
 	gen uint32 // the run of s this handle stands for (the generation in s.life)
