@@ -97,11 +97,10 @@ const testYield = 8
 // errStopped is what awaitAny returns when its stop channel closes.
 var errStopped = errors.New("stopped")
 
-// await blocks until r is done (or stop closes: errStopped).
+// await blocks until h's run is done (or stop closes: errStopped). Its caller has found h active, in a completion
+// call counted on h's rank (enter) or on a persistent request (WaitMem), so h's state cannot go on to another run
+// meanwhile.
 func (h *Request) await(stop <-chan struct{}) error {
-	if ok, err := h.pending(); !ok {
-		return err // reported meanwhile, by another goroutine
-	}
 	r := h.s
 	w := r.w
 	if r.kind != kindOp && stop == nil && w.orphans.n.Load() == 0 && (r.owner == nil || r.owner.ops.n.Load() == 0) {
