@@ -27,9 +27,17 @@ type transport struct {
 // is found once, at the post, so that the look reads the request's state alone, not its handle, whose line its
 // rank goes on writing as it makes its next handles (on another core, for a worker's run).
 type posted struct {
-	r    *ranks.Request
+	r    *ranks.Request // an object's send or receive, or a persistent op's request
+	k    ranks.Child    // else: a send's or receive's (ranks.Child)
 	done *queues.Completion
 }
+
+// doneAtStart is the flag of a step whose send completed as it was posted (the zero ranks.Child).
+var doneAtStart = func() *queues.Completion {
+	var c queues.Completion
+	c.Complete()
+	return &c
+}()
 
 func newTransport(o *op, c *ranks.Comm, steps int) transport {
 	return transport{o: o, c: c.Coll(), reqs: make([]posted, steps)}
@@ -83,13 +91,17 @@ func (t *transport) Post(i int, st *Step) error {
 		r = t.persist[i]
 		err = r.Start()
 	case st.Kind == StepSend:
-		r, err = t.c.Isend(st.Buf, st.Peer, st.Tag)
+		k, err := t.c.SendChild(ranks.BytesMem(st.Buf), st.Peer, st.Tag)
+		return t.child(i, k, err)
 	case st.Kind == StepRecv:
-		r, err = t.c.IrecvBytes(st.Buf, st.Peer, st.Tag)
+		k, err := t.c.RecvChild(ranks.BytesMem(st.Buf), st.Peer, st.Tag)
+		return t.child(i, k, err)
 	case st.Kind == StepSendMem:
-		r, err = t.c.IsendMem(st.Mem, st.Peer, st.Tag)
+		k, err := t.c.SendChild(st.Mem, st.Peer, st.Tag)
+		return t.child(i, k, err)
 	case st.Kind == StepRecvMem:
-		r, err = t.c.IrecvMem(st.Mem, st.Peer, st.Tag)
+		k, err := t.c.RecvChild(st.Mem, st.Peer, st.Tag)
+		return t.child(i, k, err)
 	case st.Kind == StepSendObj:
 		r, err = t.c.Isend(st.Obj, st.Peer, st.Tag)
 	case st.Kind == StepRecvObj:
@@ -108,7 +120,22 @@ func (t *transport) Post(i int, st *Step) error {
 		return err
 	}
 	done := ranks.CompletionOf(r)
-	t.reqs[i] = posted{r, done}
+	t.reqs[i] = posted{r: r, done: done}
+	done.OnComplete(t.o.hook) // already done: the machine sees it when it tests
+	return nil
+}
+
+// child notes step i's send or receive k, just posted (or its error), and arms the op's hook on its flag.
+func (t *transport) child(i int, k ranks.Child, err error) error {
+	if err != nil {
+		return err
+	}
+	done := k.Flag()
+	if done == nil {
+		t.reqs[i] = posted{done: doneAtStart}
+		return nil
+	}
+	t.reqs[i] = posted{k: k, done: done}
 	done.OnComplete(t.o.hook) // already done: the machine sees it when it tests
 	return nil
 }
@@ -126,6 +153,9 @@ func (t *transport) Test(i int, st *Step) (bool, error) {
 		return false, nil
 	}
 	t.reqs[i] = posted{}
+	if p.r == nil {
+		return true, p.k.Collect()
+	}
 	_, err := p.r.Wait() // done: reports it at once, with its error (an object receive decodes here)
 	return true, err
 }

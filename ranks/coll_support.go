@@ -1,6 +1,10 @@
 package ranks
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/gompj/gompj/queues"
+)
 
 // Check returns the error a communication call on c would return before doing anything: ErrComm for a nil or
 // freed communicator, ErrAborted once the job has aborted. Collectives call it first, since their shared-memory
@@ -71,3 +75,68 @@ func checkMem(m Mem, recv bool) error {
 	}
 	return nil
 }
+
+// Child is a send or a receive that an operation posted for one step of its schedule (package nbc's transport): a
+// request that no completion call sees, as a blocking call's, which the operation collects once its flag is set
+// (Collect); its state then goes back to its rank's pool. Children are what every small nonblocking collective
+// between node processes is made of: a one-shot Isend or Irecv in their place took a state from the pool under a new
+// generation and a handle from the rank's block, and since the operation armed its hook on the flag, the state was
+// never reused (a watched flag: Request.reuse), so every step allocated 256 bytes of fresh, cold memory. The zero
+// Child is a send that completed at its start (an eager one): there is nothing to wait for or collect.
+type Child struct{ r *request }
+
+// SendChild starts a send of memory m to dest with tag, for an operation's step (see Child).
+func (c *Comm) SendChild(m Mem, dest, tag int) (Child, error) {
+	if err := c.checkSendMem(m, dest, tag); err != nil {
+		return Child{}, err
+	}
+	if dest == ProcNull {
+		return Child{}, nil
+	}
+	r, err := c.startSendMem(m, nil, dest, tag, standard, true, nil)
+	return Child{r}, err
+}
+
+// RecvChild starts a receive into memory m from source with tag, for an operation's step (see Child).
+func (c *Comm) RecvChild(m Mem, source, tag int) (Child, error) {
+	if err := c.checkRecvMem(m, source, tag); err != nil {
+		return Child{}, err
+	}
+	rr := c.r.getReq(kindRecv)
+	if source == ProcNull {
+		rr.finished = true
+		rr.done.Complete()
+		return Child{rr}, nil
+	}
+	rr.setMem(m)
+	c.postRecv(rr, source, tag)
+	return Child{rr}, nil
+}
+
+// Flag returns k's completion flag, or nil if k completed at its start (the zero Child).
+func (k Child) Flag() *queues.Completion {
+	if k.r == nil {
+		return nil
+	}
+	return &k.r.done
+}
+
+// Collect returns the outcome of k, whose flag is set, and recycles its state: k must not be used again. A state
+// still tied to something (a message held for decoding, a View's scratch) is left to the garbage collector.
+func (k Child) Collect() error {
+	r := k.r
+	if r == nil {
+		return nil
+	}
+	err := r.err
+	if r.target == nil && r.held == nil && r.scratch == nil && r.box == nil && r.ext == nil {
+		// The buffer goes with it: a pooled state may wait long for its next use, and must not keep the program's
+		// buffer alive meanwhile (a blocking call's goes back with it, and is taken again by the rank's next call).
+		r.vptr = nil
+		r.owner.putReq(r)
+	}
+	return err
+}
+
+// BytesMem returns the memory of byte slice b.
+func BytesMem(b []byte) Mem { return sliceMem(TypeByte, b) }
