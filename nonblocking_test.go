@@ -1117,3 +1117,66 @@ func TestNonblockingScratchReuse(t *testing.T) {
 		harness.Procs(t, harness.Spec{Ranks: 4, Nodes: 2}, body).Check(t)
 	})
 }
+
+// TestNonblockingSmallCallsBytes: a small nonblocking collective's steps take no memory of their own. Its sends and
+// receives between node processes, and the requests of its phases within a node, are children that their
+// operation collects and gives back to its rank (ranks.Child); they were one-shot requests, which an operation's
+// hook on their flags kept from ever being reused: 256 fresh bytes per step. What is left per call is the
+// operation's own request (ranks.opChunk, about 330 bytes a rank). Each node process's lowest rank measures what
+// the process allocated per call of its ranks, for a node-aware 8-byte Iallreduce (two phases within the node
+// around one between the leaders) and one forced to recursive doubling (a send and a receive per rank).
+func TestNonblockingSmallCallsBytes(t *testing.T) {
+	body := func(c *Comm) error {
+		node, err := c.SplitNode()
+		if err != nil {
+			return err
+		}
+		send, recv := []float64{float64(c.Rank())}, make([]float64, 1)
+		once := func() error {
+			r, err := c.Iallreduce(send, recv, Sum)
+			if err != nil {
+				return err
+			}
+			_, err = r.Wait()
+			return err
+		}
+		for _, algo := range []string{"", "recursive_doubling"} {
+			if err := c.ForceAlgorithm("iallreduce", algo); err != nil {
+				return err
+			}
+			per, err := bytesPerCall(c, node, 2000, once)
+			if err != nil {
+				return err
+			}
+			if limit := 600.0 * float64(node.Size()); node.Rank() == 0 && per > limit {
+				return fmt.Errorf("iallreduce %q: %.0f bytes per call on a node process of %d ranks, want at most %.0f",
+					algo, per, node.Size(), limit)
+			}
+		}
+		return nil
+	}
+	harness.Procs(t, harness.Spec{Ranks: 4, Nodes: 2}, body).Check(t)
+}
+
+// bytesPerCall makes n calls of step on every rank of c, after as many to warm up, and returns the bytes that the
+// node process allocated per call, as node's lowest rank measures them (0 on the others).
+func bytesPerCall(c, node *Comm, n int, step func() error) (float64, error) {
+	var before, after runtime.MemStats
+	for w := range 2 {
+		if err := c.Barrier(); err != nil {
+			return 0, err
+		}
+		if w == 1 && node.Rank() == 0 {
+			runtime.ReadMemStats(&before)
+		}
+		for range n {
+			if err := step(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if node.Rank() == 0 {
+		runtime.ReadMemStats(&after)
+	}
+	return float64(after.TotalAlloc-before.TotalAlloc) / float64(n), c.Barrier()
+}

@@ -385,7 +385,7 @@ type tinySub struct {
 	a       *collectives.Call
 	sl      *slot
 	u       uint64
-	req     *ranks.Request
+	req     ranks.Child        // its request, collected (and recycled) by the Poll that finds it done
 	reqDone *queues.Completion // req's flag, found once (see posted)
 	arrived bool
 	done    bool
@@ -394,7 +394,7 @@ type tinySub struct {
 
 // Begin implements Sub.
 func (t *tinySub) Begin() error {
-	t.req, t.reqDone, t.arrived, t.done, t.err = nil, nil, false, false, nil
+	t.req, t.reqDone, t.arrived, t.done, t.err = ranks.Child{}, nil, false, false, nil
 	t.arrive()
 	return nil
 }
@@ -414,10 +414,10 @@ func (t *tinySub) arrive() {
 		t.done = true
 		return
 	}
-	t.req = t.c.CollRequest()
-	t.reqDone = ranks.CompletionOf(t.req)
+	t.req = t.c.CollChild()
+	t.reqDone = t.req.Flag()
 	t.reqDone.OnComplete(t.o.hook)
-	tinyArrive(t.sl, t.u, r, n, t.a, ranks.TargetOf(t.req), byColl)
+	tinyArrive(t.sl, t.u, r, n, t.a, t.req.Target(), byColl)
 }
 
 // Poll implements Sub. It may be called again once done: it reports the same.
@@ -428,8 +428,8 @@ func (t *tinySub) Poll() (bool, error) {
 		}
 	}
 	if !t.done && t.reqDone.Done() {
-		_, t.err = t.req.Wait()
-		t.done = true
+		t.err = t.req.Collect()
+		t.req, t.done = ranks.Child{}, true
 	}
 	return t.done, t.err
 }

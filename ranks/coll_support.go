@@ -113,6 +113,18 @@ func (c *Comm) RecvChild(m Mem, source, tag int) (Child, error) {
 	return Child{rr}, nil
 }
 
+// CollChild returns the request of a small collective that an operation runs as one of its phases (package nbc's
+// node-aware operations: a phase within the node, completed by whichever member finishes it, through Target).
+func (c *Comm) CollChild() Child {
+	if c.r == nil {
+		return Child{&request{w: c.w, kind: kindColl}}
+	}
+	return Child{c.r.getReq(kindColl)}
+}
+
+// Target returns what completes k (see Target).
+func (k Child) Target() Target { return Target{k.r} }
+
 // Flag returns k's completion flag, or nil if k completed at its start (the zero Child).
 func (k Child) Flag() *queues.Completion {
 	if k.r == nil {
@@ -129,7 +141,7 @@ func (k Child) Collect() error {
 		return nil
 	}
 	err := r.err
-	if r.target == nil && r.held == nil && r.scratch == nil && r.box == nil && r.ext == nil {
+	if r.owner != nil && r.target == nil && r.held == nil && r.scratch == nil && r.box == nil && r.ext == nil {
 		// The buffer goes with it: a pooled state may wait long for its next use, and must not keep the program's
 		// buffer alive meanwhile (a blocking call's goes back with it, and is taken again by the rank's next call).
 		r.vptr = nil
