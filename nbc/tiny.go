@@ -565,6 +565,9 @@ func tinyEnd(sl *slot, u uint64, claims bool, rooted *collectives.Call, err erro
 		// req and call stay in the entry until its member's next use of the slot (see tinyArrive); a stale one is
 		// never read again, since every look at an entry checks its gen first.
 		req := sl.mem[j].req
+		if req.None() {
+			continue // early (a node-aware phase's bcast or scatter root too: tinySub): a claim would take its line
+		}
 		if claims {
 			req = claim(&sl.mem[j], u)
 		}
