@@ -1118,13 +1118,15 @@ func TestNonblockingScratchReuse(t *testing.T) {
 	})
 }
 
-// TestNonblockingSmallCallsBytes: a small nonblocking collective's steps take no memory of their own. Its sends and
-// receives between node processes, and the requests of its phases within a node, are children that their
-// operation collects and gives back to its rank (ranks.Child); they were one-shot requests, which an operation's
-// hook on their flags kept from ever being reused: 256 fresh bytes per step. What is left per call is the
-// operation's own request (ranks.opChunk, about 330 bytes a rank). Each node process's lowest rank measures what
-// the process allocated per call of its ranks, for a node-aware 8-byte Iallreduce (two phases within the node
-// around one between the leaders) and one forced to recursive doubling (a send and a receive per rank).
+// TestNonblockingSmallCallsBytes: a small nonblocking collective takes no memory per call but its handle (16
+// bytes from its rank's block). Its sends and receives between node processes, and the requests of its phases
+// within a node, are children that their operation collects and gives back to its rank (ranks.Child); they were
+// one-shot requests, which an operation's hook on their flags kept from ever being reused: 256 fresh bytes per
+// step. The operation's own request goes back to its rank once reported (ranks' reuseOp); it was about 330 bytes a
+// call and rank. Each node process's lowest rank measures what the process allocated per call of its ranks, for a
+// node-aware 8-byte Iallreduce (two phases within the node around one between the leaders) and one forced to
+// recursive doubling (a send and a receive per rank): 36 bytes for 2 ranks, against 1836 with one-shot requests
+// and 672 with children alone.
 func TestNonblockingSmallCallsBytes(t *testing.T) {
 	body := func(c *Comm) error {
 		node, err := c.SplitNode()
@@ -1148,7 +1150,7 @@ func TestNonblockingSmallCallsBytes(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if limit := 600.0 * float64(node.Size()); node.Rank() == 0 && per > limit {
+			if limit := 100.0 * float64(node.Size()); node.Rank() == 0 && per > limit {
 				return fmt.Errorf("iallreduce %q: %.0f bytes per call on a node process of %d ranks, want at most %.0f",
 					algo, per, node.Size(), limit)
 			}

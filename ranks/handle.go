@@ -16,9 +16,10 @@ import (
 // call, carved from a block of 15: an 8-byte Iallreduce and its Wait on 2 ranks spent a fifth to a quarter of their
 // time in the allocation and the collections it brought, and in the cold memory of each new block.
 //
-// A handle is 16 bytes, from its rank's block of handles (newHandle), or made with its state where the state is
-// never reused (an operation's, opRequest; a persistent request's). An object receive's state is not reused either:
-// its completer still looks at it after the flag (completeObject).
+// A handle is 16 bytes, from its rank's block of handles (newHandle), or made with its state: a persistent
+// request's, whose state is never reused, and an operation's first run's (opRequest; its later runs take theirs
+// from the block). An object receive's state is not reused either: its completer still looks at it after the flag
+// (completeObject).
 type Request struct {
 	s   *request
 	gen uint32 // the run of s this handle stands for (the generation in s.life)
@@ -212,6 +213,10 @@ func (h *Request) reuse() {
 	if !s.done.Unwatched() || s.owner.completing.Load() != 1 {
 		return
 	}
+	if s.kind == kindOp {
+		reuseOp(s)
+		return
+	}
 	if s.kind != kindColl {
 		s.owner.putReq(s)
 		return
@@ -223,13 +228,22 @@ func (h *Request) reuse() {
 	}
 }
 
-// reusable reports whether s may go back to its rank once reported: a one-shot small collective's, or a one-shot
-// send's or receive's that is not of an object (an object receive's completer may still look at it after its
-// flag: completeObject) and has no View's scratch. Persistent and operation states are never reused: their handle
-// is made with them, and an operation's completers may race to its end (CompleteOp).
+// reusable reports whether s may go back to its rank once reported: a one-shot small collective's, a one-shot
+// operation's (reuseOp), or a one-shot send's or receive's that is not of an object (an object receive's completer
+// may still look at it after its flag: completeObject) and has no View's scratch. Persistent states are never
+// reused: their handle is made with them.
+//
+// An operation's request may be completed by two parties (CompleteOp counts the first): the run that finishes the
+// operation, and a completion call or sweep whose Progress reports it finished (pollOp). The run's comes before the
+// flag, so before any report. A completion call's is counted on the rank (see enter), so none is under way when
+// the state goes back; and a sweep looks only at the rank's listed requests, under the list's lock, which reuseOp
+// takes to forget the state first. (Package nbc's operations never report themselves finished through Progress.)
 func (s *request) reusable() bool {
-	if s.ext != nil || s.owner == nil {
+	if s.owner == nil {
 		return false
+	}
+	if s.ext != nil {
+		return s.kind == kindOp && s.ext.persist == nil
 	}
 	switch s.kind {
 	case kindColl:

@@ -2,6 +2,7 @@ package ranks
 
 import (
 	"errors"
+	"github.com/gompj/gompj/queues"
 	"runtime"
 	"testing"
 )
@@ -265,4 +266,58 @@ func bytesPerRun(runs int, run func()) float64 {
 	}
 	runtime.ReadMemStats(&after)
 	return float64(after.TotalAlloc-before.TotalAlloc) / float64(runs)
+}
+
+// finishOp is an Operation that finishes at its first Progress once let go, with err.
+type finishOp struct {
+	go_ bool
+	err error
+}
+
+func (o *finishOp) Progress() (bool, error)     { return o.go_, o.err }
+func (o *finishOp) Blocker() *queues.Completion { return nil }
+
+// TestOpStateReused: a one-shot operation request's state goes back to its rank once reported, off the rank's list
+// of active operations, and serves the rank's next OpRequest under a new handle; the old handle reads as reported,
+// the new run completes with its own operation only, and the state no longer holds the old operation.
+func TestOpStateReused(t *testing.T) {
+	c := world(t, 1).Comm(0)
+	boom := errors.New("boom")
+	first := &finishOp{go_: true, err: boom}
+	old := c.OpRequest(first)
+	Launch(old)
+	if _, err := old.Wait(); !errors.Is(err, boom) {
+		t.Fatalf("first Wait: %v, want the operation's error", err)
+	}
+	if n := c.r.ops.n.Load(); n != 0 {
+		t.Fatalf("%d operations listed after the only one was reported", n)
+	}
+	second := &finishOp{}
+	cur := c.OpRequest(second)
+	Launch(cur)
+	if cur.s != old.s {
+		t.Fatal("the reported operation's state was not reused by the rank's next OpRequest")
+	}
+	if cur == old || cur.gen == old.gen || cur.s.ext.op != second {
+		t.Fatal("the new run has the old handle, generation or operation")
+	}
+	if st, err := old.Wait(); err != nil || st != (Status{}) {
+		t.Fatalf("Wait on the old handle: %+v, %v; want an empty Status at once", st, err)
+	}
+	if _, ok, err := cur.Test(); ok || err != nil {
+		t.Fatalf("the new run is done before its operation (%v, %v)", ok, err)
+	}
+	second.go_ = true
+	if _, err := cur.Wait(); err != nil {
+		t.Fatalf("the new run: %v, want its own operation's outcome", err)
+	}
+	// A run freed while active is never reused.
+	act := c.OpRequest(&finishOp{})
+	Launch(act)
+	if err := act.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if next := c.OpRequest(&finishOp{go_: true}); next.s == act.s {
+		t.Fatal("a run freed while active was reused")
+	}
 }

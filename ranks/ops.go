@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/gompj/gompj/device"
 	"github.com/gompj/gompj/queues"
@@ -33,27 +34,48 @@ type rankOps struct {
 	mu      sync.Mutex
 	reqs    []*request
 	chunk   atomic.Pointer[opChunk] // where the rank's nonblocking collectives get their requests (newOp)
+	// free: reported operation requests of the rank, for its next ones (reuseOp)
+	free [opFreeLen]atomic.Pointer[opRequest]
 }
+
+// opFreeLen is how many reported operation requests a rank keeps for reuse, as collFreeLen is for small
+// collectives'.
+const opFreeLen = 8
 
 // opChunkLen is how many operation requests a rank allocates at once.
 const opChunkLen = 8
 
 // opChunk is a block of operation requests that a rank hands out one at a time, as reqChunk is for point-to-point
-// ones: a small nonblocking collective, whose operation is reused from call to call (package nbc), then allocates
-// once per opChunkLen calls instead of once per call. A request must stay valid after it completes (its caller may
-// still hold it), so none is ever reused; a chunk lives as long as any of its requests is referenced.
+// ones; a chunk lives as long as any of its requests is referenced. A reported request goes back to its rank
+// (reuseOp) and serves a later one under a new generation, as a small collective's state does (see Request): the
+// first run's handle is the one made with the state, later runs get theirs from the rank's block of handles.
 type opChunk struct {
 	reqs [opChunkLen]opRequest
 	used atomic.Int32
 }
 
-// newOp returns a new operation request of the rank.
-func (o *rankOps) newOp() *opRequest {
+// newOp returns an operation request of the rank for a new run: a reported one (reuseOp), reset under its next
+// generation, or a new one from the rank's block. reused says which.
+func (o *rankOps) newOp() (q *opRequest, reused bool) {
+	for i := range o.free {
+		if o.free[i].Load() == nil { // a load first: a swap is a locked instruction even on an empty slot
+			continue
+		}
+		if q := o.free[i].Swap(nil); q != nil {
+			r := &q.r
+			gen := r.life.Load()>>genShift + 1
+			r.done.Reset()
+			r.err, r.finished = nil, false
+			q.x.opDone.Store(false)
+			r.life.Store(lifeOf(gen, lifeActive))
+			return q, true
+		}
+	}
 	for {
 		ch := o.chunk.Load()
 		if ch != nil {
 			if i := ch.used.Add(1) - 1; i < opChunkLen {
-				return &ch.reqs[i]
+				return &ch.reqs[i], false
 			}
 		}
 		o.chunk.CompareAndSwap(ch, new(opChunk))
@@ -209,7 +231,12 @@ func (c *Comm) OpRequest(op Operation) *Request {
 	if c.r == nil {
 		return c.w.NewOpRequest(op)
 	}
-	return c.opRequestIn(c.r.ops.newOp(), op)
+	q, reused := c.r.ops.newOp()
+	h := c.opRequestIn(q, op)
+	if reused {
+		return q.r.handle() // the first run's handle (q.h) may still be held: it reads as reported
+	}
+	return h
 }
 
 // opRequestIn makes o an active request of c's rank for op.
@@ -219,6 +246,35 @@ func (c *Comm) opRequestIn(o *opRequest, op Operation) *Request {
 	o.x.op = op
 	o.h.s = r
 	return &o.h
+}
+
+// reuseOp gives reported operation request s back to its rank (see Request.reuse), if it is a one-shot request of
+// the rank (not persistent, not the world's) and off the rank's list of active operations: a sweep (under the
+// list's lock) is the only look at an operation request that no completion call counts, and it looks only at
+// listed ones. A finished request stays listed until a sweep forgets it, so reuseOp forgets it itself. It lets go
+// of the operation, which a kept request would hold (a large one's buffers too) until its next use.
+func reuseOp(s *request) {
+	rk := s.owner
+	if rk == nil || s.ext.persist != nil {
+		return
+	}
+	o := rk.ops
+	o.mu.Lock()
+	if s.ext.listed {
+		s.ext.listed = false
+		if i := slices.Index(o.reqs, s); i >= 0 {
+			o.reqs = slices.Delete(o.reqs, i, i+1)
+			o.n.Store(int32(len(o.reqs)))
+		}
+	}
+	o.mu.Unlock()
+	s.ext.op = nil
+	q := (*opRequest)(unsafe.Pointer(s)) // the state is its opRequest's first field
+	for i := range o.free {
+		if o.free[i].CompareAndSwap(nil, q) {
+			return
+		}
+	}
 }
 
 // OpRequestAlone is OpRequest with a request allocated on its own, not from the rank's block of requests: it holds
