@@ -89,8 +89,8 @@ func (o *rankOps) newOp() (q *opRequest, reused bool) {
 // AllreduceInit's Start and Wait at 8 B, 2 ranks in one process.
 func (o *rankOps) add(r *request) {
 	o.mu.Lock()
-	if !r.ext.listed {
-		r.ext.listed = true
+	if !r.ext.listed.Load() {
+		r.ext.listed.Store(true)
 		o.reqs = append(o.reqs, r)
 		o.n.Store(int32(len(o.reqs)))
 	}
@@ -102,8 +102,8 @@ func (o *rankOps) add(r *request) {
 // alive, with its operation and the operation's buffers and slots.
 func (o *rankOps) drop(r *request) {
 	o.mu.Lock()
-	if r.ext.listed {
-		r.ext.listed = false
+	if r.ext.listed.Load() {
+		r.ext.listed.Store(false)
 		if i := slices.Index(o.reqs, r); i >= 0 {
 			o.reqs = slices.Delete(o.reqs, i, i+1)
 			o.n.Store(int32(len(o.reqs)))
@@ -123,7 +123,7 @@ func (o *rankOps) sweep() {
 		if !r.pollOp() {
 			keep = append(keep, r)
 		} else {
-			r.ext.listed = false
+			r.ext.listed.Store(false) // the sweep reads nothing of r after this (see reuseOp)
 		}
 	}
 	clear(o.reqs[len(keep):])
@@ -259,15 +259,19 @@ func reuseOp(s *request) {
 		return
 	}
 	o := rk.ops
-	o.mu.Lock()
-	if s.ext.listed {
-		s.ext.listed = false
-		if i := slices.Index(o.reqs, s); i >= 0 {
-			o.reqs = slices.Delete(o.reqs, i, i+1)
-			o.n.Store(int32(len(o.reqs)))
+	// Most often a sweep has forgotten it already; then the sweep is through with it (it reads nothing of a request
+	// after marking it unlisted), and no lock is needed.
+	if s.ext.listed.Load() {
+		o.mu.Lock()
+		if s.ext.listed.Load() {
+			s.ext.listed.Store(false)
+			if i := slices.Index(o.reqs, s); i >= 0 {
+				o.reqs = slices.Delete(o.reqs, i, i+1)
+				o.n.Store(int32(len(o.reqs)))
+			}
 		}
+		o.mu.Unlock()
 	}
-	o.mu.Unlock()
 	s.ext.op = nil
 	q := (*opRequest)(unsafe.Pointer(s)) // the state is its opRequest's first field
 	for i := range o.free {

@@ -133,7 +133,7 @@ type request struct {
 type reqExt struct {
 	op     Operation   // kindOp: the operation the request completes with
 	opDone atomic.Bool // CompleteOp has completed the request (for this run)
-	listed bool        // on its rank's list of active operations (rankOps.reqs, under its lock)
+	listed atomic.Bool // on its rank's list of active operations (rankOps.reqs; written under its lock)
 	// persist runs one instance of a persistent request at each Start; nil for a one-shot request.
 	persist starter
 }
