@@ -123,7 +123,7 @@ func (c *Comm) CollChild() Child {
 }
 
 // Target returns what completes k (see Target).
-func (k Child) Target() Target { return Target{k.r} }
+func (k Child) Target() Target { return Target(k) }
 
 // Flag returns k's completion flag, or nil if k completed at its start (the zero Child).
 func (k Child) Flag() *queues.Completion {

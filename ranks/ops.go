@@ -99,7 +99,8 @@ func (o *rankOps) add(r *request) {
 
 // drop takes a finished request off the list: a persistent one that is freed, which no sweep may come to see
 // finished (its rank may never make another completion call on an operation), and which the list must not keep
-// alive, with its operation and the operation's buffers and slots.
+// alive, with its operation and the operation's buffers and slots; a reported one-shot request that goes back to
+// its rank (reuseOp).
 func (o *rankOps) drop(r *request) {
 	o.mu.Lock()
 	if r.ext.listed.Load() {
@@ -262,15 +263,7 @@ func reuseOp(s *request) {
 	// Most often a sweep has forgotten it already; then the sweep is through with it (it reads nothing of a request
 	// after marking it unlisted), and no lock is needed.
 	if s.ext.listed.Load() {
-		o.mu.Lock()
-		if s.ext.listed.Load() {
-			s.ext.listed.Store(false)
-			if i := slices.Index(o.reqs, s); i >= 0 {
-				o.reqs = slices.Delete(o.reqs, i, i+1)
-				o.n.Store(int32(len(o.reqs)))
-			}
-		}
-		o.mu.Unlock()
+		o.drop(s)
 	}
 	s.ext.op = nil
 	q := (*opRequest)(unsafe.Pointer(s)) // the state is its opRequest's first field
