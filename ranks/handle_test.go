@@ -5,6 +5,7 @@ import (
 	"github.com/gompj/gompj/queues"
 	"runtime"
 	"testing"
+	"unsafe"
 )
 
 // TestCollStateReused: once a small collective's run is reported, its state serves the rank's next CollRequest,
@@ -281,6 +282,9 @@ func (o *finishOp) Blocker() *queues.Completion { return nil }
 // of active operations, and serves the rank's next OpRequest under a new handle; the old handle reads as reported,
 // the new run completes with its own operation only, and the state no longer holds the old operation.
 func TestOpStateReused(t *testing.T) {
+	if unsafe.Offsetof(opRequest{}.r) != 0 {
+		t.Fatal("reuseOp finds an operation request's opRequest from its state: the state must be its first field")
+	}
 	c := world(t, 1).Comm(0)
 	boom := errors.New("boom")
 	first := &finishOp{go_: true, err: boom}
