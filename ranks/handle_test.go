@@ -2,10 +2,11 @@ package ranks
 
 import (
 	"errors"
-	"github.com/gompj/gompj/queues"
 	"runtime"
 	"testing"
 	"unsafe"
+
+	"github.com/gompj/gompj/queues"
 )
 
 // TestCollStateReused: once a small collective's run is reported, its state serves the rank's next CollRequest,
