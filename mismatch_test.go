@@ -244,6 +244,48 @@ func TestMismatchedPathsInSharedMemory(t *testing.T) {
 	}
 }
 
+// Inside a node, members that disagree about the root of a bcast, scatter or gather: two ranks that each name
+// themselves root both publish and wait for acknowledgements that went to the other (or never came), and a Bcast
+// so called hung. Each such root now sees the other's publication when it is about to park, and the job ends naming
+// the disagreement.
+func TestMismatchedRootsInSharedMemory(t *testing.T) {
+	for _, tc := range []struct {
+		coll string
+		np   int
+	}{
+		{"bcast", 2}, {"bcast", 3}, {"scatter", 2}, {"scatter", 3}, {"gather", 2}, {"gather", 3},
+	} {
+		name := fmt.Sprintf("%s np=%d", tc.coll, tc.np)
+		err := mismatchJob(t, tc.np, tc.coll, "shm", func(c *gompj.Comm) error {
+			root := c.Rank() // ranks 0 and 1 each name themselves; the others name 0
+			if root > 1 {
+				root = 0
+			}
+			buf, all := make([]float64, 4), make([]float64, 4*tc.np)
+			var err error
+			switch tc.coll {
+			case "bcast":
+				err = c.Bcast(buf, root)
+			case "scatter":
+				err = c.Scatter(all, buf, root)
+			default:
+				err = c.Gather(buf, all, root)
+			}
+			if err == nil {
+				err = c.Barrier()
+			}
+			if err != nil && !errors.Is(err, gompj.ErrArg) && !errors.Is(err, gompj.ErrAborted) {
+				return fmt.Errorf("rank %d: %v", c.Rank(), err)
+			}
+			return nil
+		})
+		var re *gompj.RankError
+		if !errors.As(err, &re) || !errors.Is(err, gompj.ErrArg) || !strings.Contains(err.Error(), "disagree about the root") {
+			t.Errorf("%s: the job returned %v, want it ended by a rank's ErrArg naming the disagreement", name, err)
+		}
+	}
+}
+
 // Across node processes (4 of 2 ranks each, over the network device and over shared memory between them), with
 // the node-aware algorithms the table picks there: a node leader whose bcast buffer is short ends the job; a
 // member that is not a leader fails alone and the job goes on; contributions of different sizes on one node end

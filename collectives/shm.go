@@ -180,18 +180,23 @@ func (o shmOp) aborted() error {
 }
 
 func (o shmOp) wait(cond func() bool) error {
-	if o.me.waker == nil {
-		o.me.waker = queues.GetWaker() // kept: taking one from the pool at every wait would churn the pool
-	}
 	var stuck func() bool
 	if o.me.fork != 0 {
 		stuck = o.strayed
+	}
+	return o.waitOr(cond, stuck, o.pathsDiffer)
+}
+
+// waitOr waits for cond; a wait about to park that finds stuck true ends with what whenStuck returns.
+func (o shmOp) waitOr(cond, stuck func() bool, whenStuck func() error) error {
+	if o.me.waker == nil {
+		o.me.waker = queues.GetWaker() // kept: taking one from the pool at every wait would churn the pool
 	}
 	switch o.s.ev.wait(cond, stuck, o.me.waker, o.w.Policy(), o.w.AbortCh()) {
 	case waitAborted:
 		return o.aborted()
 	case waitStuck:
-		return o.pathsDiffer()
+		return whenStuck()
 	}
 	return nil
 }
@@ -296,6 +301,39 @@ func (o shmOp) waitAcks() error {
 	return o.wait(func() bool { return acks.Load() >= want })
 }
 
+// waitRootAcks is waitAcks for the root of operation g of a bcast, scatter or gather (coll), in which no other
+// member publishes. One that did took itself for the root as well, or started another collective at this point: an
+// erroneous program, in which each such root would wait for ever for acknowledgements that went to the other (two
+// ranks that each named themselves root of a Bcast hung). So a root about to park looks for another member's
+// publication of g too, and then ends the job naming the disagreement (Broken): the members' counts of
+// acknowledgements disagree from then on, and the communicator's shared state can no longer be used.
+func (o shmOp) waitRootAcks(g uint64, coll string) error {
+	acks, want := &o.s.slots[o.rank].acks, o.me.acksExpected[o.rank]
+	if acks.Load() >= want {
+		return nil
+	}
+	other := -1
+	stuck := func() bool {
+		if o.me.fork != 0 && o.strayed() {
+			return true
+		}
+		for j := range o.s.slots {
+			if j != o.rank && o.s.slots[j].gen.Load() == g {
+				other = j
+				return true
+			}
+		}
+		return false
+	}
+	return o.waitOr(func() bool { return acks.Load() >= want }, stuck, func() error {
+		if other < 0 {
+			return o.pathsDiffer()
+		}
+		return Broken(o.c, errArg("%s: rank %d started as the root, and rank %d published at the same point as a "+
+			"root too (or started another collective): the members disagree about the root", coll, o.rank, other))
+	})
+}
+
 func firstErr(errs ...error) error {
 	for _, e := range errs {
 		if e != nil {
@@ -312,7 +350,7 @@ func (o shmOp) Barrier() error { return o.barrier() }
 func (o shmOp) Bcast(buf []byte, root int) error {
 	if o.rank == root {
 		o.BcastPublish(buf)
-		return o.waitAcks()
+		return o.waitRootAcks(o.me.seq, "bcast")
 	}
 	g := o.next()
 	o.expectAcks(root, o.s.n-1)
@@ -377,7 +415,7 @@ func (o shmOp) Scatterv(send []byte, counts, displs []int, sz, blk int, recv []b
 				copy(recv, b)
 			}
 		}
-		return firstErr(o.waitAcks(), err)
+		return firstErr(o.waitRootAcks(g, "scatter"), err)
 	}
 	if err := o.waitPublished(root, g); err != nil {
 		return err
@@ -429,7 +467,7 @@ func (o shmOp) Gatherv(send []byte, inPlace bool, recv []byte, counts, displs []
 				copy(b, send)
 			}
 		}
-		return firstErr(o.waitAcks(), err)
+		return firstErr(o.waitRootAcks(g, "gather"), err)
 	}
 	if err := o.waitPublished(root, g); err != nil {
 		return err
