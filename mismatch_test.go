@@ -280,7 +280,8 @@ func TestMismatchedRootsInSharedMemory(t *testing.T) {
 			return nil
 		})
 		var re *gompj.RankError
-		if !errors.As(err, &re) || !errors.Is(err, gompj.ErrArg) || !strings.Contains(err.Error(), "disagree about the root") {
+		if !errors.As(err, &re) || !errors.Is(err, gompj.ErrArg) ||
+			!strings.Contains(err.Error(), "disagree about the root") {
 			t.Errorf("%s: the job returned %v, want it ended by a rank's ErrArg naming the disagreement", name, err)
 		}
 	}
