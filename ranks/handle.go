@@ -17,8 +17,8 @@ import (
 // time in the allocation and the collections it brought, and in the cold memory of each new block.
 //
 // A handle is 16 bytes, from its rank's block of handles (newHandle), or made with its state: a persistent
-// request's, whose state is never reused, and an operation's first run's (opRequest; its later runs take theirs
-// from the block). An object receive's state is not reused either: its completer still looks at it after the flag
+// request's, whose state is never reused, and an operation's first run's (opRequest; its later runs get one of
+// their own, see OpRequest). An object receive's state is not reused either: its completer still looks at it after the flag
 // (completeObject).
 type Request struct {
 	s   *request

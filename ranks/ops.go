@@ -48,7 +48,7 @@ const opChunkLen = 8
 // opChunk is a block of operation requests that a rank hands out one at a time, as reqChunk is for point-to-point
 // ones; a chunk lives as long as any of its requests is referenced. A reported request goes back to its rank
 // (reuseOp) and serves a later one under a new generation, as a small collective's state does (see Request): the
-// first run's handle is the one made with the state, later runs get theirs from the rank's block of handles.
+// first run's handle is the one made with the state, later runs get one of their own (OpRequest).
 type opChunk struct {
 	reqs [opChunkLen]opRequest
 	used atomic.Int32
@@ -235,7 +235,12 @@ func (c *Comm) OpRequest(op Operation) *Request {
 	q, reused := c.r.ops.newOp()
 	h := c.opRequestIn(q, op)
 	if reused {
-		return q.r.handle() // the first run's handle (q.h) may still be held: it reads as reported
+		// A handle of its own, not one from the rank's block (newHandle): the first run's (q.h) may still be held,
+		// and reads as reported. A block's handle would tie the block's other 63 states to whoever keeps this one
+		// (a kept operation keeps its last request's), and through a state that was not reused (a waiter parked
+		// on it), that state's old operation and its communicator: freed communicators then lived on, up to 19
+		// MB of them against 2-3 in TestFreedCommunicatorsReleased across node processes.
+		return &Request{s: &q.r, gen: q.r.life.Load() >> genShift}
 	}
 	return h
 }
