@@ -1125,7 +1125,7 @@ func TestNonblockingScratchReuse(t *testing.T) {
 // step. The operation's own request goes back to its rank once reported (ranks' reuseOp); it was about 330 bytes a
 // call and rank. Each node process's lowest rank measures what the process allocated per call of its ranks, for a
 // node-aware 8-byte Iallreduce (two phases within the node around one between the leaders) and one forced to
-// recursive doubling (a send and a receive per rank): 36 bytes for 2 ranks, against 1836 with one-shot requests
+// recursive doubling (a send and a receive per rank): 32 bytes for 2 ranks, against 1836 with one-shot requests
 // and 672 with children alone.
 func TestNonblockingSmallCallsBytes(t *testing.T) {
 	body := func(c *Comm) error {
