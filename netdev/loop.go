@@ -739,6 +739,9 @@ func (d *Device) attach(fd int, p *peer, stripe int) {
 		c = d.newConn(p, stripe)
 		c.mu.Lock()
 	}
+	// Counted before the fd shows: WaitConnected returns once every slot has one, and a caller that then reads
+	// Stats must find them all (TestStripesKeepOrder saw 3 of 4 connections when the count came last).
+	d.attached.Add(1)
 	c.fd = fd
 	c.dialing = false
 	c.mu.Unlock()
@@ -746,6 +749,7 @@ func (d *Device) attach(fd int, p *peer, stripe int) {
 	d.nextID++
 	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: c.id}
 	if err := unix.EpollCtl(d.ep, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		d.attached.Add(-1)
 		d.failPeer(p, d.lostErr(c, fmt.Errorf("epoll add: %w", err)), true)
 		unix.Close(fd)
 		return
@@ -754,7 +758,6 @@ func (d *Device) attach(fd int, p *peer, stripe int) {
 	c.registered = true
 	d.readable = append(d.readable, c)
 	p.conns = append(p.conns, c)
-	d.attached.Add(1)
 	if d.closeState >= 1 {
 		c.queueBye()
 	}
