@@ -141,7 +141,7 @@ func (k Child) Collect() error {
 		return nil
 	}
 	err := r.err
-	if r.owner != nil && r.target == nil && r.held == nil && r.scratch == nil && r.box == nil && r.ext == nil {
+	if r.reusable() {
 		// The buffer goes with it: a pooled state may wait long for its next use, and must not keep the program's
 		// buffer alive meanwhile (a blocking call's goes back with it, and is taken again by the rank's next call).
 		r.vptr = nil

@@ -192,14 +192,20 @@ func (rk *Rank) collState() *request {
 			continue
 		}
 		if s := rk.collFree[i].Swap(nil); s != nil {
-			gen := s.life.Load()>>genShift + 1
-			s.done.Reset()
-			s.err, s.finished = nil, false
-			s.life.Store(lifeOf(gen, lifeActive))
+			s.nextRun()
 			return s
 		}
 	}
 	return rk.newReq(kindColl)
+}
+
+// nextRun makes reported state s active for its next run, under the next generation: its flag, error and life
+// word reset (all a small collective's or an operation's state needs; see collState, newOp).
+func (s *request) nextRun() {
+	gen := s.life.Load()>>genShift + 1
+	s.done.Reset()
+	s.err, s.finished = nil, false
+	s.life.Store(lifeOf(gen, lifeActive))
 }
 
 // reuse gives h's state back to its rank once a completion call has reported h's run, if reusable said it may go

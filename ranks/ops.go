@@ -62,12 +62,8 @@ func (o *rankOps) newOp() (q *opRequest, reused bool) {
 			continue
 		}
 		if q := o.free[i].Swap(nil); q != nil {
-			r := &q.r
-			gen := r.life.Load()>>genShift + 1
-			r.done.Reset()
-			r.err, r.finished = nil, false
-			q.x.opDone.Store(false)
-			r.life.Store(lifeOf(gen, lifeActive))
+			q.x.opDone.Store(false) // before the life word makes the run active
+			q.r.nextRun()
 			return q, true
 		}
 	}
