@@ -57,6 +57,9 @@ const defaultSlots = 16
 type ring struct {
 	slots []*slot
 	ops   []paddedCount
+	// spare: every rank of the node has a processor of its own (spareProcs), so a tiny bcast's or scatter's root
+	// does not take one from its readers by going on at once (tiny.go: early)
+	spare bool
 }
 
 type paddedCount struct {
@@ -80,7 +83,9 @@ type slot struct {
 	// fin, which every member's next start on the slot would have fetched from it
 	arrivals atomic.Uint64
 	tdone    atomic.Uint64
-	_        [48]byte
+	// failed is the latest tiny use in which a member was served with an error (tryServe): it was told (tinyEnd)
+	failed atomic.Uint64
+	_      [40]byte
 
 	// alltoall: claims[i*n+j] is the last use in which a member took the copy of block i->j (made on first use)
 	claimsOnce sync.Once
@@ -129,7 +134,7 @@ func slotFor(c *ranks.Comm, cc *commCache) (*slot, uint64) {
 			if k <= 0 {
 				k = defaultSlots
 			}
-			r := &ring{slots: make([]*slot, k), ops: make([]paddedCount, n)}
+			r := &ring{slots: make([]*slot, k), ops: make([]paddedCount, n), spare: spareProcs(c)}
 			for i := range r.slots {
 				r.slots[i] = newSlot(n)
 			}

@@ -111,28 +111,45 @@ func startTiny(c *ranks.Comm, cc *commCache, a *collectives.Call) *ranks.Request
 		return startLate(c, a, sl, u)
 	}
 	r, n := c.Rank(), c.Size()
-	req := c.CollRequest()
-	if early(a, r) {
-		tinyArrive(sl, u, r, n, a, ranks.Target{}, byColl)
+	if early(a, r, cc.ring.spare) {
+		// Its request is made after the arrival: the others wait for the entry, not for this rank's request.
+		tinyArrive(c, sl, u, r, n, a, ranks.Target{}, byColl)
+		req := c.CollRequest()
 		ranks.CompleteColl(req, nil)
 		return req
 	}
-	tinyArrive(sl, u, r, n, a, ranks.TargetOf(req), byColl)
+	req := c.CollRequest()
+	tinyArrive(c, sl, u, r, n, a, ranks.TargetOf(req), byColl)
 	return req
 }
 
-// early reports whether member r's part of tiny call a is over once its contribution is in its entry: a reduce's or
-// a gather's members other than the root. Its request completes at its start, as the blocking call returns at once
-// there. A bcast's or scatter's root could complete at its start too (its data is in its entry), but its waiting
-// for its readers costs it nothing and keeps it from taking a processor they need: OSU's loop of Ibcast and Wait
-// (and a barrier) among 8 ranks on 2 cores took 3.5-4.3 us with the root's request complete at its start, 2.5-2.7
-// without (Bcast 2.0); Iscatter 4.3-4.5 against 2.5-2.7 (Scatter 2.1-2.3).
-func early(a *collectives.Call, r int) bool {
+// early reports whether member r's part of tiny call a is over once its contribution is in its entry, and its
+// request completes at its start, as the blocking call returns at once there: a reduce's or a gather's members
+// other than the root; and a bcast's or scatter's root when every rank of the node has a processor of its own
+// (spare, ring.spare), since its data is in its entry and its buffer is free. Where ranks outnumber processors a
+// root that goes on at once takes a processor its readers need: OSU's loop of Ibcast and Wait (and a barrier) among
+// 8 ranks on 2 cores took 3.5-4.3 us with the root's request complete at its start, 2.5-2.7 without (Bcast 2.0);
+// Iscatter 4.3-4.5 against 2.5-2.7 (Scatter 2.1-2.3). With a processor each (2 ranks on 2 cores) it is the other
+// way: Ibcast 0.88-0.90 us against 1.01-1.10 waiting for its reader (Bcast 0.51-0.56), Iscatter 0.91 against
+// 1.02-1.09 (Scatter 0.66-0.84), 3 alternated runs.
+//
+// An early member learns nothing of what its use's runner finds wrong (tinyEnd): if no member is left to tell (two
+// ranks of a bcast that each name themselves root, both early), the runner ends the job, as the blocking calls do.
+func early(a *collectives.Call, r int, spare bool) bool {
 	switch a.Coll {
 	case "reduce", "gather":
 		return r != a.Root
+	case "bcast", "scatter":
+		return r == a.Root && spare
 	}
 	return false
+}
+
+// spareProcs reports whether every rank of c's node process has a processor of its own (see early). A variable, so
+// that tests can choose.
+var spareProcs = func(c *ranks.Comm) bool {
+	lo, hi := c.World().Local()
+	return hi-lo <= runtime.GOMAXPROCS(0)
 }
 
 // awaitSlot waits a little for use u-1 of sl to end, yielding, and reports whether it did: most often the slot is
@@ -167,7 +184,7 @@ func slotFree(sl *slot, u uint64) bool {
 
 // tinyArrive publishes member r's entry for use u of sl, whose slot's previous use is over, with what completes its
 // request, req (none: early), of kind how, and counts its arrival; if that completes the count, it runs the use.
-func tinyArrive(sl *slot, u uint64, r, n int, a *collectives.Call, req ranks.Target, how reqHow) {
+func tinyArrive(c *ranks.Comm, sl *slot, u uint64, r, n int, a *collectives.Call, req ranks.Target, how reqHow) {
 	me := &sl.mem[r]
 	if a.Coll == "scatter" && r == a.Root && !a.InPlace {
 		copy(a.Recv[:a.Blk], a.Send[r*a.Blk:]) // the root's own block: nobody serves it (rootedInto)
@@ -204,7 +221,7 @@ func tinyArrive(sl *slot, u uint64, r, n int, a *collectives.Call, req ranks.Tar
 		serve(sl, u, r, a.Root, a.Coll)
 	}
 	if countArrival(sl, u, n) {
-		runTiny(sl, u, r)
+		runTiny(c, sl, u, r)
 	}
 }
 
@@ -236,7 +253,11 @@ func serve(sl *slot, u uint64, r, root int, coll string) {
 // it was served already.
 func tryServe(sl *slot, u uint64, j, root int, coll string) {
 	if req := claim(&sl.mem[j], u); !req.None() {
-		complete(&sl.mem[j], req, rootedInto(sl, j, root, coll))
+		err := rootedInto(sl, j, root, coll)
+		if err != nil {
+			sl.failed.Store(u)
+		}
+		complete(&sl.mem[j], req, err)
 	}
 }
 
@@ -315,7 +336,7 @@ func startLate(c *ranks.Comm, a *collectives.Call, sl *slot, u uint64) *ranks.Re
 	o.shm = b
 	b.acquire()
 	s.Do(func() error {
-		tinyArrive(b.sl, b.u, b.r, b.n, a, ranks.TargetOf(o.req), byOp)
+		tinyArrive(c, b.sl, b.u, b.r, b.n, a, ranks.TargetOf(o.req), byOp)
 		return nil
 	})
 	o.m = Machine{s: s}
@@ -373,7 +394,7 @@ func (t *tinyRecipe) StartColl(req *ranks.Request) error {
 		}
 		runtime.Gosched()
 	}
-	tinyArrive(t.sl, t.u, t.r, t.n, t.a, ranks.TargetOf(req), byPersistent)
+	tinyArrive(t.c, t.sl, t.u, t.r, t.n, t.a, ranks.TargetOf(req), byPersistent)
 	return nil
 }
 
@@ -409,15 +430,15 @@ func (t *tinySub) arrive() {
 	t.arrived = true
 	// A phase's root of a bcast or scatter goes on at once too: its op's next step (the leaders' phase over the
 	// network, or the end) does not take a processor its node's readers need, and waiting for them delayed it.
-	if early(t.a, r) || (served(t.a.Coll) && r == t.a.Root) {
-		tinyArrive(t.sl, t.u, r, n, t.a, ranks.Target{}, byColl)
+	if early(t.a, r, false) || (served(t.a.Coll) && r == t.a.Root) {
+		tinyArrive(t.c, t.sl, t.u, r, n, t.a, ranks.Target{}, byColl)
 		t.done = true
 		return
 	}
 	t.req = t.c.CollChild()
 	t.reqDone = t.req.Flag()
 	t.reqDone.OnComplete(t.o.hook)
-	tinyArrive(t.sl, t.u, r, n, t.a, t.req.Target(), byColl)
+	tinyArrive(t.c, t.sl, t.u, r, n, t.a, t.req.Target(), byColl)
 }
 
 // Poll implements Sub. It may be called again once done: it reports the same.
@@ -443,7 +464,7 @@ func (t *tinySub) ready() bool {
 }
 
 // runTiny runs use u of sl, whose arrivals member self has just completed: the whole collective, for every member.
-func runTiny(sl *slot, u uint64, self int) {
+func runTiny(c *ranks.Comm, sl *slot, u uint64, self int) {
 	mem := sl.mem
 	for j := range mem {
 		if mem[j].gen.Load() != u || !mem[j].tiny {
@@ -459,13 +480,13 @@ func runTiny(sl *slot, u uint64, self int) {
 		claims = claims || served(mem[j].coll)
 	}
 	if err := tinyCheck(mem, a, self); err != nil {
-		tinyEnd(sl, u, claims, nil, err)
+		tinyEnd(c, sl, u, claims, nil, err)
 		return
 	}
 	n := len(mem)
 	switch a.Coll {
 	case "bcast", "scatter": // the readers are served (serve): whoever is not, because of an error, is told here
-		tinyEnd(sl, u, true, a, nil)
+		tinyEnd(c, sl, u, true, a, nil)
 		return
 	case "allreduce", "reduce":
 		total := mem[self].inlen
@@ -523,7 +544,7 @@ func runTiny(sl *slot, u uint64, self int) {
 			}
 		}
 	}
-	tinyEnd(sl, u, false, nil, nil)
+	tinyEnd(c, sl, u, false, nil, nil)
 }
 
 // sameBytes reports whether a and b are the same slice: the same memory, length and capacity.
@@ -541,7 +562,8 @@ func tinyCheck(mem []member, a *collectives.Call, self int) error {
 		case b.Coll != a.Coll:
 			return collectives.Mismatch(self, a.Coll, j, b.Coll)
 		case b.Root != a.Root:
-			return collectivesArg("%s: rank %d names root %d, rank %d root %d", a.Coll, self, a.Root, j, b.Root)
+			return collectivesArg("%s: rank %d names root %d, rank %d root %d: the members disagree about the root",
+				a.Coll, self, a.Root, j, b.Root)
 		case a.Coll == "bcast" || a.Coll == "barrier":
 		case a.Coll == "scatter": // each reader's block is checked as it is served (rootedInto)
 		case a.Coll == "gather" && j == a.Root && b.InPlace:
@@ -554,13 +576,15 @@ func tinyCheck(mem []member, a *collectives.Call, self int) error {
 	return nil
 }
 
-// tinyEnd ends use u of sl: it completes the request of each member j whose request is still to complete (not
-// early; with claims, not served: a bcast's or scatter's reader) with err, or if err is nil and rooted is a bcast
-// or scatter, with what serving j (rootedInto) returns; then it marks the use over for every member (slot.tdone).
-// That comes last: a member takes the slot again only once it is set, so the entries stay as they are until this
-// is through. (No function argument: a closure would be allocated at every use, and a persistent collective's
-// Start allocates nothing.)
-func tinyEnd(sl *slot, u uint64, claims bool, rooted *collectives.Call, err error) {
+// tinyEnd ends use u of sl, run by member c: it completes the request of each member j whose request is still to
+// complete (not early; with claims, not served: a bcast's or scatter's reader) with err, or if err is nil and rooted
+// is a bcast or scatter, with what serving j (rootedInto) returns; then it marks the use over for every member
+// (slot.tdone). That comes last: a member takes the slot again only once it is set, so the entries stay as they are
+// until this is through. An err that reaches no member (every request early, or served without an error) ends the job
+// (collectives.Broken): the members went on as if the call had succeeded. (No function argument: a closure would be
+// allocated at every use, and a persistent collective's Start allocates nothing.)
+func tinyEnd(c *ranks.Comm, sl *slot, u uint64, claims bool, rooted *collectives.Call, err error) {
+	told := false
 	for j := range sl.mem {
 		// req and call stay in the entry until its member's next use of the slot (see tinyArrive); a stale one is
 		// never read again, since every look at an entry checks its gen first.
@@ -568,7 +592,7 @@ func tinyEnd(sl *slot, u uint64, claims bool, rooted *collectives.Call, err erro
 		if req.None() {
 			continue // early (a node-aware phase's bcast or scatter root too: tinySub): a claim would take its line
 		}
-		if claims {
+		if claims && (rooted == nil || j != rooted.Root) { // nobody serves an agreed root: see serve
 			req = claim(&sl.mem[j], u)
 		}
 		if req.None() {
@@ -579,10 +603,23 @@ func tinyEnd(sl *slot, u uint64, claims bool, rooted *collectives.Call, err erro
 			e = rootedInto(sl, j, rooted.Root, rooted.Coll)
 		}
 		complete(&sl.mem[j], req, e)
+		told = true
+	}
+	if err != nil && !told && sl.failed.Load() != u {
+		endJob(c, err)
 	}
 	sl.tdone.Store(u)
 	if sl.flist.n.Load() != 0 {
 		sl.flist.notify() // an operation waiting to acquire the slot
+	}
+}
+
+// endJob ends the job with err, which member c of a tiny use found when every member had gone on as if the call had
+// succeeded (tinyEnd).
+func endJob(c *ranks.Comm, err error) {
+	if w := c.World(); !w.Aborted() {
+		w.Abort(&ranks.RankError{Rank: c.WorldRank(c.Rank()), Err: fmt.Errorf("a small collective whose members "+
+			"had all gone on found: %w", err)})
 	}
 }
 

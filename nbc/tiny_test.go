@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gompj/gompj/collectives"
@@ -116,11 +117,14 @@ func newTinyCase(c *ranks.Comm, kind, k, m, root int) tinyCase {
 // TestTinyModel: random sequences of tiny calls (the same on every rank), many under way at once on a ring of 2
 // slots, so that starts find their slot in use and arrive late (startLate); rank 0 starts each batch before the
 // others start any, and every rank waits for its requests in an order of its own. Every result is checked against
-// a reference computed from the inputs. With the worker pool and without it.
+// a reference computed from the inputs. With the worker pool and without it, and with a bcast's or scatter's root
+// going on at once (early: a processor for every rank) or waiting for its readers.
 func TestTinyModel(t *testing.T) {
 	const np, batches = 4, 30
-	for _, async := range []bool{true, false} {
-		t.Run(fmt.Sprintf("async=%v", async), func(t *testing.T) {
+	for _, mode := range []struct{ async, spare bool }{{true, false}, {false, false}, {true, true}, {false, true}} {
+		async := mode.async
+		t.Run(fmt.Sprintf("async=%v,spare=%v", async, mode.spare), func(t *testing.T) {
+			defer setSpare(mode.spare)()
 			gates := make([]chan struct{}, batches)
 			for i := range gates {
 				gates[i] = make(chan struct{})
@@ -250,5 +254,66 @@ func TestTinyBcastMismatch(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// setSpare makes every ring made from now on say spare (see early), and returns what puts the test back.
+func setSpare(spare bool) func() {
+	old := spareProcs
+	spareProcs = func(*ranks.Comm) bool { return spare }
+	return func() { spareProcs = old }
+}
+
+// TestTinyRootsDisagree: ranks 0 and 1 of a tiny bcast or scatter each name themselves root (the others name 0).
+// A root that waits for its readers learns it from its Wait (ErrArg), and the job goes on; roots that went on at
+// once (early: a processor for every rank) cannot be told, and unless a reader served by the wrong root was (np=3,
+// when rank 2 arrives before rank 1), the job ends naming the disagreement, as it does for the blocking calls.
+func TestTinyRootsDisagree(t *testing.T) {
+	for _, coll := range []string{"bcast", "scatter"} {
+		for _, np := range []int{2, 3} {
+			for _, spare := range []bool{false, true} {
+				name := fmt.Sprintf("%s np=%d spare=%v", coll, np, spare)
+				restore := setSpare(spare)
+				var told atomic.Int32
+				err := node.Run(node.Config{Ranks: np}, func(c *ranks.Comm) error {
+					root := min(c.Rank(), 1)
+					if c.Rank() > 1 {
+						root = 0
+					}
+					buf, all := []float64{float64(c.Rank())}, make([]float64, np)
+					var r *ranks.Request
+					var err error
+					if coll == "bcast" {
+						r, err = Ibcast(c, buf, root)
+					} else {
+						r, err = Iscatter(c, all, buf, root)
+					}
+					if err != nil {
+						return err
+					}
+					_, err = r.Wait()
+					switch {
+					case err == nil:
+					case errors.Is(err, ranks.ErrArg) && strings.Contains(err.Error(), "root"):
+						told.Add(1)
+					default:
+						return fmt.Errorf("rank %d: %v", c.Rank(), err)
+					}
+					return collectives.Barrier(c) // the job goes on, or ends
+				})
+				restore()
+				var re *ranks.RankError
+				ended := errors.As(err, &re) && errors.Is(err, ranks.ErrArg) &&
+					strings.Contains(err.Error(), "disagree about the root")
+				switch {
+				case spare && !ended && (err != nil || told.Load() == 0):
+					t.Errorf("%s: the job returned %v and no rank was told, want it ended by ErrArg naming the "+
+						"disagreement", name, err)
+				case !spare && (err != nil || told.Load() < 2):
+					t.Errorf("%s: the job returned %v and %d ranks were told, want both roots told", name, err,
+						told.Load())
+				}
+			}
+		}
 	}
 }
