@@ -81,7 +81,7 @@ func barrier(c *ranks.Comm) error {
 	if st.size == 1 {
 		return nil
 	}
-	algo, err := st.choose("barrier", st.sel(true, 0))
+	algo, err := st.chooseID(collBarrier, "barrier", st.sel(true, 0))
 	if err != nil {
 		return err
 	}
@@ -146,7 +146,7 @@ func bcastVec(c *ranks.Comm, v vec, root int) error {
 	if st.size == 1 {
 		return nil
 	}
-	algo, err := st.choose("bcast", st.sel(true, len(v.b)))
+	algo, err := st.chooseID(collBcast, "bcast", st.sel(true, len(v.b)))
 	if err != nil {
 		return err
 	}
@@ -187,7 +187,7 @@ func reduceVec(c *ranks.Comm, k kernel, op Op, src, dst vec, root int) error {
 		copy(dst.b, src.b)
 		return nil
 	}
-	algo, err := st.choose("reduce", st.sel(op.Commutative(), len(src.b)))
+	algo, err := st.chooseID(collReduce, "reduce", st.sel(op.Commutative(), len(src.b)))
 	if err != nil {
 		return err
 	}
@@ -232,7 +232,7 @@ func allreduceState(c *ranks.Comm, st *commState, k kernel, op Op, src, dst vec)
 		copy(dst.b, src.b)
 		return nil
 	}
-	algo, err := st.choose("allreduce", st.sel(op.Commutative(), len(src.b)))
+	algo, err := st.chooseID(collAllreduce, "allreduce", st.sel(op.Commutative(), len(src.b)))
 	if err != nil {
 		return err
 	}
@@ -287,7 +287,7 @@ func gatherBlocks(c *ranks.Comm, st *commState, send []byte, inPlace bool, recv 
 		copy(recv, send)
 		return nil
 	}
-	algo, err := st.choose("gather", st.sel(true, blk))
+	algo, err := st.chooseID(collGather, "gather", st.sel(true, blk))
 	if err != nil {
 		return err
 	}
@@ -328,7 +328,7 @@ func Gatherv(c *ranks.Comm, sendArg, recvArg any, counts, displs []int, root int
 	st := stateOf(c)
 	inPlace, sv, rv := a.InPlace, a.sv, a.rv
 	sz := max(sv.sz, 1)
-	algo, err := st.choose("gatherv", st.sel(true, 0))
+	algo, err := st.chooseID(collGatherv, "gatherv", st.sel(true, 0))
 	if err != nil {
 		return err
 	}
@@ -381,7 +381,7 @@ func scatterBlocks(c *ranks.Comm, st *commState, send, recv []byte, inPlace bool
 		copy(recv, send)
 		return nil
 	}
-	algo, err := st.choose("scatter", st.sel(true, blk))
+	algo, err := st.chooseID(collScatter, "scatter", st.sel(true, blk))
 	if err != nil {
 		return err
 	}
@@ -436,7 +436,7 @@ func Scatterv(c *ranks.Comm, sendArg any, counts, displs []int, recvArg any, roo
 		}
 		return nil
 	}
-	algo, err := st.choose("scatterv", st.sel(true, 0))
+	algo, err := st.chooseID(collScatterv, "scatterv", st.sel(true, 0))
 	if err != nil {
 		return err
 	}
@@ -474,7 +474,7 @@ func Allgather(c *ranks.Comm, sendArg, recvArg any) error {
 		copy(rv.b, sv.b)
 		return nil
 	}
-	algo, err := st.choose("allgather", st.sel(true, blk))
+	algo, err := st.chooseID(collAllgather, "allgather", st.sel(true, blk))
 	if err != nil {
 		return err
 	}
@@ -518,7 +518,7 @@ func Allgatherv(c *ranks.Comm, sendArg, recvArg any, counts, displs []int) error
 		copy(own, sv.b)
 		return nil
 	}
-	algo, err := st.choose("allgatherv", st.sel(true, 0))
+	algo, err := st.chooseID(collAllgatherv, "allgatherv", st.sel(true, 0))
 	if err != nil {
 		return err
 	}
@@ -556,7 +556,7 @@ func Alltoall(c *ranks.Comm, sendArg, recvArg any) error {
 		copy(rv.b, src)
 		return nil
 	}
-	algo, err := st.choose("alltoall", st.sel(true, blk))
+	algo, err := st.chooseID(collAlltoall, "alltoall", st.sel(true, blk))
 	if err != nil {
 		return err
 	}
@@ -600,7 +600,7 @@ func Alltoallv(c *ranks.Comm, sendArg any, sendCounts, sendDispls []int, recvArg
 		copy(r, s)
 		return nil
 	}
-	algo, err := st.choose("alltoallv", st.sel(true, 0))
+	algo, err := st.chooseID(collAlltoallv, "alltoallv", st.sel(true, 0))
 	if err != nil {
 		return err
 	}
@@ -637,7 +637,7 @@ func ReduceScatter(c *ranks.Comm, sendArg, recvArg any, counts []int, op Op) err
 		}
 		return nil
 	}
-	algo, err := st.choose("reduce_scatter", st.sel(op.Commutative(), len(sv.b)))
+	algo, err := st.chooseID(collReduceScatter, "reduce_scatter", st.sel(op.Commutative(), len(sv.b)))
 	if err != nil {
 		return err
 	}

@@ -125,10 +125,10 @@ func hierBcast(c *ranks.Comm, st *commState, buf vec, root int) error {
 // nothing) when the algorithms are not those.
 func leaderBcastOverlap(h *hierComms, buf vec, rootNode int, haveData bool) (bool, error) {
 	ns, ls := stateOf(h.node), stateOf(h.leaders)
-	if a, err := ns.choose("bcast", ns.sel(true, len(buf.b))); err != nil || a != "shm" || ns.size == 1 {
+	if a, err := ns.chooseID(collBcast, "bcast", ns.sel(true, len(buf.b))); err != nil || a != "shm" || ns.size == 1 {
 		return false, nil
 	}
-	if a, err := ls.choose("bcast", ls.sel(true, len(buf.b))); err != nil || a != "binomial" {
+	if a, err := ls.chooseID(collBcast, "bcast", ls.sel(true, len(buf.b))); err != nil || a != "binomial" {
 		return false, nil
 	}
 	o := ns.shmOp(h.node)
@@ -283,7 +283,7 @@ func allgathervBytes(c *ranks.Comm, all []byte, counts, displs []int) error {
 	if st.size == 1 {
 		return nil
 	}
-	algo, err := st.choose("allgatherv", st.sel(true, 0))
+	algo, err := st.chooseID(collAllgatherv, "allgatherv", st.sel(true, 0))
 	if err != nil {
 		return err
 	}
@@ -467,7 +467,7 @@ func scatterBytes(c *ranks.Comm, send, recv []byte, blk, root int) error {
 		}
 		return nil
 	}
-	algo, err := st.choose("scatter", st.sel(true, blk))
+	algo, err := st.chooseID(collScatter, "scatter", st.sel(true, blk))
 	if err != nil {
 		return err
 	}
