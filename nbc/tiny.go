@@ -183,7 +183,8 @@ func slotFree(sl *slot, u uint64) bool {
 }
 
 // tinyArrive publishes member r's entry for use u of sl, whose slot's previous use is over, with what completes its
-// request, req (none: early), of kind how, and counts its arrival; if that completes the count, it runs the use.
+// request, req (none: early), of kind how, and counts its arrival; if that completes the count, it runs the use on
+// behalf of member c (whose rank ends the job if the use fails and no member can be told: tinyEnd).
 func tinyArrive(c *ranks.Comm, sl *slot, u uint64, r, n int, a *collectives.Call, req ranks.Target, how reqHow) {
 	me := &sl.mem[r]
 	if a.Coll == "scatter" && r == a.Root && !a.InPlace {
@@ -428,9 +429,10 @@ func (t *tinySub) arrive() {
 	}
 	r, n := t.c.Rank(), t.c.Size()
 	t.arrived = true
-	// A phase's root of a bcast or scatter goes on at once too: its op's next step (the leaders' phase over the
-	// network, or the end) does not take a processor its node's readers need, and waiting for them delayed it.
-	if early(t.a, r, false) || (served(t.a.Coll) && r == t.a.Root) {
+	// A phase's root of a bcast or scatter goes on at once whatever the processors (spare): its op's next step (the
+	// leaders' phase over the network, or the end) does not take a processor its node's readers need, and waiting
+	// for them delayed it.
+	if early(t.a, r, true) {
 		tinyArrive(t.c, t.sl, t.u, r, n, t.a, ranks.Target{}, byColl)
 		t.done = true
 		return
