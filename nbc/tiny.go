@@ -582,8 +582,8 @@ func tinyCheck(mem []member, a *collectives.Call, self int) error {
 // complete (not early; with claims, not served: a bcast's or scatter's reader) with err, or if err is nil and rooted
 // is a bcast or scatter, with what serving j (rootedInto) returns; then it marks the use over for every member
 // (slot.tdone). That comes last: a member takes the slot again only once it is set, so the entries stay as they are
-// until this is through. An err that reaches no member (every request early, or served without an error) ends the job
-// (collectives.Broken): the members went on as if the call had succeeded. (No function argument: a closure would be
+// until this is through. An err that reaches no member (every request early, or served without an error) ends the
+// job (endJob): the members went on as if the call had succeeded. (No function argument: a closure would be
 // allocated at every use, and a persistent collective's Start allocates nothing.)
 func tinyEnd(c *ranks.Comm, sl *slot, u uint64, claims bool, rooted *collectives.Call, err error) {
 	told := false
