@@ -1,6 +1,9 @@
 package gompj
 
-import "github.com/gompj/gompj/collectives"
+import (
+	"github.com/gompj/gompj/collectives"
+	"github.com/gompj/gompj/ranks"
+)
 
 // Op is a reduction operation: one of the predefined ones, or made by NewOp.
 type Op = collectives.Op
@@ -50,12 +53,14 @@ func (c *Comm) Barrier() error { return collectives.Barrier(c.rc()) }
 
 // Bcast copies the root's buf into every member's buf: a slice of a primitive type, or a pointer to any other
 // value (msgpack-encoded).
-func (c *Comm) Bcast(buf any, root int) error { return collectives.Bcast(c.rc(), buf, root) }
+func (c *Comm) Bcast(buf any, root int) error {
+	return collectives.Bcast(c.rooted(ranks.RootedBcast, root), buf, root)
+}
 
 // Reduce combines every member's send with op into the root's recv (only significant at the root; may be nil
 // elsewhere).
 func (c *Comm) Reduce(send, recv any, op Op, root int) error {
-	return collectives.Reduce(c.rc(), send, recv, op, root)
+	return collectives.Reduce(c.rooted(ranks.RootedReduce, root), send, recv, op, root)
 }
 
 // Allreduce combines every member's send with op into every member's recv.
@@ -65,22 +70,22 @@ func (c *Comm) Allreduce(send, recv any, op Op) error {
 
 // Gather collects every member's send, in rank order, into the root's recv.
 func (c *Comm) Gather(send, recv any, root int) error {
-	return collectives.Gather(c.rc(), send, recv, root)
+	return collectives.Gather(c.rooted(ranks.RootedGather, root), send, recv, root)
 }
 
 // Gatherv collects counts[i] elements of rank i into the root's recv at displs[i] (nil displs: packed).
 func (c *Comm) Gatherv(send, recv any, counts, displs []int, root int) error {
-	return collectives.Gatherv(c.rc(), send, recv, counts, displs, root)
+	return collectives.Gatherv(c.rooted(ranks.RootedGather, root), send, recv, counts, displs, root)
 }
 
 // Scatter hands block i of the root's send to rank i.
 func (c *Comm) Scatter(send, recv any, root int) error {
-	return collectives.Scatter(c.rc(), send, recv, root)
+	return collectives.Scatter(c.rooted(ranks.RootedScatter, root), send, recv, root)
 }
 
 // Scatterv hands counts[i] elements at displs[i] of the root's send to rank i (nil displs: packed).
 func (c *Comm) Scatterv(send any, counts, displs []int, recv any, root int) error {
-	return collectives.Scatterv(c.rc(), send, counts, displs, recv, root)
+	return collectives.Scatterv(c.rooted(ranks.RootedScatter, root), send, counts, displs, recv, root)
 }
 
 // Allgather collects every member's send, in rank order, into every member's recv.

@@ -68,6 +68,15 @@ func (c *Comm) rc() *ranks.Comm {
 	return c.c
 }
 
+// rooted is rc for the entry points of the rooted collectives, which log their call for the rooted-call check
+// first (ranks.Comm.NoteRooted), whatever their arguments: members that disagree about the root across nodes
+// then end the job instead of hanging.
+func (c *Comm) rooted(k ranks.Rooted, root int) *ranks.Comm {
+	rc := c.rc()
+	rc.NoteRooted(k, root)
+	return rc
+}
+
 func wrap(c *ranks.Comm) *Comm {
 	if c == nil {
 		return nil

@@ -342,3 +342,65 @@ func TestMismatchedAcrossNodes(t *testing.T) {
 		}
 	}
 }
+
+// Across node processes, members that disagree about the root of a rooted collective: ranks 0 and 2, on different
+// nodes, each name themselves root, and the others name 0. Every such call hung (a reduce or gather at any size,
+// a bcast or scatter that goes rendezvous): each root waits for the other. The rooted-call check (ranks,
+// callcheck.go) compares the members' stuck calls and ends the job naming the disagreement.
+func TestMismatchedRootsAcrossNodes(t *testing.T) {
+	for _, tc := range []struct {
+		coll string
+		n    int
+	}{
+		{"reduce", 1}, {"gather", 1}, {"bcast", 1 << 17}, {"scatter", 1 << 17}, {"ibcast", 1 << 17}, {"ireduce", 1},
+	} {
+		t.Run(fmt.Sprintf("%s/%d", tc.coll, tc.n), func(t *testing.T) {
+			j := harness.Procs(t, harness.Spec{Ranks: 4, Nodes: 2, Env: []string{"GOMPJ_CALL_CHECK=20ms"}},
+				func(c *gompj.Comm) error {
+					root := 0
+					if c.Rank() == 2 {
+						root = 2
+					}
+					buf, all := make([]float64, tc.n), make([]float64, 4*tc.n)
+					var err error
+					var req *gompj.Request
+					switch tc.coll {
+					case "reduce":
+						err = c.Reduce(buf, all[:tc.n], gompj.Sum, root)
+					case "gather":
+						err = c.Gather(buf, all, root)
+					case "bcast":
+						err = c.Bcast(buf, root)
+					case "scatter":
+						err = c.Scatter(all, buf, root)
+					case "ibcast":
+						req, err = c.Ibcast(buf, root)
+					case "ireduce":
+						req, err = c.Ireduce(buf, all[:tc.n], gompj.Sum, root)
+					}
+					if err == nil && req != nil {
+						_, err = req.Wait()
+					}
+					if err == nil {
+						err = c.Barrier()
+					}
+					if err != nil && !errors.Is(err, gompj.ErrArg) && !errors.Is(err, gompj.ErrAborted) {
+						return fmt.Errorf("rank %d: %v", c.Rank(), err)
+					}
+					return err
+				})
+			var all strings.Builder
+			failed := 0
+			for _, r := range j.Wait(t) {
+				all.WriteString(r.Output)
+				if r.Code != 0 {
+					failed++
+				}
+			}
+			if out := all.String(); failed != 2 || !strings.Contains(out, "disagree about the root") {
+				t.Errorf("the job did not end on both nodes naming the disagreement (%d failed); outputs:\n%s", failed,
+					out)
+			}
+		})
+	}
+}

@@ -1,6 +1,9 @@
 package gompj
 
-import "github.com/gompj/gompj/nbc"
+import (
+	"github.com/gompj/gompj/nbc"
+	"github.com/gompj/gompj/ranks"
+)
 
 // Nonblocking collectives (MPI-3). Each starts the collective and returns its request at once; the collective then
 // moves on by itself (on the node's worker pool, GOMPJ_WORKERS; GOMPJ_ASYNC_PROGRESS=0 leaves it to Test and
@@ -15,11 +18,13 @@ import "github.com/gompj/gompj/nbc"
 func (c *Comm) Ibarrier() (*Request, error) { return nbc.Ibarrier(c.rc()) }
 
 // Ibcast starts a bcast of the root's buf.
-func (c *Comm) Ibcast(buf any, root int) (*Request, error) { return nbc.Ibcast(c.rc(), buf, root) }
+func (c *Comm) Ibcast(buf any, root int) (*Request, error) {
+	return nbc.Ibcast(c.rooted(ranks.RootedBcast, root), buf, root)
+}
 
 // Ireduce starts a reduce of every member's send into the root's recv.
 func (c *Comm) Ireduce(send, recv any, op Op, root int) (*Request, error) {
-	return nbc.Ireduce(c.rc(), send, recv, op, root)
+	return nbc.Ireduce(c.rooted(ranks.RootedReduce, root), send, recv, op, root)
 }
 
 // Iallreduce starts an allreduce.
@@ -29,22 +34,22 @@ func (c *Comm) Iallreduce(send, recv any, op Op) (*Request, error) {
 
 // Igather starts a gather into the root's recv.
 func (c *Comm) Igather(send, recv any, root int) (*Request, error) {
-	return nbc.Igather(c.rc(), send, recv, root)
+	return nbc.Igather(c.rooted(ranks.RootedGather, root), send, recv, root)
 }
 
 // Igatherv starts a gatherv.
 func (c *Comm) Igatherv(send, recv any, counts, displs []int, root int) (*Request, error) {
-	return nbc.Igatherv(c.rc(), send, recv, counts, displs, root)
+	return nbc.Igatherv(c.rooted(ranks.RootedGather, root), send, recv, counts, displs, root)
 }
 
 // Iscatter starts a scatter from the root's send.
 func (c *Comm) Iscatter(send, recv any, root int) (*Request, error) {
-	return nbc.Iscatter(c.rc(), send, recv, root)
+	return nbc.Iscatter(c.rooted(ranks.RootedScatter, root), send, recv, root)
 }
 
 // Iscatterv starts a scatterv.
 func (c *Comm) Iscatterv(send any, counts, displs []int, recv any, root int) (*Request, error) {
-	return nbc.Iscatterv(c.rc(), send, counts, displs, recv, root)
+	return nbc.Iscatterv(c.rooted(ranks.RootedScatter, root), send, counts, displs, recv, root)
 }
 
 // Iallgather starts an allgather.
@@ -97,12 +102,12 @@ func (c *Comm) BarrierInit() (*Request, error) { return nbc.BarrierInit(c.rc()) 
 
 // BcastInit makes a persistent bcast of the root's buf.
 func (c *Comm) BcastInit(buf any, root int) (*Request, error) {
-	return nbc.BcastInit(c.rc(), buf, root)
+	return nbc.BcastInit(c.rooted(ranks.RootedBcast, root), buf, root)
 }
 
 // ReduceInit makes a persistent reduce.
 func (c *Comm) ReduceInit(send, recv any, op Op, root int) (*Request, error) {
-	return nbc.ReduceInit(c.rc(), send, recv, op, root)
+	return nbc.ReduceInit(c.rooted(ranks.RootedReduce, root), send, recv, op, root)
 }
 
 // AllreduceInit makes a persistent allreduce.
@@ -112,22 +117,22 @@ func (c *Comm) AllreduceInit(send, recv any, op Op) (*Request, error) {
 
 // GatherInit makes a persistent gather.
 func (c *Comm) GatherInit(send, recv any, root int) (*Request, error) {
-	return nbc.GatherInit(c.rc(), send, recv, root)
+	return nbc.GatherInit(c.rooted(ranks.RootedGather, root), send, recv, root)
 }
 
 // GathervInit makes a persistent gatherv.
 func (c *Comm) GathervInit(send, recv any, counts, displs []int, root int) (*Request, error) {
-	return nbc.GathervInit(c.rc(), send, recv, counts, displs, root)
+	return nbc.GathervInit(c.rooted(ranks.RootedGather, root), send, recv, counts, displs, root)
 }
 
 // ScatterInit makes a persistent scatter.
 func (c *Comm) ScatterInit(send, recv any, root int) (*Request, error) {
-	return nbc.ScatterInit(c.rc(), send, recv, root)
+	return nbc.ScatterInit(c.rooted(ranks.RootedScatter, root), send, recv, root)
 }
 
 // ScattervInit makes a persistent scatterv.
 func (c *Comm) ScattervInit(send any, counts, displs []int, recv any, root int) (*Request, error) {
-	return nbc.ScattervInit(c.rc(), send, counts, displs, recv, root)
+	return nbc.ScattervInit(c.rooted(ranks.RootedScatter, root), send, counts, displs, recv, root)
 }
 
 // AllgatherInit makes a persistent allgather.

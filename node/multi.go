@@ -215,7 +215,8 @@ func runMulti(cfg Config, body Body) error {
 	defer pool.close()
 	w, err = ranks.NewWorld(ranks.Options{Size: cfg.Ranks, Lo: lo, Hi: hi, EagerLimit: cfg.EagerLimit,
 		Policy: pol, NetSpin: netSpin(cfg, pol), Device: dev, NodeOf: layout.NodeOf, Routes: routes, Devices: used,
-		UnexpectedLimit: cfg.UnexpectedLimit, UnexpectedShare: cfg.UnexpectedShare, Executor: exec, NbcSlots: cfg.NbcSlots})
+		UnexpectedLimit: cfg.UnexpectedLimit, UnexpectedShare: cfg.UnexpectedShare, Executor: exec, NbcSlots: cfg.NbcSlots,
+		CallCheck: cfg.CallCheck > 0})
 	if err != nil {
 		dev.Close()
 		return fail(err)
@@ -248,6 +249,9 @@ func runMulti(cfg Config, body Body) error {
 		return j.teardown(dev, co)
 	}
 
+	if cfg.CallCheck > 0 {
+		go checkCalls(w, cfg.CallCheck, stop)
+	}
 	runErr := runRanksGrace(w, cfg, body)
 	if runErr != nil || w.Aborted() {
 		return j.teardown(dev, co)
@@ -352,4 +356,20 @@ func listenAddress(cfg Config) (string, error) {
 	defer c.Close()
 	ip := c.LocalAddr().(*net.UDPAddr).IP
 	return net.JoinHostPort(ip.String(), "0"), nil
+}
+
+// checkCalls runs the World's rooted-call check every interval until stop is closed or the job aborts.
+func checkCalls(w *ranks.World, interval time.Duration, stop <-chan struct{}) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			w.CheckCalls()
+		case <-stop:
+			return
+		case <-w.AbortCh():
+			return
+		}
+	}
 }

@@ -81,8 +81,9 @@ type agreement struct {
 	key agreeKey
 }
 
-// maxCtxNumber bounds context numbers: contexts are 2k and 2k+1, below sideCtx.
-const maxCtxNumber = sideCtx/2 - 1
+// maxCtxNumber bounds context numbers: contexts are 2k and 2k+1, below sideCtx, and their side contexts stay below
+// checkCtx.
+const maxCtxNumber = sideCtx/2 - 2
 
 // present records that all of a's members are taking part: from now on it competes for the rank's right.
 func (r *Rank) present(a *agreement) {

@@ -35,7 +35,8 @@ type Comm struct {
 	// an intracommunicator of its own, for the local phases of its collectives. Both nil on an intracommunicator.
 	remote []int32 // remote rank -> world rank
 	local  *Comm
-	ext    atomic.Value // the collective layer's state for this handle (Ext)
+	ext    atomic.Value            // the collective layer's state for this handle (Ext)
+	rooted atomic.Pointer[rootLog] // its rooted calls, once it has made one (callcheck.go)
 }
 
 // Ext holds the collective layer's state for this communicator handle (package collectives), which ranks never

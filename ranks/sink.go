@@ -21,6 +21,9 @@ var _ device.Sink = (*World)(nil)
 
 // inbound checks a delivered header and returns the destination rank, envelope and element count.
 func (w *World) inbound(h *device.Header) (*Rank, queues.Envelope, int, error) {
+	if h.Context == checkCtx {
+		return nil, queues.Envelope{}, 0, fmt.Errorf("frame from rank %d on the rooted-call check's context is not eager", h.Source)
+	}
 	r := w.local(int(h.Dest))
 	if r == nil {
 		return nil, queues.Envelope{}, 0, fmt.Errorf("frame from rank %d for rank %d, which is not on this node", h.Source, h.Dest)
@@ -49,6 +52,17 @@ func (w *World) inbound(h *device.Header) (*Rank, queues.Envelope, int, error) {
 
 // DeliverEager implements device.Sink.
 func (w *World) DeliverEager(in *device.Inbound) {
+	if in.Header.Context == checkCtx {
+		cl, err := decodeClaim(in.Payload, w.size)
+		src := in.Header.Source
+		in.Done()
+		if err != nil {
+			w.Abort(fmt.Errorf("%w: frame from rank %d: %v", ErrInternal, src, err))
+			return
+		}
+		w.chk.take(cl)
+		return
+	}
 	r, env, count, err := w.inbound(&in.Header)
 	if err != nil {
 		in.Done()

@@ -34,6 +34,8 @@ type Options struct {
 	UnexpectedShare int64
 	Executor        Executor // the node's worker pool; nil: nothing runs in the background
 	NbcSlots        int      // shared-memory slots per communicator of nonblocking collectives (0: their default)
+	// CallCheck has communicators that span nodes log their rooted calls for the node's CheckCalls (callcheck.go).
+	CallCheck bool
 }
 
 // Executor runs tasks in the background: the node's worker pool, on which nonblocking collectives progress. Submit
@@ -70,6 +72,7 @@ type World struct {
 	devices  []string
 	exec     Executor
 	nbcSlots int
+	chk      callCheck // the rooted-call check (callcheck.go)
 
 	orphans orphans // operation requests freed while active (see sweepOrphans)
 
@@ -167,6 +170,7 @@ func NewWorld(o Options) (*World, error) {
 		policy: o.Policy, abortCh: make(chan struct{}), exec: o.Executor,
 		nbcSlots: o.NbcSlots, routes: o.Routes, devices: slices.Clone(o.Devices)}
 	w.netPolicy = w.policy
+	w.chk.on = o.CallCheck && o.Device != nil
 	w.segs, _ = o.Device.(device.Segmented)
 	if r, ok := o.Device.(deviceRouter); ok {
 		// Each send to another node goes to the device serving it straight away, not through the router's lookup at

@@ -112,6 +112,11 @@ var (
 		Value: "1", Group: Collectives,
 		Meaning: "0 turns the worker pool off: nonblocking collectives then move on only in the calls that start, " +
 			"test and wait for them"})
+	CallCheck = def(Var{Name: "GOMPJ_CALL_CHECK", Field: "CallCheck", Kind: DurationOff, Value: "1s",
+		Group: Collectives,
+		Meaning: "how often a node process compares its ranks' latest rooted collective calls (bcast, reduce, gather, " +
+			"scatter) on communicators that span nodes with the other members' (0: never): members that disagree " +
+			"about the root end the job with ErrArg instead of hanging"})
 )
 
 // The gompj command.

@@ -1,0 +1,323 @@
+package ranks
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"weak"
+
+	"github.com/gompj/gompj/device"
+)
+
+// The rooted-call check.
+//
+// MPI has every member of a communicator call its collectives in the same order and name the same root in a
+// rooted one (bcast, reduce, gather, scatter). Inside a node the shared-memory paths see a disagreement about the
+// root, since members publish what they called, and end the job naming it. Across nodes the node-aware and
+// message-based algorithms cannot see it: each member follows the tree of the root it named. Two ranks on
+// different nodes that each name themselves root of a reduce or gather wait for each other for ever, at any size;
+// two roots of a bcast or scatter send to each other, and at sizes that go rendezvous both wait for ever for the
+// other's receive (small ones return, the members that followed the wrong root holding its data).
+//
+// So on a communicator that spans nodes each member logs its rooted calls (NoteRooted, made by the API's entry
+// points): the call's number among the communicator's rooted calls on this member, the collective and the root,
+// in a small ring (logLen calls). Now and then (CheckCalls, every GOMPJ_CALL_CHECK) the node publishes each log
+// whose latest call has not changed since its last look, because its rank is stuck in that call or has gone on to
+// other work: the call is compared with the logs of the node's ranks, and sent to the other nodes that host members
+// of the communicator, which compare it with their ranks' logs at each of their looks for claimLife looks. Two
+// members whose logs hold the same call with different collectives or roots end the job with ErrArg naming both,
+// instead of hanging. What is stuck is always compared: the latest call of a stuck rank does not change. A
+// disagreement that hangs nobody is caught only if a log keeps the call as its latest for a whole look.
+//
+// It costs a rooted call an atomic add and an atomic store, and a job one small message per node holding a member
+// for each call that a rank stays in (or after) for a look. Claims travel eagerly on a context no communicator has
+// (checkCtx), which the sink hands to the check rather than to a rank's queues.
+
+// Rooted names a rooted collective in the rooted-call check. Gather and Gatherv are one, as are Scatter and
+// Scatterv: the members of one call may mix them as long as their counts agree.
+type Rooted uint8
+
+const (
+	RootedBcast Rooted = 1 + iota
+	RootedReduce
+	RootedGather
+	RootedScatter
+	numRooted
+)
+
+func (k Rooted) String() string {
+	switch k {
+	case RootedBcast:
+		return "Bcast"
+	case RootedReduce:
+		return "Reduce"
+	case RootedGather:
+		return "Gather"
+	case RootedScatter:
+		return "Scatter"
+	}
+	return fmt.Sprintf("Rooted(%d)", uint8(k))
+}
+
+const (
+	logLen    = 8  // calls a log keeps
+	claimLife = 32 // looks for which a node compares a published call with its ranks' logs
+	maxClaims = 1024
+	claimLen  = 20 // bytes of a claim on the wire (encodeClaim)
+	// checkCtx is the context of claims: above every communicator's (maxCtxNumber) and every side context's.
+	checkCtx = math.MaxUint32
+	seqBits  = 28 // a call's number in an entry, modulo 1<<seqBits
+	seqMask  = 1<<seqBits - 1
+)
+
+// An entry packs a logged call: its number (seqBits), collective (4 bits) and root (32 bits, a root that does not
+// fit int32 as MinInt32: every member stores such a root alike). It is never 0, since the collective is not.
+func packCall(seq uint64, k Rooted, root int) uint64 {
+	r := int32(math.MinInt32)
+	if root >= math.MinInt32 && root <= math.MaxInt32 {
+		r = int32(root)
+	}
+	return (seq&seqMask)<<36 | uint64(k&15)<<32 | uint64(uint32(r))
+}
+
+func callSeq(e uint64) uint64   { return e >> 36 }
+func callKind(e uint64) Rooted  { return Rooted(e >> 32 & 15) }
+func callRoot(e uint64) int     { return int(int32(uint32(e))) }
+func validCall(e uint64) bool   { k := callKind(e); return k >= RootedBcast && k < numRooted }
+func sameCall(a, b uint64) bool { return callSeq(a) == callSeq(b) }
+
+// rootLog is one member's log of its rooted calls on one communicator that spans nodes.
+type rootLog struct {
+	n   atomic.Uint64 // calls logged
+	ent [logLen]atomic.Uint64
+
+	// Set once when made.
+	comm  weak.Pointer[Comm]
+	id    uint64  // the communicator's job-wide identity (Comm.id)
+	rank  int32   // the member's world rank
+	dests []int32 // a member's world rank on each other node that hosts members: where its claims go
+
+	// The check's own, under callCheck.mu.
+	seen      uint64 // the latest call at the last look
+	published bool   // seen has been published
+}
+
+// unlogged is the log of a communicator whose calls are not logged: inside one node, an intercommunicator, a
+// single member, or a job that does not check.
+var unlogged rootLog
+
+// latest returns the latest call logged, or 0 if there is none or its entry is being written.
+func (l *rootLog) latest() uint64 {
+	n := l.n.Load()
+	if n == 0 {
+		return 0
+	}
+	e := l.ent[n%logLen].Load()
+	if callSeq(e) != n&seqMask {
+		return 0
+	}
+	return e
+}
+
+// find returns the logged call with the same number as e, or 0.
+func (l *rootLog) find(e uint64) uint64 {
+	for i := range l.ent {
+		if x := l.ent[i].Load(); x != 0 && sameCall(x, e) {
+			return x
+		}
+	}
+	return 0
+}
+
+// NoteRooted logs a rooted collective call on c (see the rooted-call check): the API's entry points call it first,
+// before any check of their arguments, so that every member logs every call.
+func (c *Comm) NoteRooted(k Rooted, root int) {
+	if c == nil {
+		return
+	}
+	l := c.rooted.Load()
+	if l == nil {
+		l = c.newRootLog()
+	}
+	if l == &unlogged {
+		return
+	}
+	n := l.n.Add(1)
+	l.ent[n%logLen].Store(packCall(n, k, root))
+}
+
+// newRootLog makes c's log on its first rooted call.
+func (c *Comm) newRootLog() *rootLog {
+	l := &unlogged
+	if c.w.chk.on && c.remote == nil && c.size > 1 {
+		if dests := c.otherNodes(); len(dests) > 0 {
+			l = &rootLog{comm: weak.Make(c), id: c.id(), rank: int32(c.r.id), dests: dests}
+		}
+	}
+	if !c.rooted.CompareAndSwap(nil, l) {
+		return c.rooted.Load()
+	}
+	if l != &unlogged {
+		c.w.chk.add(l)
+	}
+	return l
+}
+
+// otherNodes returns, for each node other than this one that hosts members of c, its lowest member's world rank.
+func (c *Comm) otherNodes() []int32 {
+	here := c.w.nodeOf(c.r.id)
+	seen := map[int]bool{here: true}
+	var dests []int32
+	for i := range c.size {
+		wr := c.WorldRank(i)
+		if n := c.w.nodeOf(wr); !seen[n] {
+			seen[n] = true
+			dests = append(dests, int32(wr))
+		}
+	}
+	return dests
+}
+
+// claim is a call some member has published: compared with the node's logs until it is claimLife looks old.
+type claim struct {
+	id   uint64 // the communicator (Comm.id)
+	call uint64 // the call (packCall)
+	rank int32  // the member's world rank
+	age  int
+}
+
+func encodeClaim(b []byte, cl claim) {
+	binary.LittleEndian.PutUint64(b[0:], cl.id)
+	binary.LittleEndian.PutUint64(b[8:], cl.call)
+	binary.LittleEndian.PutUint32(b[16:], uint32(cl.rank))
+}
+
+// decodeClaim reads a claim that came from another node, for a job of size ranks.
+func decodeClaim(b []byte, size int) (claim, error) {
+	if len(b) != claimLen {
+		return claim{}, fmt.Errorf("rooted-call claim of %d bytes, want %d", len(b), claimLen)
+	}
+	cl := claim{id: binary.LittleEndian.Uint64(b[0:]), call: binary.LittleEndian.Uint64(b[8:]),
+		rank: int32(binary.LittleEndian.Uint32(b[16:]))}
+	if !validCall(cl.call) {
+		return claim{}, fmt.Errorf("rooted-call claim of unknown collective %d", uint8(callKind(cl.call)))
+	}
+	if cl.rank < 0 || int(cl.rank) >= size {
+		return claim{}, fmt.Errorf("rooted-call claim from rank %d of a job of %d", cl.rank, size)
+	}
+	return cl, nil
+}
+
+// callCheck is a World's side of the rooted-call check.
+type callCheck struct {
+	on     bool // communicators that span nodes log their rooted calls
+	mu     sync.Mutex
+	logs   []*rootLog // the local ranks' logs
+	claims []claim    // published calls still compared
+	buf    [claimLen]byte
+}
+
+func (k *callCheck) add(l *rootLog) {
+	k.mu.Lock()
+	k.logs = append(k.logs, l)
+	k.mu.Unlock()
+}
+
+// take queues a claim another node sent.
+func (k *callCheck) take(cl claim) {
+	k.mu.Lock()
+	if len(k.claims) < maxClaims {
+		k.claims = append(k.claims, cl)
+	}
+	k.mu.Unlock()
+}
+
+// CheckCalls is one look of the rooted-call check (see above): the node calls it every GOMPJ_CALL_CHECK. It
+// publishes the logs whose latest call has not changed since the last look, compares every claim with the node's
+// logs and ends the job on a disagreement.
+func (w *World) CheckCalls() {
+	k := &w.chk
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	live := k.logs[:0]
+	for _, l := range k.logs {
+		if c := l.comm.Value(); c == nil || c.freed.Load() {
+			continue
+		}
+		live = append(live, l)
+		e := l.latest()
+		switch {
+		case e == 0:
+		case e != l.seen:
+			l.seen, l.published = e, false
+		case !l.published:
+			cl := claim{id: l.id, call: e, rank: l.rank}
+			l.published = w.sendClaim(l, cl)
+			if l.published && len(k.claims) < maxClaims {
+				k.claims = append(k.claims, cl)
+			}
+		}
+	}
+	clear(k.logs[len(live):])
+	k.logs = live
+	for _, cl := range k.claims {
+		for _, l := range k.logs {
+			if l.id != cl.id {
+				continue
+			}
+			if e := l.find(cl.call); e != 0 && e != cl.call {
+				w.Abort(w.disagreement(l, e, cl))
+				return
+			}
+		}
+	}
+	kept := k.claims[:0]
+	for _, cl := range k.claims {
+		if cl.age++; cl.age < claimLife {
+			kept = append(kept, cl)
+		}
+	}
+	k.claims = kept
+}
+
+// sendClaim sends cl to the other nodes that host members of l's communicator. It reports false if a node had no
+// eager credit to spare, so that the next look tries again; a node it cannot reach is the fault handling's.
+func (w *World) sendClaim(l *rootLog, cl claim) bool {
+	encodeClaim(w.chk.buf[:], cl)
+	ok := true
+	for _, dest := range l.dests {
+		dev := w.sendDev(int(dest))
+		if dev == nil || dev.EagerLimit(int(dest)) < claimLen {
+			ok = false
+			continue
+		}
+		h := &device.Header{Kind: device.KindEager, Type: uint8(TypeByte), Context: checkCtx, Source: l.rank,
+			Dest: dest, Length: claimLen}
+		_ = dev.SendEager(h, w.chk.buf[:], nil)
+	}
+	return ok
+}
+
+// disagreement is the job's cause when local log l holds call e where a member's claim cl has another.
+func (w *World) disagreement(l *rootLog, e uint64, cl claim) error {
+	c := l.comm.Value()
+	me, other := int(l.rank), int(cl.rank)
+	if c != nil {
+		me = c.rank
+		for i := range c.size {
+			if c.WorldRank(i) == int(cl.rank) {
+				other = i
+			}
+		}
+	}
+	what := "the root"
+	if callKind(e) != callKind(cl.call) {
+		what = "the collective"
+	}
+	return &RankError{Rank: int(l.rank), Err: fmt.Errorf("%w: the members of a communicator that spans nodes "+
+		"disagree about %s of its rooted collective call %d: rank %d called %s with root %d, rank %d called %s "+
+		"with root %d", ErrArg, what, callSeq(e), me, callKind(e), callRoot(e), other, callKind(cl.call),
+		callRoot(cl.call))}
+}
