@@ -49,79 +49,87 @@ func ReduceLocal(in, inout any, op Op) error { return collectives.ReduceLocal(in
 var InPlace = collectives.InPlace
 
 // Barrier blocks until every member of the communicator has called it.
-func (c *Comm) Barrier() error { return collectives.Barrier(c.rc()) }
+func (c *Comm) Barrier() error { return collectives.Barrier(c.call(ranks.CallBarrier, 0)) }
 
 // Bcast copies the root's buf into every member's buf: a slice of a primitive type, or a pointer to any other
 // value (msgpack-encoded).
 func (c *Comm) Bcast(buf any, root int) error {
-	return collectives.Bcast(c.rooted(ranks.RootedBcast, root), buf, root)
+	return collectives.Bcast(c.call(ranks.CallBcast, root), buf, root)
 }
 
 // Reduce combines every member's send with op into the root's recv (only significant at the root; may be nil
 // elsewhere).
 func (c *Comm) Reduce(send, recv any, op Op, root int) error {
-	return collectives.Reduce(c.rooted(ranks.RootedReduce, root), send, recv, op, root)
+	return collectives.Reduce(c.call(ranks.CallReduce, root), send, recv, op, root)
 }
 
 // Allreduce combines every member's send with op into every member's recv.
 func (c *Comm) Allreduce(send, recv any, op Op) error {
-	return collectives.Allreduce(c.rc(), send, recv, op)
+	return collectives.Allreduce(c.call(ranks.CallAllreduce, 0), send, recv, op)
 }
 
 // Gather collects every member's send, in rank order, into the root's recv.
 func (c *Comm) Gather(send, recv any, root int) error {
-	return collectives.Gather(c.rooted(ranks.RootedGather, root), send, recv, root)
+	return collectives.Gather(c.call(ranks.CallGather, root), send, recv, root)
 }
 
 // Gatherv collects counts[i] elements of rank i into the root's recv at displs[i] (nil displs: packed).
 func (c *Comm) Gatherv(send, recv any, counts, displs []int, root int) error {
-	return collectives.Gatherv(c.rooted(ranks.RootedGather, root), send, recv, counts, displs, root)
+	return collectives.Gatherv(c.call(ranks.CallGather, root), send, recv, counts, displs, root)
 }
 
 // Scatter hands block i of the root's send to rank i.
 func (c *Comm) Scatter(send, recv any, root int) error {
-	return collectives.Scatter(c.rooted(ranks.RootedScatter, root), send, recv, root)
+	return collectives.Scatter(c.call(ranks.CallScatter, root), send, recv, root)
 }
 
 // Scatterv hands counts[i] elements at displs[i] of the root's send to rank i (nil displs: packed).
 func (c *Comm) Scatterv(send any, counts, displs []int, recv any, root int) error {
-	return collectives.Scatterv(c.rooted(ranks.RootedScatter, root), send, counts, displs, recv, root)
+	return collectives.Scatterv(c.call(ranks.CallScatter, root), send, counts, displs, recv, root)
 }
 
 // Allgather collects every member's send, in rank order, into every member's recv.
-func (c *Comm) Allgather(send, recv any) error { return collectives.Allgather(c.rc(), send, recv) }
+func (c *Comm) Allgather(send, recv any) error {
+	return collectives.Allgather(c.call(ranks.CallAllgather, 0), send, recv)
+}
 
 // Allgatherv collects counts[i] elements of rank i into every member's recv at displs[i] (nil displs: packed).
 func (c *Comm) Allgatherv(send, recv any, counts, displs []int) error {
-	return collectives.Allgatherv(c.rc(), send, recv, counts, displs)
+	return collectives.Allgatherv(c.call(ranks.CallAllgather, 0), send, recv, counts, displs)
 }
 
 // Alltoall sends block j of send to rank j, which stores it as block i (the sender's rank) of its recv.
-func (c *Comm) Alltoall(send, recv any) error { return collectives.Alltoall(c.rc(), send, recv) }
+func (c *Comm) Alltoall(send, recv any) error {
+	return collectives.Alltoall(c.call(ranks.CallAlltoall, 0), send, recv)
+}
 
 // Alltoallv sends sendCounts[j] elements at sendDispls[j] to rank j, stored at its recvDispls[i] (nil
 // displacements: packed).
 func (c *Comm) Alltoallv(send any, sendCounts, sendDispls []int, recv any, recvCounts, recvDispls []int) error {
-	return collectives.Alltoallv(c.rc(), send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
+	return collectives.Alltoallv(c.call(ranks.CallAlltoall, 0), send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
 }
 
 // ReduceScatter combines every member's send with op and leaves block i (counts[i] elements) in rank i's recv.
 // InPlace as send: the whole vector is in recv, and the block is left at its start.
 func (c *Comm) ReduceScatter(send, recv any, counts []int, op Op) error {
-	return collectives.ReduceScatter(c.rc(), send, recv, counts, op)
+	return collectives.ReduceScatter(c.call(ranks.CallReduceScatter, 0), send, recv, counts, op)
 }
 
 // ReduceScatterBlock is ReduceScatter with blocks of len(recv) elements (InPlace as send: recv holds the whole
 // vector, Size() blocks, and the block is left at its start).
 func (c *Comm) ReduceScatterBlock(send, recv any, op Op) error {
-	return collectives.ReduceScatterBlock(c.rc(), send, recv, op)
+	return collectives.ReduceScatterBlock(c.call(ranks.CallReduceScatter, 0), send, recv, op)
 }
 
 // Scan leaves in rank i's recv the combination of the sends of ranks 0..i.
-func (c *Comm) Scan(send, recv any, op Op) error { return collectives.Scan(c.rc(), send, recv, op) }
+func (c *Comm) Scan(send, recv any, op Op) error {
+	return collectives.Scan(c.call(ranks.CallScan, 0), send, recv, op)
+}
 
 // Exscan leaves in rank i's recv the combination of the sends of ranks 0..i-1 (rank 0's recv is untouched).
-func (c *Comm) Exscan(send, recv any, op Op) error { return collectives.Exscan(c.rc(), send, recv, op) }
+func (c *Comm) Exscan(send, recv any, op Op) error {
+	return collectives.Exscan(c.call(ranks.CallExscan, 0), send, recv, op)
+}
 
 // ForceAlgorithm makes this rank's later calls of collective coll on c use algorithm algo where it applies ("" to
 // undo); every member must do the same. For benchmarks; see CollectiveTable for the names.
@@ -134,24 +142,24 @@ func CollectiveTable() string { return collectives.Describe() }
 // recv (blocks of len(send) elements). Cartesian sources and destinations are, per dimension, the -1 then the +1
 // neighbour; a ProcNull neighbour sends nothing and its block of recv is left untouched.
 func (c *Comm) NeighborAllgather(send, recv any) error {
-	return collectives.NeighborAllgather(c.rc(), send, recv)
+	return collectives.NeighborAllgather(c.call(ranks.CallNeighborAllgather, 0), send, recv)
 }
 
 // NeighborAllgatherv is NeighborAllgather receiving counts[j] elements from source j at displs[j] of recv (nil
 // displs: packed in source order).
 func (c *Comm) NeighborAllgatherv(send, recv any, counts, displs []int) error {
-	return collectives.NeighborAllgatherv(c.rc(), send, recv, counts, displs)
+	return collectives.NeighborAllgatherv(c.call(ranks.CallNeighborAllgather, 0), send, recv, counts, displs)
 }
 
 // NeighborAlltoall sends block k of send to destination k and receives block j of recv from source j; blocks are
 // len(send)/outdegree elements. On a grid, what a rank sends to its -1 neighbour arrives there as the block from
 // its +1 neighbour.
 func (c *Comm) NeighborAlltoall(send, recv any) error {
-	return collectives.NeighborAlltoall(c.rc(), send, recv)
+	return collectives.NeighborAlltoall(c.call(ranks.CallNeighborAlltoall, 0), send, recv)
 }
 
 // NeighborAlltoallv sends sendCounts[k] elements at sendDispls[k] to destination k and receives recvCounts[j]
 // elements from source j at recvDispls[j] (nil displacements: packed).
 func (c *Comm) NeighborAlltoallv(send any, sendCounts, sendDispls []int, recv any, recvCounts, recvDispls []int) error {
-	return collectives.NeighborAlltoallv(c.rc(), send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
+	return collectives.NeighborAlltoallv(c.call(ranks.CallNeighborAlltoall, 0), send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
 }

@@ -68,12 +68,13 @@ func (c *Comm) rc() *ranks.Comm {
 	return c.c
 }
 
-// rooted is rc for the entry points of the rooted collectives, which log their call for the rooted-call check
-// first (ranks.Comm.NoteRooted), whatever their arguments: members that disagree about the root across nodes
-// then end the job instead of hanging.
-func (c *Comm) rooted(k ranks.Rooted, root int) *ranks.Comm {
+// call is rc for the entry points of the collectives, which note their call for the call check first
+// (ranks.Comm.NoteCall), whatever their arguments; the collective logs it once the arguments pass its checks
+// (StartCall). Members on different nodes that disagree about a root, or about which collective comes next, then
+// end the job instead of hanging.
+func (c *Comm) call(k ranks.CallKind, root int) *ranks.Comm {
 	rc := c.rc()
-	rc.NoteRooted(k, root)
+	rc.NoteCall(k, root)
 	return rc
 }
 

@@ -343,16 +343,19 @@ func TestMismatchedAcrossNodes(t *testing.T) {
 	}
 }
 
-// Across node processes, members that disagree about the root of a rooted collective: ranks 0 and 2, on different
-// nodes, each name themselves root, and the others name 0. Every such call hung (a reduce or gather at any size,
-// a bcast or scatter that goes rendezvous): each root waits for the other. The rooted-call check (ranks,
-// callcheck.go) compares the members' stuck calls and ends the job naming the disagreement.
-func TestMismatchedRootsAcrossNodes(t *testing.T) {
+// Across node processes, members that disagree about the root of a rooted collective (ranks 0 and 2, on different
+// nodes, each name themselves root, and the others name 0), or about which collective comes next (rank 3 skips a
+// Barrier that the others call, then all call Allreduce). Every such call hung: two roots of a reduce or gather
+// wait for each other at any size, and those of a bcast or scatter once it goes rendezvous; the skipped Barrier
+// waits for rank 3. The call check (ranks, callcheck.go) compares the members' stuck calls and ends the job naming
+// the disagreement.
+func TestMismatchedCallsAcrossNodes(t *testing.T) {
 	for _, tc := range []struct {
 		coll string
 		n    int
 	}{
 		{"reduce", 1}, {"gather", 1}, {"bcast", 1 << 17}, {"scatter", 1 << 17}, {"ibcast", 1 << 17}, {"ireduce", 1},
+		{"skip-barrier", 1},
 	} {
 		t.Run(fmt.Sprintf("%s/%d", tc.coll, tc.n), func(t *testing.T) {
 			j := harness.Procs(t, harness.Spec{Ranks: 4, Nodes: 2, Env: []string{"GOMPJ_CALL_CHECK=20ms"}},
@@ -377,6 +380,13 @@ func TestMismatchedRootsAcrossNodes(t *testing.T) {
 						req, err = c.Ibcast(buf, root)
 					case "ireduce":
 						req, err = c.Ireduce(buf, all[:tc.n], gompj.Sum, root)
+					case "skip-barrier":
+						if c.Rank() != 3 {
+							err = c.Barrier()
+						}
+						if err == nil {
+							err = c.Allreduce(buf, all[:tc.n], gompj.Sum)
+						}
 					}
 					if err == nil && req != nil {
 						_, err = req.Wait()
@@ -397,9 +407,12 @@ func TestMismatchedRootsAcrossNodes(t *testing.T) {
 					failed++
 				}
 			}
-			if out := all.String(); failed != 2 || !strings.Contains(out, "disagree about the root") {
-				t.Errorf("the job did not end on both nodes naming the disagreement (%d failed); outputs:\n%s", failed,
-					out)
+			want := "disagree about the root"
+			if tc.coll == "skip-barrier" {
+				want = "disagree about the collective"
+			}
+			if out := all.String(); failed != 2 || !strings.Contains(out, want) {
+				t.Errorf("the job did not end on both nodes with %q (%d failed); outputs:\n%s", want, failed, out)
 			}
 		})
 	}

@@ -73,6 +73,7 @@ func Barrier(c *ranks.Comm) error {
 	if _, err := ResolveBarrier(c); err != nil {
 		return err
 	}
+	c.StartCall() // the arguments passed: the call takes place (ranks, callcheck.go)
 	return barrier(c)
 }
 
@@ -108,6 +109,7 @@ func Bcast(c *ranks.Comm, bufArg any, root int) error {
 	if err != nil {
 		return err
 	}
+	c.StartCall()
 	if a.Object {
 		return bcastObject(c, buf, root)
 	}
@@ -178,6 +180,7 @@ func Reduce(c *ranks.Comm, sendArg, recvArg any, op Op, root int) error {
 	if err != nil {
 		return err
 	}
+	c.StartCall()
 	return reduceVec(c, a.k, op, a.sv, a.rv, root)
 }
 
@@ -220,6 +223,7 @@ func Allreduce(c *ranks.Comm, sendArg, recvArg any, op Op) error {
 	if err != nil {
 		return err
 	}
+	c.StartCall()
 	return allreduceState(c, stateOf(c), a.k, op, a.sv, a.rv)
 }
 
@@ -274,6 +278,7 @@ func Gather(c *ranks.Comm, sendArg, recvArg any, root int) error {
 	if err != nil {
 		return err
 	}
+	c.StartCall()
 	if a.Object {
 		return gatherObjects(c, send, recv, root)
 	}
@@ -325,6 +330,7 @@ func Gatherv(c *ranks.Comm, sendArg, recvArg any, counts, displs []int, root int
 	if err != nil {
 		return err
 	}
+	c.StartCall()
 	st := stateOf(c)
 	inPlace, sv, rv := a.InPlace, a.sv, a.rv
 	sz := max(sv.sz, 1)
@@ -367,6 +373,7 @@ func Scatter(c *ranks.Comm, sendArg, recvArg any, root int) error {
 	if err != nil {
 		return err
 	}
+	c.StartCall()
 	if a.Object {
 		return scatterObjects(c, send, recv, root)
 	}
@@ -423,6 +430,7 @@ func Scatterv(c *ranks.Comm, sendArg any, counts, displs []int, recvArg any, roo
 	if err != nil {
 		return err
 	}
+	c.StartCall()
 	st := stateOf(c)
 	inPlace, sv, rv := a.InPlace, a.sv, a.rv
 	sz := max(max(sv.sz, rv.sz), 1)
@@ -464,6 +472,7 @@ func Allgather(c *ranks.Comm, sendArg, recvArg any) error {
 	if err != nil {
 		return err
 	}
+	c.StartCall()
 	if a.Object {
 		return allgatherObjects(c, send, recv)
 	}
@@ -511,6 +520,7 @@ func Allgatherv(c *ranks.Comm, sendArg, recvArg any, counts, displs []int) error
 	if err != nil {
 		return err
 	}
+	c.StartCall()
 	st := stateOf(c)
 	inPlace, sv, rv := a.InPlace, a.sv, a.rv
 	own := blockOf(rv.b, counts, displs, rv.sz, st.rank, 0)
@@ -545,6 +555,7 @@ func Alltoall(c *ranks.Comm, sendArg, recvArg any) error {
 	if err != nil {
 		return err
 	}
+	c.StartCall()
 	st := stateOf(c)
 	n := st.size
 	rv, blk, src := a.rv, a.Blk, a.sv.b
@@ -588,6 +599,7 @@ func Alltoallv(c *ranks.Comm, sendArg any, sendCounts, sendDispls []int, recvArg
 	if err != nil {
 		return err
 	}
+	c.StartCall()
 	st := stateOf(c)
 	sv, rv := a.sv, a.rv
 	n := st.size
@@ -628,6 +640,7 @@ func ReduceScatter(c *ranks.Comm, sendArg, recvArg any, counts []int, op Op) err
 	if err != nil {
 		return err
 	}
+	c.StartCall()
 	st := stateOf(c)
 	inPlace, sv, rv, k := a.InPlace, a.sv, a.rv, a.k
 	sz := max(sv.sz, 1)
@@ -690,6 +703,7 @@ func ReduceScatterBlock(c *ranks.Comm, sendArg, recvArg any, op Op) error {
 	if _, err := ResolveReduceScatterBlock(c, send, recv, op, counts); err != nil {
 		return err
 	}
+	c.StartCall()
 	return ReduceScatter(c, send, recv, counts, op)
 }
 
@@ -709,6 +723,7 @@ func scan(c *ranks.Comm, sendArg, recvArg any, op Op, exclusive bool) error {
 	if err != nil {
 		return err
 	}
+	c.StartCall()
 	st := stateOf(c)
 	what, src, dst, k := a.Coll, a.sv, a.rv, a.k
 	if exclusive && isInPlace(send) {

@@ -48,7 +48,8 @@
 // ranks are erroneous programs; gompj does not detect them all (element types are not compared across ranks on
 // message paths, where blocks travel as bytes), but it never writes outside the buffers it was given. Roots are
 // compared inside a node by the shared-memory paths, and across nodes, where this package's algorithms would hang,
-// by the rooted-call check of package ranks (callcheck.go), which the root package's entry points feed. On message
+// by the call check of package ranks (callcheck.go), which the root package's entry points feed; it also ends a job
+// whose members disagree across nodes about which collective comes next. On message
 // paths a buffer that does not match the root's or the peers' is seen only by the rank whose message arrives too
 // long for it; a rank that fails part-way while others still wait on it (its children in a tree, its partners in
 // later steps) ends the job, naming itself and the error (p2p.go, Broken; node-aware leaders in hier.go), rather

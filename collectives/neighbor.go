@@ -623,6 +623,7 @@ func NeighborAllgather(c *ranks.Comm, sendArg, recvArg any) error {
 	if err != nil {
 		return err
 	}
+	c.StartCall()
 	return r.run(c)
 }
 
@@ -634,6 +635,7 @@ func NeighborAllgatherv(c *ranks.Comm, sendArg, recvArg any, counts, displs []in
 	if err != nil {
 		return err
 	}
+	c.StartCall()
 	return r.run(c)
 }
 
@@ -645,6 +647,7 @@ func NeighborAlltoall(c *ranks.Comm, sendArg, recvArg any) error {
 	if err != nil {
 		return err
 	}
+	c.StartCall()
 	return r.run(c)
 }
 
@@ -656,6 +659,7 @@ func NeighborAlltoallv(c *ranks.Comm, sendArg any, sendCounts, sendDispls []int,
 	if err != nil {
 		return err
 	}
+	c.StartCall()
 	return r.run(c)
 }
 

@@ -179,6 +179,7 @@ func start(c *ranks.Comm, a *collectives.Call, err error, va *collectives.ViewAr
 	if err != nil {
 		return nil, err
 	}
+	c.StartCall() // the arguments passed: the call takes place (ranks, callcheck.go)
 	var forces uint32
 	if k != nil && k.ok {
 		forces = collectives.Forces(c)

@@ -109,6 +109,7 @@ func again(c *ranks.Comm, k *callKey) *ranks.Request {
 		return nil
 	}
 	if m.tiny != nil {
+		c.StartCall() // the call takes place, as in start
 		return startTiny(c, cc, m.tiny)
 	}
 	if m.o == nil || !m.o.done.Load() {
@@ -119,6 +120,7 @@ func again(c *ranks.Comm, k *callKey) *ranks.Request {
 	if !m.o.again(c, cc) {
 		return nil
 	}
+	c.StartCall()
 	return m.o.req
 }
 

@@ -129,6 +129,7 @@ func initOp(c *ranks.Comm, a *collectives.Call, err error, va *collectives.ViewA
 	if err != nil {
 		return nil, err
 	}
+	c.StartCall()
 	if va == nil && c.Size() > 1 && tinyOK(a, c.Size()) {
 		if algo, err := chooseFor(c, a); err != nil {
 			return nil, err

@@ -95,9 +95,10 @@ type Config struct {
 	// NoAsyncProgress turns the worker pool off (GOMPJ_ASYNC_PROGRESS=0): nonblocking collectives then move on only
 	// inside the calls that start, test and wait for them, as in most MPI libraries. For comparisons.
 	NoAsyncProgress bool
-	// CallCheck is how often a node process of a multi-node job compares its ranks' latest rooted collective calls
-	// on communicators that span nodes with the other members' (ranks.World.CheckCalls), so that members that
-	// disagree about a root end the job instead of hanging (GOMPJ_CALL_CHECK; default 1 s; negative: never).
+	// CallCheck is how often a node process of a multi-node job compares its ranks' latest collective calls on
+	// communicators that span nodes with the other members' (ranks.World.CheckCalls), so that members that disagree
+	// about a root, or about which collective comes next, end the job instead of hanging (GOMPJ_CALL_CHECK; default
+	// 1 s; negative: never).
 	CallCheck time.Duration
 
 	// sources records where fields came from ("env", "slurm"), by variable name, for `gompj info`.

@@ -358,7 +358,7 @@ func listenAddress(cfg Config) (string, error) {
 	return net.JoinHostPort(ip.String(), "0"), nil
 }
 
-// checkCalls runs the World's rooted-call check every interval until stop is closed or the job aborts.
+// checkCalls runs the World's call check every interval until stop is closed or the job aborts.
 func checkCalls(w *ranks.World, interval time.Duration, stop <-chan struct{}) {
 	t := time.NewTicker(interval)
 	defer t.Stop()

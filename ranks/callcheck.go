@@ -11,54 +11,76 @@ import (
 	"github.com/gompj/gompj/device"
 )
 
-// The rooted-call check.
+// The call check.
 //
-// MPI has every member of a communicator call its collectives in the same order and name the same root in a
+// MPI has every member of a communicator call its collectives in the same order, and name the same root in a
 // rooted one (bcast, reduce, gather, scatter). Inside a node the shared-memory paths see a disagreement about the
 // root, since members publish what they called, and end the job naming it. Across nodes the node-aware and
-// message-based algorithms cannot see it: each member follows the tree of the root it named. Two ranks on
-// different nodes that each name themselves root of a reduce or gather wait for each other for ever, at any size;
-// two roots of a bcast or scatter send to each other, and at sizes that go rendezvous both wait for ever for the
-// other's receive (small ones return, the members that followed the wrong root holding its data).
+// message-based algorithms cannot see a disagreement, and most hang on one: two ranks on different nodes that each
+// name themselves root of a reduce or gather wait for each other for ever, at any size; two roots of a bcast or
+// scatter send to each other, and at sizes that go rendezvous both wait for ever for the other's receive (small
+// ones return, the members that followed the wrong root holding its data); a rank that skips a Barrier another
+// calls, or calls Allreduce where another calls Bcast, leaves both waiting.
 //
-// So on a communicator that spans nodes each member logs its rooted calls (NoteRooted, made by the API's entry
-// points): the call's number among the communicator's rooted calls on this member, the collective and the root,
-// in a small ring (logLen calls). Now and then (CheckCalls, every GOMPJ_CALL_CHECK) the node publishes each log
-// whose latest call has not changed since its last look, because its rank is stuck in that call or has gone on to
-// other work: the call is compared with the logs of the node's ranks, and sent to the other nodes that host members
-// of the communicator, which compare it with their ranks' logs at each of their looks for claimLife looks. Two
-// members whose logs hold the same call with different collectives or roots end the job with ErrArg naming both,
-// instead of hanging. What is stuck is always compared: the latest call of a stuck rank does not change. A
+// So on a communicator that spans nodes each member logs its collective calls (noted by the API's entry points with
+// NoteCall, logged by the collective with StartCall once the arguments pass its checks): the call's number among
+// the communicator's collective calls on this member, the collective and its root, in a small ring (logLen calls). Now and then (CheckCalls, every GOMPJ_CALL_CHECK) the node publishes each
+// log whose latest call has not changed since its last look, because its rank is stuck in that call or has gone on
+// to other work: the call is compared with the logs of the node's ranks, and sent to the other nodes that host
+// members of the communicator, which compare it with their ranks' logs at each of their looks for claimLife looks.
+// Two members whose logs hold the same call with different collectives or roots end the job with ErrArg naming
+// both, instead of hanging. What is stuck is always compared: the latest call of a stuck rank does not change. A
 // disagreement that hangs nobody is caught only if a log keeps the call as its latest for a whole look.
 //
-// It costs a rooted call an atomic add and an atomic store, and a job one small message per node holding a member
-// for each call that a rank stays in (or after) for a look. Claims travel eagerly on a context no communicator has
+// It costs a call four atomic writes (the note, and at the start its removal, the count and the entry), and a job
+// one small message per node holding a member for each call that a rank stays in (or after) for a look. Claims travel eagerly on a context no communicator has
 // (checkCtx), which the sink hands to the check rather than to a rank's queues.
 
-// Rooted names a rooted collective in the rooted-call check. Gather and Gatherv are one, as are Scatter and
-// Scatterv: the members of one call may mix them as long as their counts agree.
-type Rooted uint8
+// CallKind names a collective call in the call check. The variants of one collective (Gather and Gatherv, an
+// I-call and its blocking form, Init) are one kind: gompj lets the members of one call mix them as long as their
+// counts agree.
+type CallKind uint8
 
 const (
-	RootedBcast Rooted = 1 + iota
-	RootedReduce
-	RootedGather
-	RootedScatter
-	numRooted
+	CallBarrier CallKind = 1 + iota
+	CallBcast
+	CallReduce
+	CallAllreduce
+	CallGather
+	CallScatter
+	CallAllgather
+	CallAlltoall
+	CallReduceScatter
+	CallScan
+	CallExscan
+	CallNeighborAllgather
+	CallNeighborAlltoall
+	numCallKinds
 )
 
-func (k Rooted) String() string {
-	switch k {
-	case RootedBcast:
-		return "Bcast"
-	case RootedReduce:
-		return "Reduce"
-	case RootedGather:
-		return "Gather"
-	case RootedScatter:
-		return "Scatter"
+var callNames = [numCallKinds]string{CallBarrier: "Barrier", CallBcast: "Bcast", CallReduce: "Reduce",
+	CallAllreduce: "Allreduce", CallGather: "Gather", CallScatter: "Scatter", CallAllgather: "Allgather",
+	CallAlltoall: "Alltoall", CallReduceScatter: "ReduceScatter", CallScan: "Scan", CallExscan: "Exscan",
+	CallNeighborAllgather: "NeighborAllgather", CallNeighborAlltoall: "NeighborAlltoall"}
+
+func (k CallKind) String() string {
+	if k > 0 && k < numCallKinds {
+		return callNames[k]
 	}
-	return fmt.Sprintf("Rooted(%d)", uint8(k))
+	return fmt.Sprintf("CallKind(%d)", uint8(k))
+}
+
+// rooted reports whether calls of kind k name a root.
+func (k CallKind) rooted() bool {
+	return k == CallBcast || k == CallReduce || k == CallGather || k == CallScatter
+}
+
+// describeCall names a logged call for an error: its collective, and its root if it has one.
+func describeCall(e uint64) string {
+	if k := callKind(e); k.rooted() {
+		return fmt.Sprintf("%s with root %d", k, callRoot(e))
+	}
+	return callKind(e).String()
 }
 
 const (
@@ -74,7 +96,7 @@ const (
 
 // An entry packs a logged call: its number (seqBits), collective (4 bits) and root (32 bits, a root that does not
 // fit int32 as MinInt32: every member stores such a root alike). It is never 0, since the collective is not.
-func packCall(seq uint64, k Rooted, root int) uint64 {
+func packCall(seq uint64, k CallKind, root int) uint64 {
 	r := int32(math.MinInt32)
 	if root >= math.MinInt32 && root <= math.MaxInt32 {
 		r = int32(root)
@@ -82,16 +104,17 @@ func packCall(seq uint64, k Rooted, root int) uint64 {
 	return (seq&seqMask)<<36 | uint64(k&15)<<32 | uint64(uint32(r))
 }
 
-func callSeq(e uint64) uint64   { return e >> 36 }
-func callKind(e uint64) Rooted  { return Rooted(e >> 32 & 15) }
-func callRoot(e uint64) int     { return int(int32(uint32(e))) }
-func validCall(e uint64) bool   { k := callKind(e); return k >= RootedBcast && k < numRooted }
-func sameCall(a, b uint64) bool { return callSeq(a) == callSeq(b) }
+func callSeq(e uint64) uint64    { return e >> 36 }
+func callKind(e uint64) CallKind { return CallKind(e >> 32 & 15) }
+func callRoot(e uint64) int      { return int(int32(uint32(e))) }
+func validCall(e uint64) bool    { k := callKind(e); return k >= CallBarrier && k < numCallKinds }
+func sameCall(a, b uint64) bool  { return callSeq(a) == callSeq(b) }
 
-// rootLog is one member's log of its rooted calls on one communicator that spans nodes.
-type rootLog struct {
-	n   atomic.Uint64 // calls logged
-	ent [logLen]atomic.Uint64
+// callLog is one member's log of its collective calls on one communicator that spans nodes.
+type callLog struct {
+	n       atomic.Uint64 // calls logged
+	ent     [logLen]atomic.Uint64
+	pending atomic.Uint64 // the call noted and not yet started (packCall with number 0), or 0
 
 	// Set once when made.
 	comm  weak.Pointer[Comm]
@@ -106,10 +129,10 @@ type rootLog struct {
 
 // unlogged is the log of a communicator whose calls are not logged: inside one node, an intercommunicator, a
 // single member, or a job that does not check.
-var unlogged rootLog
+var unlogged callLog
 
 // latest returns the latest call logged, or 0 if there is none or its entry is being written.
-func (l *rootLog) latest() uint64 {
+func (l *callLog) latest() uint64 {
 	n := l.n.Load()
 	if n == 0 {
 		return 0
@@ -122,7 +145,7 @@ func (l *rootLog) latest() uint64 {
 }
 
 // find returns the logged call with the same number as e, or 0.
-func (l *rootLog) find(e uint64) uint64 {
+func (l *callLog) find(e uint64) uint64 {
 	for i := range l.ent {
 		if x := l.ent[i].Load(); x != 0 && sameCall(x, e) {
 			return x
@@ -131,33 +154,49 @@ func (l *rootLog) find(e uint64) uint64 {
 	return 0
 }
 
-// NoteRooted logs a rooted collective call on c (see the rooted-call check): the API's entry points call it first,
-// before any check of their arguments, so that every member logs every call.
-func (c *Comm) NoteRooted(k Rooted, root int) {
+// NoteCall notes a collective call of kind k on c with root (0 for the kinds that name none; see the call check):
+// the API's entry points call it first. The call is logged only once its arguments pass the collective's checks
+// (StartCall): a call that fails them did not take place, and the rank calls again, as MPI's error handlers that
+// return have a program do, so logging it would put its later calls out of step with the other members'.
+func (c *Comm) NoteCall(k CallKind, root int) {
 	if c == nil {
 		return
 	}
-	l := c.rooted.Load()
+	l := c.calls.Load()
 	if l == nil {
-		l = c.newRootLog()
+		l = c.newCallLog()
 	}
-	if l == &unlogged {
-		return
+	if l != &unlogged {
+		l.pending.Store(packCall(0, k, root))
 	}
-	n := l.n.Add(1)
-	l.ent[n%logLen].Store(packCall(n, k, root))
 }
 
-// newRootLog makes c's log on its first rooted call.
-func (c *Comm) newRootLog() *rootLog {
+// StartCall logs the call noted on c (NoteCall), if any: its arguments passed the collective's checks, and it
+// starts. The collectives call it where they start; a call the API did not note (one a collective makes inside
+// another, on a communicator of its own) logs nothing.
+func (c *Comm) StartCall() {
+	if c == nil {
+		return
+	}
+	l := c.calls.Load()
+	if l == nil || l == &unlogged || l.pending.Load() == 0 {
+		return
+	}
+	e := l.pending.Swap(0)
+	n := l.n.Add(1)
+	l.ent[n%logLen].Store(e | (n&seqMask)<<36)
+}
+
+// newCallLog makes c's log on its first collective call.
+func (c *Comm) newCallLog() *callLog {
 	l := &unlogged
 	if c.w.chk.on && c.remote == nil && c.size > 1 {
 		if dests := c.otherNodes(); len(dests) > 0 {
-			l = &rootLog{comm: weak.Make(c), id: c.id(), rank: int32(c.r.id), dests: dests}
+			l = &callLog{comm: weak.Make(c), id: c.id(), rank: int32(c.r.id), dests: dests}
 		}
 	}
-	if !c.rooted.CompareAndSwap(nil, l) {
-		return c.rooted.Load()
+	if !c.calls.CompareAndSwap(nil, l) {
+		return c.calls.Load()
 	}
 	if l != &unlogged {
 		c.w.chk.add(l)
@@ -197,29 +236,29 @@ func encodeClaim(b []byte, cl claim) {
 // decodeClaim reads a claim that came from another node, for a job of size ranks.
 func decodeClaim(b []byte, size int) (claim, error) {
 	if len(b) != claimLen {
-		return claim{}, fmt.Errorf("rooted-call claim of %d bytes, want %d", len(b), claimLen)
+		return claim{}, fmt.Errorf("call-check claim of %d bytes, want %d", len(b), claimLen)
 	}
 	cl := claim{id: binary.LittleEndian.Uint64(b[0:]), call: binary.LittleEndian.Uint64(b[8:]),
 		rank: int32(binary.LittleEndian.Uint32(b[16:]))}
 	if !validCall(cl.call) {
-		return claim{}, fmt.Errorf("rooted-call claim of unknown collective %d", uint8(callKind(cl.call)))
+		return claim{}, fmt.Errorf("call-check claim of unknown collective %d", uint8(callKind(cl.call)))
 	}
 	if cl.rank < 0 || int(cl.rank) >= size {
-		return claim{}, fmt.Errorf("rooted-call claim from rank %d of a job of %d", cl.rank, size)
+		return claim{}, fmt.Errorf("call-check claim from rank %d of a job of %d", cl.rank, size)
 	}
 	return cl, nil
 }
 
-// callCheck is a World's side of the rooted-call check.
+// callCheck is a World's side of the call check.
 type callCheck struct {
-	on     bool // communicators that span nodes log their rooted calls
+	on     bool // communicators that span nodes log their collective calls
 	mu     sync.Mutex
-	logs   []*rootLog // the local ranks' logs
+	logs   []*callLog // the local ranks' logs
 	claims []claim    // published calls still compared
 	buf    [claimLen]byte
 }
 
-func (k *callCheck) add(l *rootLog) {
+func (k *callCheck) add(l *callLog) {
 	k.mu.Lock()
 	k.logs = append(k.logs, l)
 	k.mu.Unlock()
@@ -234,7 +273,7 @@ func (k *callCheck) take(cl claim) {
 	k.mu.Unlock()
 }
 
-// CheckCalls is one look of the rooted-call check (see above): the node calls it every GOMPJ_CALL_CHECK. It
+// CheckCalls is one look of the call check (see above): the node calls it every GOMPJ_CALL_CHECK. It
 // publishes the logs whose latest call has not changed since the last look, compares every claim with the node's
 // logs and ends the job on a disagreement.
 func (w *World) CheckCalls() {
@@ -284,7 +323,7 @@ func (w *World) CheckCalls() {
 
 // sendClaim sends cl to the other nodes that host members of l's communicator. It reports false if a node had no
 // eager credit to spare, so that the next look tries again; a node it cannot reach is the fault handling's.
-func (w *World) sendClaim(l *rootLog, cl claim) bool {
+func (w *World) sendClaim(l *callLog, cl claim) bool {
 	encodeClaim(w.chk.buf[:], cl)
 	ok := true
 	for _, dest := range l.dests {
@@ -301,7 +340,7 @@ func (w *World) sendClaim(l *rootLog, cl claim) bool {
 }
 
 // disagreement is the job's cause when local log l holds call e where a member's claim cl has another.
-func (w *World) disagreement(l *rootLog, e uint64, cl claim) error {
+func (w *World) disagreement(l *callLog, e uint64, cl claim) error {
 	c := l.comm.Value()
 	me, other := int(l.rank), int(cl.rank)
 	if c != nil {
@@ -317,7 +356,6 @@ func (w *World) disagreement(l *rootLog, e uint64, cl claim) error {
 		what = "the collective"
 	}
 	return &RankError{Rank: int(l.rank), Err: fmt.Errorf("%w: the members of a communicator that spans nodes "+
-		"disagree about %s of its rooted collective call %d: rank %d called %s with root %d, rank %d called %s "+
-		"with root %d", ErrArg, what, callSeq(e), me, callKind(e), callRoot(e), other, callKind(cl.call),
-		callRoot(cl.call))}
+		"disagree about %s of its collective call %d: rank %d called %s, rank %d called %s", ErrArg, what,
+		callSeq(e), me, describeCall(e), other, describeCall(cl.call))}
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // linkDevice hands every eager message straight to another node's World, as a device would once it arrived. The
-// rooted-call check sends nothing else.
+// call check sends nothing else.
 type linkDevice struct {
 	peer  *World
 	limit int
@@ -31,7 +31,13 @@ func (d *linkDevice) Ack(*device.Header) error                                  
 func (d *linkDevice) EagerLimit(int) int                                            { return d.limit }
 func (d *linkDevice) Close() error                                                  { return nil }
 
-// checkPair is a job of 4 ranks on 2 nodes (ranks 0-1 and 2-3) whose Worlds check rooted calls, linked.
+// logCall is a collective call on c whose arguments pass its checks: noted by the API, started by the collective.
+func logCall(c *Comm, k CallKind, root int) {
+	c.NoteCall(k, root)
+	c.StartCall()
+}
+
+// checkPair is a job of 4 ranks on 2 nodes (ranks 0-1 and 2-3) whose Worlds check collective calls, linked.
 type checkPair struct {
 	w    [2]*World
 	link [2]*linkDevice
@@ -87,7 +93,7 @@ func TestCallCheckAgreeing(t *testing.T) {
 	p := newCheckPair(t)
 	for call := range 20 {
 		for r := range 4 {
-			p.comm(r, 0).NoteRooted(Rooted(1+call%4), call%4)
+			logCall(p.comm(r, 0), CallKind(1+call%int(numCallKinds-1)), call%4)
 		}
 		p.look(3)
 	}
@@ -106,27 +112,28 @@ func TestCallCheckAgreeing(t *testing.T) {
 func TestCallCheckDisagreeing(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		bad   int    // the rank that logs differently
-		kind  Rooted // what it logs
+		bad   int      // the rank that logs differently
+		kind  CallKind // what it logs
 		root  int
 		words string
 	}{
-		{"root on the other node", 2, RootedReduce, 2, "rank 2 called Reduce with root 2"},
-		{"root on the same node", 1, RootedReduce, 1, "rank 1 called Reduce with root 1"},
-		{"collective", 3, RootedBcast, 0, "disagree about the collective"},
+		{"root on the other node", 2, CallReduce, 2, "rank 2 called Reduce with root 2"},
+		{"root on the same node", 1, CallReduce, 1, "rank 1 called Reduce with root 1"},
+		{"collective", 3, CallBcast, 0, "rank 3 called Bcast with root 0"},
+		{"not rooted", 0, CallBarrier, 0, "rank 0 called Barrier"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newCheckPair(t)
 			for r := range 4 {
-				p.comm(r, 0).NoteRooted(RootedBcast, 0)
+				logCall(p.comm(r, 0), CallBcast, 0)
 			}
 			p.look(1)
 			for r := range 4 {
-				k, root := RootedReduce, 0
+				k, root := CallReduce, 0
 				if r == tc.bad {
 					k, root = tc.kind, tc.root
 				}
-				p.comm(r, 0).NoteRooted(k, root)
+				logCall(p.comm(r, 0), k, root)
 			}
 			p.look(1) // the latest calls changed: nothing published
 			if err := p.cause(); err != nil {
@@ -136,7 +143,7 @@ func TestCallCheckDisagreeing(t *testing.T) {
 			err := p.cause()
 			var re *RankError
 			if !errors.As(err, &re) || !errors.Is(err, ErrArg) || !strings.Contains(err.Error(), tc.words) ||
-				!strings.Contains(err.Error(), "rooted collective call 2") {
+				!strings.Contains(err.Error(), "collective call 2") {
 				t.Fatalf("the job ended with %v, want a RankError with ErrArg naming %q in call 2", err, tc.words)
 			}
 		})
@@ -153,17 +160,17 @@ func TestCallCheckScope(t *testing.T) {
 	single := &Comm{r: w.local(0), w: w, rank: 0, size: 1, group: []int32{0}, ctx: 10}
 	inter := &Comm{r: w.local(0), w: w, rank: 0, size: 1, group: []int32{0}, ctx: 12, remote: []int32{2}}
 	for _, c := range []*Comm{inside, single, inter} {
-		c.NoteRooted(RootedBcast, 0)
-		if c.rooted.Load() != &unlogged {
+		logCall(c, CallBcast, 0)
+		if c.calls.Load() != &unlogged {
 			t.Fatalf("a communicator of ctx %d logs its calls", c.ctx)
 		}
 	}
 	var nilComm *Comm
-	nilComm.NoteRooted(RootedBcast, 0)
+	logCall(nilComm, CallBcast, 0)
 
 	p.link[0].limit = 0 // no credit: the claim waits
 	c := p.comm(0, 0)
-	c.NoteRooted(RootedGather, 1)
+	logCall(c, CallGather, 1)
 	p.w[0].CheckCalls()
 	p.w[0].CheckCalls()
 	if p.link[0].sent != 0 {
@@ -176,7 +183,7 @@ func TestCallCheckScope(t *testing.T) {
 	}
 
 	d := p.comm(1, 6)
-	d.NoteRooted(RootedBcast, 0)
+	logCall(d, CallBcast, 0)
 	if n := len(w.chk.logs); n != 2 {
 		t.Fatalf("%d logs, want 2", n)
 	}
@@ -187,10 +194,29 @@ func TestCallCheckScope(t *testing.T) {
 	}
 }
 
+// TestCallCheckUnstarted: a call whose arguments fail the collective's checks (noted, never started) is not
+// logged, so the member that calls again right stays in step with the others; a start with nothing noted (a
+// collective inside another) logs nothing.
+func TestCallCheckUnstarted(t *testing.T) {
+	p := newCheckPair(t)
+	p.comm(0, 0).NoteCall(CallGather, 9) // fails: root 9 of 4
+	for r := range 4 {
+		logCall(p.comm(r, 0), CallGather, 1)
+	}
+	p.comm(1, 0).StartCall()
+	p.look(3)
+	if err := p.cause(); err != nil {
+		t.Fatalf("a call that failed its checks ended the job: %v", err)
+	}
+	if n := p.comm(0, 0).calls.Load().n.Load(); n != 1 {
+		t.Fatalf("rank 0 logged %d calls, want 1", n)
+	}
+}
+
 // TestCallCheckClaimsAge: a node compares a claim for claimLife looks, then forgets it.
 func TestCallCheckClaimsAge(t *testing.T) {
 	p := newCheckPair(t)
-	p.comm(0, 0).NoteRooted(RootedScatter, 0)
+	logCall(p.comm(0, 0), CallScatter, 0)
 	p.w[0].CheckCalls()
 	p.w[0].CheckCalls() // published: node 1 holds the claim
 	if n := len(p.w[1].chk.claims); n != 1 {
@@ -202,14 +228,14 @@ func TestCallCheckClaimsAge(t *testing.T) {
 	if n := len(p.w[1].chk.claims); n != 0 {
 		t.Fatalf("node 1 holds %d claims after %d looks, want 0", n, claimLife)
 	}
-	p.comm(2, 0).NoteRooted(RootedScatter, 2) // too late to meet rank 0's claim here; its own claim meets rank 0's log
+	logCall(p.comm(2, 0), CallScatter, 2) // too late to meet rank 0's claim here; its own claim meets rank 0's log
 	p.look(3)
 	if err := p.cause(); !errors.Is(err, ErrArg) {
 		t.Fatalf("the job ended with %v, want ErrArg", err)
 	}
 }
 
-// TestCallCheckModel drives random sequences of rooted calls on three communicators across both nodes, the ranks
+// TestCallCheckModel drives random sequences of collective calls on three communicators across both nodes, the ranks
 // at random speeds and the looks at random moments, against the reference: members that agree never end the job;
 // members that disagree about one call and all stop there (stuck in it) end it by the looks after.
 func TestCallCheckModel(t *testing.T) {
@@ -218,13 +244,18 @@ func TestCallCheckModel(t *testing.T) {
 		p := newCheckPair(t)
 		type call struct {
 			ctx  uint32
-			kind Rooted
+			kind CallKind
 			root int
 		}
 		n := 1 + rng.IntN(30)
 		seq := make([]call, n)
 		for i := range seq {
-			seq[i] = call{ctx: []uint32{0, 6, 8}[rng.IntN(3)], kind: Rooted(1 + rng.IntN(4)), root: rng.IntN(4)}
+			k := CallKind(1 + rng.IntN(int(numCallKinds-1)))
+			root := 0
+			if k.rooted() {
+				root = rng.IntN(4)
+			}
+			seq[i] = call{ctx: []uint32{0, 6, 8}[rng.IntN(3)], kind: k, root: root}
 		}
 		bad, badRank := -1, -1
 		if rng.IntN(2) == 0 {
@@ -258,10 +289,14 @@ func TestCallCheckModel(t *testing.T) {
 			r := left[rng.IntN(len(left))]
 			cl := seq[next[r]]
 			if next[r] == bad && r == badRank {
-				cl.root = (cl.root + 1) % 4
+				if cl.kind.rooted() {
+					cl.root = (cl.root + 1) % 4
+				} else {
+					cl.kind = cl.kind%(numCallKinds-1) + 1
+				}
 				badLogged = true
 			}
-			handle(r, cl.ctx).NoteRooted(cl.kind, cl.root)
+			logCall(handle(r, cl.ctx), cl.kind, cl.root)
 			next[r]++
 			if rng.IntN(3) == 0 {
 				p.w[rng.IntN(2)].CheckCalls()
@@ -305,12 +340,12 @@ func TestCallCheckBadFrames(t *testing.T) {
 	}
 }
 
-// TestNoteRootedAllocs: logging a call allocates nothing once the communicator's log exists.
-func TestNoteRootedAllocs(t *testing.T) {
+// TestLogCallAllocs: noting and starting a call allocate nothing once the communicator's log exists.
+func TestLogCallAllocs(t *testing.T) {
 	p := newCheckPair(t)
 	c := p.comm(0, 0)
-	c.NoteRooted(RootedBcast, 0)
-	if n := testing.AllocsPerRun(1000, func() { c.NoteRooted(RootedReduce, 1) }); n != 0 {
+	logCall(c, CallBcast, 0)
+	if n := testing.AllocsPerRun(1000, func() { logCall(c, CallReduce, 1) }); n != 0 {
 		t.Fatalf("%v allocations per call", n)
 	}
 }
@@ -319,7 +354,7 @@ func TestNoteRootedAllocs(t *testing.T) {
 // that encodes back to them, or an error, and never panics.
 func FuzzDecodeClaim(f *testing.F) {
 	b := make([]byte, claimLen)
-	encodeClaim(b, claim{id: 6<<32 | 0, call: packCall(3, RootedGather, 1), rank: 2})
+	encodeClaim(b, claim{id: 6 << 32, call: packCall(3, CallGather, 1), rank: 2})
 	f.Add(b)
 	f.Add(make([]byte, claimLen))
 	f.Add([]byte{1, 2, 3})

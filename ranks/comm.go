@@ -36,7 +36,7 @@ type Comm struct {
 	remote []int32 // remote rank -> world rank
 	local  *Comm
 	ext    atomic.Value            // the collective layer's state for this handle (Ext)
-	rooted atomic.Pointer[rootLog] // its rooted calls, once it has made one (callcheck.go)
+	calls  atomic.Pointer[callLog] // its collective calls, once it has made one (callcheck.go)
 }
 
 // Ext holds the collective layer's state for this communicator handle (package collectives), which ranks never

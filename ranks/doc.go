@@ -30,10 +30,10 @@
 // allocator (agree.go), safe when several goroutines of a rank create communicators at once. Groups are ordered
 // sets of world ranks.
 //
-// The rooted-call check (callcheck.go): on a communicator that spans nodes, each member logs its rooted collective
-// calls (NoteRooted, from the API's entry points) and the node compares the calls its ranks stay in with the other
-// members' (CheckCalls, which the node calls every GOMPJ_CALL_CHECK), so that members that disagree about a root end
-// the job instead of hanging.
+// The call check (callcheck.go): on a communicator that spans nodes, each member logs its collective calls
+// (NoteCall, from the API's entry points) and the node compares the calls its ranks stay in with the other members'
+// (CheckCalls, which the node calls every GOMPJ_CALL_CHECK), so that members that disagree about a root, or about
+// which collective comes next, end the job instead of hanging.
 //
 // Imports: queues, device, msgpack, the standard library. Nothing above it (collectives, nbc, node, root).
 package ranks

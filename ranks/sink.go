@@ -22,7 +22,7 @@ var _ device.Sink = (*World)(nil)
 // inbound checks a delivered header and returns the destination rank, envelope and element count.
 func (w *World) inbound(h *device.Header) (*Rank, queues.Envelope, int, error) {
 	if h.Context == checkCtx {
-		return nil, queues.Envelope{}, 0, fmt.Errorf("frame from rank %d on the rooted-call check's context is not eager", h.Source)
+		return nil, queues.Envelope{}, 0, fmt.Errorf("frame from rank %d on the call check's context is not eager", h.Source)
 	}
 	r := w.local(int(h.Dest))
 	if r == nil {

@@ -34,7 +34,7 @@ type Options struct {
 	UnexpectedShare int64
 	Executor        Executor // the node's worker pool; nil: nothing runs in the background
 	NbcSlots        int      // shared-memory slots per communicator of nonblocking collectives (0: their default)
-	// CallCheck has communicators that span nodes log their rooted calls for the node's CheckCalls (callcheck.go).
+	// CallCheck has communicators that span nodes log their collective calls for the node's CheckCalls (callcheck.go).
 	CallCheck bool
 }
 
@@ -72,7 +72,7 @@ type World struct {
 	devices  []string
 	exec     Executor
 	nbcSlots int
-	chk      callCheck // the rooted-call check (callcheck.go)
+	chk      callCheck // the call check (callcheck.go)
 
 	orphans orphans // operation requests freed while active (see sweepOrphans)
 

@@ -114,9 +114,9 @@ var (
 			"test and wait for them"})
 	CallCheck = def(Var{Name: "GOMPJ_CALL_CHECK", Field: "CallCheck", Kind: DurationOff, Value: "1s",
 		Group: Collectives,
-		Meaning: "how often a node process compares its ranks' latest rooted collective calls (bcast, reduce, gather, " +
-			"scatter) on communicators that span nodes with the other members' (0: never): members that disagree " +
-			"about the root end the job with ErrArg instead of hanging"})
+		Meaning: "how often a node process compares its ranks' latest collective calls on communicators that span " +
+			"nodes with the other members' (0: never): members that disagree about a root, or about which " +
+			"collective comes next, end the job with ErrArg instead of hanging"})
 )
 
 // The gompj command.
