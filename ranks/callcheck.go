@@ -183,6 +183,9 @@ func (c *Comm) StartCall() {
 		return
 	}
 	e := l.pending.Swap(0)
+	if e == 0 {
+		return // another goroutine of the rank started it: collectives on one communicator at once are erroneous
+	}
 	n := l.n.Add(1)
 	l.ent[n%logLen].Store(e | (n&seqMask)<<36)
 }
@@ -255,7 +258,6 @@ type callCheck struct {
 	mu     sync.Mutex
 	logs   []*callLog // the local ranks' logs
 	claims []claim    // published calls still compared
-	buf    [claimLen]byte
 }
 
 func (k *callCheck) add(l *callLog) {
@@ -273,13 +275,18 @@ func (k *callCheck) take(cl claim) {
 	k.mu.Unlock()
 }
 
-// CheckCalls is one look of the call check (see above): the node calls it every GOMPJ_CALL_CHECK. It
-// publishes the logs whose latest call has not changed since the last look, compares every claim with the node's
-// logs and ends the job on a disagreement.
+// CheckCalls is one look of the call check (see above): the node calls it every GOMPJ_CALL_CHECK. It publishes the
+// logs whose latest call has not changed since the last look, compares every claim with the node's logs and ends
+// the job on a disagreement. Claims are sent after the lock is let go: a device may hold a send until its progress
+// loop moves, and the loop may be delivering a claim, which takes the lock.
 func (w *World) CheckCalls() {
 	k := &w.chk
 	k.mu.Lock()
-	defer k.mu.Unlock()
+	type pub struct {
+		l  *callLog
+		cl claim
+	}
+	var out []pub
 	live := k.logs[:0]
 	for _, l := range k.logs {
 		if c := l.comm.Value(); c == nil || c.freed.Load() {
@@ -292,25 +299,20 @@ func (w *World) CheckCalls() {
 		case e != l.seen:
 			l.seen, l.published = e, false
 		case !l.published:
+			l.published = true
 			cl := claim{id: l.id, call: e, rank: l.rank}
-			l.published = w.sendClaim(l, cl)
-			if l.published && len(k.claims) < maxClaims {
+			out = append(out, pub{l, cl})
+			if len(k.claims) < maxClaims {
 				k.claims = append(k.claims, cl)
 			}
 		}
 	}
 	clear(k.logs[len(live):])
 	k.logs = live
-	for _, cl := range k.claims {
-		for _, l := range k.logs {
-			if l.id != cl.id {
-				continue
-			}
-			if e := l.find(cl.call); e != 0 && e != cl.call {
-				w.Abort(w.disagreement(l, e, cl))
-				return
-			}
-		}
+	if err := k.compare(w); err != nil {
+		k.mu.Unlock()
+		w.Abort(err)
+		return
 	}
 	kept := k.claims[:0]
 	for _, cl := range k.claims {
@@ -319,12 +321,39 @@ func (w *World) CheckCalls() {
 		}
 	}
 	k.claims = kept
+	k.mu.Unlock()
+
+	for _, p := range out {
+		if !w.sendClaim(p.l, p.cl) {
+			k.mu.Lock()
+			if p.l.seen == p.cl.call {
+				p.l.published = false // the next look tries again
+			}
+			k.mu.Unlock()
+		}
+	}
+}
+
+// compare compares every claim with the node's logs, and returns the job's cause if one disagrees.
+func (k *callCheck) compare(w *World) error {
+	for _, cl := range k.claims {
+		for _, l := range k.logs {
+			if l.id != cl.id {
+				continue
+			}
+			if e := l.find(cl.call); e != 0 && e != cl.call {
+				return w.disagreement(l, e, cl)
+			}
+		}
+	}
+	return nil
 }
 
 // sendClaim sends cl to the other nodes that host members of l's communicator. It reports false if a node had no
 // eager credit to spare, so that the next look tries again; a node it cannot reach is the fault handling's.
 func (w *World) sendClaim(l *callLog, cl claim) bool {
-	encodeClaim(w.chk.buf[:], cl)
+	b := make([]byte, claimLen)
+	encodeClaim(b, cl)
 	ok := true
 	for _, dest := range l.dests {
 		dev := w.sendDev(int(dest))
@@ -334,7 +363,7 @@ func (w *World) sendClaim(l *callLog, cl claim) bool {
 		}
 		h := &device.Header{Kind: device.KindEager, Type: uint8(TypeByte), Context: checkCtx, Source: l.rank,
 			Dest: dest, Length: claimLen}
-		_ = dev.SendEager(h, w.chk.buf[:], nil)
+		_ = dev.SendEager(h, b, nil)
 	}
 	return ok
 }
