@@ -351,14 +351,17 @@ func TestMismatchedAcrossNodes(t *testing.T) {
 // the disagreement.
 func TestMismatchedCallsAcrossNodes(t *testing.T) {
 	for _, tc := range []struct {
-		coll string
-		n    int
+		coll    string
+		n       int
+		hostSHM bool // the node processes talk through the same-host shared-memory device, not tcp
 	}{
-		{"reduce", 1}, {"gather", 1}, {"bcast", 1 << 17}, {"scatter", 1 << 17}, {"ibcast", 1 << 17}, {"ireduce", 1},
-		{"skip-barrier", 1},
+		{"reduce", 1, false}, {"gather", 1, false}, {"bcast", 1 << 17, false}, {"scatter", 1 << 17, false},
+		{"ibcast", 1 << 17, false}, {"ireduce", 1, false}, {"skip-barrier", 1, false},
+		{"reduce", 1, true}, {"bcast", 1 << 17, true},
 	} {
-		t.Run(fmt.Sprintf("%s/%d", tc.coll, tc.n), func(t *testing.T) {
-			j := harness.Procs(t, harness.Spec{Ranks: 4, Nodes: 2, Env: []string{"GOMPJ_CALL_CHECK=20ms"}},
+		t.Run(fmt.Sprintf("%s/%d/hostshm=%v", tc.coll, tc.n, tc.hostSHM), func(t *testing.T) {
+			j := harness.Procs(t, harness.Spec{Ranks: 4, Nodes: 2, HostSHM: tc.hostSHM,
+				Env: []string{"GOMPJ_CALL_CHECK=20ms"}},
 				func(c *gompj.Comm) error {
 					root := 0
 					if c.Rank() == 2 {
