@@ -32,8 +32,8 @@ import (
 // both, instead of hanging. What is stuck is always compared: the latest call of a stuck rank does not change. A
 // disagreement that hangs nobody is caught only if a log keeps the call as its latest for a whole look.
 //
-// It costs a call four atomic writes (the note, and at the start its removal, the count and the entry), and a job
-// one small message per node holding a member for each call that a rank stays in (or after) for a look. Claims travel eagerly on a context no communicator has
+// It costs a call one atomic store (its entry), and a job one small message per node holding a member for each call
+// that a rank stays in (or after) for a look. Claims travel eagerly on a context no communicator has
 // (checkCtx), which the sink hands to the check rather than to a rank's queues.
 
 // CallKind names a collective call in the call check. The variants of one collective (Gather and Gatherv, an
@@ -110,11 +110,14 @@ func callRoot(e uint64) int      { return int(int32(uint32(e))) }
 func validCall(e uint64) bool    { k := callKind(e); return k >= CallBarrier && k < numCallKinds }
 func sameCall(a, b uint64) bool  { return callSeq(a) == callSeq(b) }
 
-// callLog is one member's log of its collective calls on one communicator that spans nodes.
+// callLog is one member's log of its collective calls on one communicator that spans nodes. Only the member's
+// goroutine notes and starts calls (collectives on one communicator are never called by two goroutines at once,
+// as MPI requires), so the count and the noted call are its own; the check reads the entries only, the one
+// atomic store a call makes.
 type callLog struct {
-	n       atomic.Uint64 // calls logged
 	ent     [logLen]atomic.Uint64
-	pending atomic.Uint64 // the call noted and not yet started (packCall with number 0), or 0
+	n       uint64 // calls logged (the member's)
+	pending uint64 // the call noted and not yet started (packCall with number 0), or 0 (the member's)
 
 	// Set once when made.
 	comm  weak.Pointer[Comm]
@@ -131,17 +134,17 @@ type callLog struct {
 // single member, or a job that does not check.
 var unlogged callLog
 
-// latest returns the latest call logged, or 0 if there is none or its entry is being written.
+// latest returns the latest call logged, or 0 if there is none: the entry whose number is the highest, counting
+// modulo 1<<seqBits, since the entries hold logLen consecutive numbers at most.
 func (l *callLog) latest() uint64 {
-	n := l.n.Load()
-	if n == 0 {
-		return 0
+	var best uint64
+	for i := range l.ent {
+		e := l.ent[i].Load()
+		if e != 0 && (best == 0 || (callSeq(e)-callSeq(best))&seqMask < seqMask/2) {
+			best = e
+		}
 	}
-	e := l.ent[n%logLen].Load()
-	if callSeq(e) != n&seqMask {
-		return 0
-	}
-	return e
+	return best
 }
 
 // find returns the logged call with the same number as e, or 0.
@@ -167,7 +170,7 @@ func (c *Comm) NoteCall(k CallKind, root int) {
 		l = c.newCallLog()
 	}
 	if l != &unlogged {
-		l.pending.Store(packCall(0, k, root))
+		l.pending = packCall(0, k, root)
 	}
 }
 
@@ -179,15 +182,12 @@ func (c *Comm) StartCall() {
 		return
 	}
 	l := c.calls.Load()
-	if l == nil || l == &unlogged || l.pending.Load() == 0 {
+	if l == nil || l == &unlogged || l.pending == 0 {
 		return
 	}
-	e := l.pending.Swap(0)
-	if e == 0 {
-		return // another goroutine of the rank started it: collectives on one communicator at once are erroneous
-	}
-	n := l.n.Add(1)
-	l.ent[n%logLen].Store(e | (n&seqMask)<<36)
+	l.n++
+	l.ent[l.n%logLen].Store(l.pending | (l.n&seqMask)<<36)
+	l.pending = 0
 }
 
 // newCallLog makes c's log on its first collective call.

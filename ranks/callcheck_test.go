@@ -208,8 +208,28 @@ func TestCallCheckUnstarted(t *testing.T) {
 	if err := p.cause(); err != nil {
 		t.Fatalf("a call that failed its checks ended the job: %v", err)
 	}
-	if n := p.comm(0, 0).calls.Load().n.Load(); n != 1 {
+	if n := p.comm(0, 0).calls.Load().n; n != 1 {
 		t.Fatalf("rank 0 logged %d calls, want 1", n)
+	}
+}
+
+// TestCallLogLatestWraps: the latest call is the one of the highest number, counted modulo 1<<seqBits, also as the
+// numbers wrap.
+func TestCallLogLatestWraps(t *testing.T) {
+	p := newCheckPair(t)
+	c := p.comm(0, 0)
+	logCall(c, CallBcast, 0)
+	l := c.calls.Load()
+	l.n = seqMask - 5 // as if that many calls came before: the ring holds consecutive numbers only
+	for i := range l.ent {
+		l.ent[i].Store(0)
+	}
+	for i := range 3 * logLen {
+		logCall(c, CallKind(1+i%int(numCallKinds-1)), i)
+		e := l.latest()
+		if want := (uint64(seqMask-5) + uint64(i) + 1) & seqMask; callSeq(e) != want || callRoot(e) != i {
+			t.Fatalf("call %d: latest is number %d root %d, want number %d root %d", i, callSeq(e), callRoot(e), want, i)
+		}
 	}
 }
 
