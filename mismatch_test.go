@@ -321,15 +321,7 @@ func TestMismatchedAcrossNodes(t *testing.T) {
 					}
 					return c.Barrier() // the bad rank swallowed its error, as an erroneous program may
 				})
-				var all strings.Builder
-				failed := 0
-				for _, r := range j.Wait(t) {
-					all.WriteString(r.Output)
-					if r.Code != 0 {
-						failed++
-					}
-				}
-				out := all.String()
+				out, failed := outcome(t, j)
 				switch {
 				case tc.ended && (failed != 4 || !strings.Contains(out, "failed: a collective it left part-way") ||
 					strings.Contains(out, "connection closed")):
@@ -402,21 +394,27 @@ func TestMismatchedCallsAcrossNodes(t *testing.T) {
 					}
 					return err
 				})
-			var all strings.Builder
-			failed := 0
-			for _, r := range j.Wait(t) {
-				all.WriteString(r.Output)
-				if r.Code != 0 {
-					failed++
-				}
-			}
+			out, failed := outcome(t, j)
 			want := "disagree about the root"
 			if tc.coll == "skip-barrier" {
 				want = "disagree about the collective"
 			}
-			if out := all.String(); failed != 2 || !strings.Contains(out, want) {
+			if failed != 2 || !strings.Contains(out, want) {
 				t.Errorf("the job did not end on both nodes with %q (%d failed); outputs:\n%s", want, failed, out)
 			}
 		})
 	}
+}
+
+// outcome waits for multi-node job j and returns its node processes' outputs, together, and how many failed.
+func outcome(t *testing.T, j *harness.Job) (out string, failed int) {
+	t.Helper()
+	var all strings.Builder
+	for _, r := range j.Wait(t) {
+		all.WriteString(r.Output)
+		if r.Code != 0 {
+			failed++
+		}
+	}
+	return all.String(), failed
 }
