@@ -160,19 +160,19 @@ func (c *Comm) Iprobe(source, tag int) (Status, bool, error) { return c.rc().Ipr
 
 // Dup returns a communicator with the same group and a new context. Collective.
 func (c *Comm) Dup() (*Comm, error) {
-	d, err := c.rc().Dup()
+	d, err := c.call(ranks.CallComm, 0).Dup()
 	return wrap(d), err
 }
 
 // Split partitions the communicator by color, ordering each part by key. Color Undefined returns nil, nil.
 func (c *Comm) Split(color, key int) (*Comm, error) {
-	s, err := c.rc().Split(color, key)
+	s, err := c.call(ranks.CallComm, 0).Split(color, key)
 	return wrap(s), err
 }
 
 // SplitNode returns the communicator of the ranks on this node (MPI_Comm_split_type, shared memory).
 func (c *Comm) SplitNode() (*Comm, error) {
-	s, err := c.rc().SplitNode()
+	s, err := c.call(ranks.CallComm, 0).SplitNode()
 	return wrap(s), err
 }
 

@@ -39,7 +39,7 @@ func (c *Comm) Compare(d *Comm) Comparison {
 // Create returns the communicator of g, a subgroup of c (MPI_Comm_create). Collective over c; ranks outside g get
 // nil, nil.
 func (c *Comm) Create(g *Group) (*Comm, error) {
-	n, err := c.rc().Create(g)
+	n, err := c.call(ranks.CallComm, 0).Create(g)
 	return wrap(n), err
 }
 

@@ -337,7 +337,7 @@ func TestMismatchedAcrossNodes(t *testing.T) {
 
 // Across node processes, members that disagree about the root of a rooted collective (ranks 0 and 2, on different
 // nodes, each name themselves root, and the others name 0), or about which collective comes next (rank 3 skips a
-// Barrier that the others call, then all call Allreduce). Every such call hung: two roots of a reduce or gather
+// Barrier that the others call, then all call Allreduce; rank 3 calls Dup where the others call Allreduce). Every such call hung: two roots of a reduce or gather
 // wait for each other at any size, and those of a bcast or scatter once it goes rendezvous; the skipped Barrier
 // waits for rank 3. The call check (ranks, callcheck.go) compares the members' stuck calls and ends the job naming
 // the disagreement.
@@ -348,7 +348,7 @@ func TestMismatchedCallsAcrossNodes(t *testing.T) {
 		hostSHM bool // the node processes talk through the same-host shared-memory device, not tcp
 	}{
 		{"reduce", 1, false}, {"gather", 1, false}, {"bcast", 1 << 17, false}, {"scatter", 1 << 17, false},
-		{"ibcast", 1 << 17, false}, {"ireduce", 1, false}, {"skip-barrier", 1, false},
+		{"ibcast", 1 << 17, false}, {"ireduce", 1, false}, {"skip-barrier", 1, false}, {"dup-allreduce", 1, false},
 		{"reduce", 1, true}, {"bcast", 1 << 17, true},
 	} {
 		t.Run(fmt.Sprintf("%s/%d/hostshm=%v", tc.coll, tc.n, tc.hostSHM), func(t *testing.T) {
@@ -375,6 +375,12 @@ func TestMismatchedCallsAcrossNodes(t *testing.T) {
 						req, err = c.Ibcast(buf, root)
 					case "ireduce":
 						req, err = c.Ireduce(buf, all[:tc.n], gompj.Sum, root)
+					case "dup-allreduce":
+						if err = c.Barrier(); err == nil && c.Rank() == 3 {
+							_, err = c.Dup()
+						} else if err == nil {
+							err = c.Allreduce(buf, all[:tc.n], gompj.Sum)
+						}
 					case "skip-barrier":
 						if c.Rank() != 3 {
 							err = c.Barrier()
@@ -396,7 +402,7 @@ func TestMismatchedCallsAcrossNodes(t *testing.T) {
 				})
 			out, failed := outcome(t, j)
 			want := "disagree about the root"
-			if tc.coll == "skip-barrier" {
+			if tc.coll == "skip-barrier" || tc.coll == "dup-allreduce" {
 				want = "disagree about the collective"
 			}
 			if failed != 2 || !strings.Contains(out, want) {

@@ -23,7 +23,7 @@ func DimsCreate(nnodes int, dims []int) ([]int, error) { return ranks.DimsCreate
 // gompj renumbers the ranks into one block of the grid per node when every node holds as many of them and that
 // joins fewer grid neighbours across nodes than the row-major order; otherwise the order is kept. Collective.
 func (c *Comm) CartCreate(dims []int, periods []bool, reorder bool) (*Comm, error) {
-	n, err := c.rc().CartCreate(dims, periods, reorder)
+	n, err := c.call(ranks.CallComm, 0).CartCreate(dims, periods, reorder)
 	return wrap(n), err
 }
 
@@ -46,7 +46,7 @@ func (c *Comm) CartShift(dim, disp int) (source, dest int, err error) {
 
 // CartSub splits the grid into the sub-grids spanned by the dimensions remain keeps (MPI_Cart_sub). Collective.
 func (c *Comm) CartSub(remain []bool) (*Comm, error) {
-	n, err := c.rc().CartSub(remain)
+	n, err := c.call(ranks.CallComm, 0).CartSub(remain)
 	return wrap(n), err
 }
 
@@ -54,7 +54,7 @@ func (c *Comm) CartSub(remain []bool) (*Comm, error) {
 // (MPI_Graph_create). The first len(index) ranks take part; the others get nil, nil. reorder has no effect.
 // Collective.
 func (c *Comm) GraphCreate(index, edges []int, reorder bool) (*Comm, error) {
-	n, err := c.rc().GraphCreate(index, edges, reorder)
+	n, err := c.call(ranks.CallComm, 0).GraphCreate(index, edges, reorder)
 	return wrap(n), err
 }
 
@@ -65,7 +65,7 @@ func (c *Comm) GraphGet() (index, edges []int, err error) { return c.rc().GraphG
 // sends to destinations (MPI_Dist_graph_create_adjacent). The ranks' lists must agree (checked: ErrTopology).
 // reorder has no effect. Collective.
 func (c *Comm) DistGraphCreateAdjacent(sources, destinations []int, reorder bool) (*Comm, error) {
-	n, err := c.rc().DistGraphCreateAdjacent(sources, destinations, reorder)
+	n, err := c.call(ranks.CallComm, 0).DistGraphCreateAdjacent(sources, destinations, reorder)
 	return wrap(n), err
 }
 

@@ -38,7 +38,8 @@ import (
 
 // CallKind names a collective call in the call check. The variants of one collective (Gather and Gatherv, an
 // I-call and its blocking form, Init) are one kind: gompj lets the members of one call mix them as long as their
-// counts agree.
+// counts agree. The constructors of communicators that every member of the communicator calls (Dup, Split, Create,
+// the topologies) are one kind too.
 type CallKind uint8
 
 const (
@@ -55,13 +56,15 @@ const (
 	CallExscan
 	CallNeighborAllgather
 	CallNeighborAlltoall
+	CallComm
 	numCallKinds
 )
 
 var callNames = [numCallKinds]string{CallBarrier: "Barrier", CallBcast: "Bcast", CallReduce: "Reduce",
 	CallAllreduce: "Allreduce", CallGather: "Gather", CallScatter: "Scatter", CallAllgather: "Allgather",
 	CallAlltoall: "Alltoall", CallReduceScatter: "ReduceScatter", CallScan: "Scan", CallExscan: "Exscan",
-	CallNeighborAllgather: "NeighborAllgather", CallNeighborAlltoall: "NeighborAlltoall"}
+	CallNeighborAllgather: "NeighborAllgather", CallNeighborAlltoall: "NeighborAlltoall",
+	CallComm: "a communicator constructor"}
 
 func (k CallKind) String() string {
 	if k > 0 && k < numCallKinds {

@@ -57,6 +57,7 @@ func (c *Comm) Dup() (*Comm, error) {
 	if c.IsInter() {
 		return c.dupInter()
 	}
+	c.StartCall() // the call check's (callcheck.go), as a collective's
 	k, err := c.agreeColl(c.newTree(0), 1, false)
 	if err != nil {
 		return nil, err
@@ -77,6 +78,7 @@ func (c *Comm) Split(color, key int) (*Comm, error) {
 	if color < 0 && color != Undefined {
 		return nil, fmt.Errorf("%w: split color %d (colors are >= 0, or Undefined)", ErrArg, color)
 	}
+	c.StartCall()
 	return c.split(color, key, nil, nil)
 }
 
@@ -187,6 +189,7 @@ func (c *Comm) Create(g *Group) (*Comm, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.StartCall()
 	k, err := c.agreeColl(c.newTree(0), 1, false)
 	if err != nil {
 		return nil, err

@@ -419,6 +419,7 @@ func (c *Comm) CartCreate(dims []int, periods []bool, reorder bool) (*Comm, erro
 	if err := c.check(); err != nil {
 		return nil, err
 	}
+	c.StartCall() // bad arguments too: the members split alike and all fail (topoSplit)
 	p, bad := cartSize("CartCreate", dims, periods, c.size)
 	pers := make([]bool, len(dims))
 	copy(pers, periods)
@@ -554,6 +555,7 @@ func (c *Comm) CartSub(remain []bool) (*Comm, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.StartCall()
 	var bad error
 	if len(remain) != len(t.dims) {
 		bad = fmt.Errorf("%w: CartSub: %d flags for %d dims", ErrDims, len(remain), len(t.dims))
@@ -711,6 +713,7 @@ func (c *Comm) GraphCreate(index, edges []int, reorder bool) (*Comm, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
+	c.StartCall()
 	n := len(index)
 	bad := checkGraph(index, edges, c.size)
 	color := Undefined
@@ -815,6 +818,7 @@ func (c *Comm) DistGraphCreateAdjacent(sources, destinations []int, reorder bool
 	if err := c.check(); err != nil {
 		return nil, err
 	}
+	c.StartCall()
 	var out, in uint64
 	var bad error
 	for i, s := range sources {
