@@ -86,6 +86,11 @@ type slot struct {
 	// failed is the latest tiny use in which a member was served with an error (tryServe): it was told (tinyEnd)
 	failed atomic.Uint64
 	_      [40]byte
+	// disputed is the latest use in which more than one member published as the root of a bcast, scatter or gather
+	// (rooted): their finishes then tell the roots waiting for them at every finish. On a line of its own, which
+	// only an erroneous program writes, since every finish with waiters reads it.
+	disputed atomic.Uint64
+	_        [56]byte
 
 	// alltoall: claims[i*n+j] is the last use in which a member took the copy of block i->j (made on first use)
 	claimsOnce sync.Once
@@ -182,24 +187,24 @@ type shmb struct {
 // along: with no worker pool (GOMPJ_ASYNC_PROGRESS=0) nothing else would move it if the owner waits on this one.
 func (b *shmb) acquire() {
 	b.s.Wait(func() bool {
-		if b.allFinished(&b.freed, b.u-1, -1) {
+		if b.allFinished(&b.freed, b.u-1) {
 			return true
 		}
 		if p := b.prev; p != nil && !p.done.Load() {
 			p.run()
 		}
-		return b.allFinished(&b.freed, b.u-1, -1)
+		return b.allFinished(&b.freed, b.u-1)
 	}, &b.sl.flist)
 }
 
-// allFinished reports whether every member but skip has finished use u, resuming where its last look stopped (at
-// *from: fins only grow).
-func (b *shmb) allFinished(from *int, u uint64, skip int) bool {
+// allFinished reports whether every member has finished use u, resuming where its last look stopped (at *from:
+// fins only grow).
+func (b *shmb) allFinished(from *int, u uint64) bool {
 	if b.sl.tdone.Load() >= u {
 		return true // a tiny use, over for all (tiny.go)
 	}
 	for ; *from < len(b.sl.mem); *from++ {
-		if *from != skip && b.sl.mem[*from].fin.Load() < u {
+		if b.sl.mem[*from].fin.Load() < u {
 			return false
 		}
 	}
@@ -273,7 +278,7 @@ func (b *shmb) finish() {
 			left++
 		}
 	}
-	if left <= 1 {
+	if left <= 1 || b.sl.disputed.Load() == b.u {
 		b.sl.flist.notify()
 	}
 }
@@ -282,14 +287,9 @@ func (b *shmb) waitArrived() {
 	b.s.Wait(b.allPublished, &b.sl.list)
 }
 
-// waitFinished waits until every member has finished the use, or every member but this one (others: a root that
-// finishes after its readers).
-func (b *shmb) waitFinished(others bool) {
-	skip := -1
-	if others {
-		skip = b.r
-	}
-	b.s.Wait(func() bool { return b.allFinished(&b.fseen, b.u, skip) }, &b.sl.flist)
+// waitFinished waits until every member has finished the use (a root waiting for its readers: readersDone).
+func (b *shmb) waitFinished() {
+	b.s.Wait(func() bool { return b.allFinished(&b.fseen, b.u) }, &b.sl.flist)
 }
 
 func (b *shmb) waitGen(j int) {
@@ -442,14 +442,24 @@ func (b *shmb) rooted(pub func() error, part func(root *member) error, inline bo
 			})
 			return
 		}
+		other := -1 // another member that published as a root (an erroneous program), once seen
 		b.s.Do(func() error {
 			err = pub() // reported once the others are done with the root's buffer
 			b.publish()
 			b.sl.list.notify()
+			b.otherRoot(&other)
 			return nil
 		})
-		b.waitFinished(true)
-		b.s.Do(func() error { b.finish(); return err })
+		b.s.Wait(func() bool { return b.readersDone(&other) }, &b.sl.flist)
+		b.s.Do(func() error {
+			b.finish()
+			if other >= 0 && err == nil {
+				err = collectivesArg("%s: rank %d started as the root, and rank %d published at the same point as "+
+					"a root too (or started another collective): the members disagree about the root", b.a.Coll, b.r,
+					other)
+			}
+			return err
+		})
 		return
 	}
 	// A reader needs no acquire: the root publishes use u only after acquiring the slot for it.
@@ -468,6 +478,59 @@ func (b *shmb) rooted(pub func() error, part func(root *member) error, inline bo
 		b.finish()
 		return err
 	})
+}
+
+// Two members that each take themselves for the root of a rooted use both publish, and each would wait for ever
+// for readers that went to the other. Every member's publication is a store to its gen followed by loads of the
+// others' (sync/atomic orders them), so of two roots at least one sees the other's gen as it publishes (otherRoot):
+// it marks the use disputed and tells the roots waiting for finishes. A root's wait (readersDone) looks at each
+// member's gen beside its fin (one line): a reader never publishes in a rooted use, and no member starts the
+// slot's next use before this one is over, so a gen at the use is a root's. A root that found another then waits
+// only until every other member has finished or published (nobody reads its buffer any more), finishes and fails
+// with ErrArg, and the use is over for all: the ring stays usable, and the job goes on. Readers read the root they
+// named. A reader whose root never publishes (it took another member for the root) still waits for ever.
+
+// otherRoot looks, once this root has published, for another member that published in the use, and if it finds
+// one marks the use disputed.
+func (b *shmb) otherRoot(other *int) {
+	for j := range b.sl.mem {
+		if j != b.r && b.sl.mem[j].gen.Load() >= b.u {
+			*other = j
+			b.sl.disputed.Store(b.u)
+			b.sl.flist.notify()
+			return
+		}
+	}
+}
+
+// readersDone is a root's wait for the others' finishes: every member but this one has finished the use (or the
+// use was tiny and is over for all), or, once another root is known (*other), finished or published.
+func (b *shmb) readersDone(other *int) bool {
+	if *other < 0 {
+		if b.sl.tdone.Load() >= b.u {
+			return true
+		}
+		for ; b.fseen < len(b.sl.mem); b.fseen++ {
+			m := &b.sl.mem[b.fseen]
+			switch {
+			case b.fseen == b.r:
+			case m.gen.Load() >= b.u:
+				*other = b.fseen
+				b.sl.disputed.Store(b.u)
+				b.sl.flist.notify()
+				return b.readersDone(other)
+			case m.fin.Load() < b.u:
+				return false
+			}
+		}
+		return true
+	}
+	for j := range b.sl.mem {
+		if m := &b.sl.mem[j]; j != b.r && m.gen.Load() < b.u && m.fin.Load() < b.u {
+			return false
+		}
+	}
+	return true
 }
 
 // share returns the byte range [lo, hi) of a reduction of total bytes (elements of sz) that member i combines:
@@ -602,7 +665,7 @@ func (b *shmb) reduction() {
 		clear(dsts) // the peers' buffers are not this operation's to keep
 		return nil
 	})
-	b.waitFinished(false)
+	b.waitFinished()
 }
 
 // allgather builds allgather and allgatherv.
@@ -671,7 +734,7 @@ func (b *shmb) allgather() {
 		}
 		return err
 	})
-	b.waitFinished(false)
+	b.waitFinished()
 }
 
 // claimMax is the most members for which alltoall takes its blocks by claims (n² words per slot); above it, each
@@ -880,7 +943,7 @@ func (b *shmb) alltoallPull(src []byte) {
 		}
 		return err
 	})
-	b.waitFinished(false)
+	b.waitFinished()
 }
 
 // reduceScatter: every member combines its own block from everybody's published vector. In place the vector is
@@ -921,7 +984,7 @@ func (b *shmb) reduceScatter() {
 		}
 		return nil
 	})
-	b.waitFinished(false)
+	b.waitFinished()
 	if a.InPlace {
 		b.s.Copy(a.Recv[:hi-lo], b.out)
 	}
@@ -993,5 +1056,5 @@ func (b *shmb) scan() {
 		b.finish()
 		return err
 	})
-	b.waitFinished(false)
+	b.waitFinished()
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gompj/gompj/collectives"
 	"github.com/gompj/gompj/node"
@@ -312,6 +313,82 @@ func TestTinyRootsDisagree(t *testing.T) {
 				case !spare && (err != nil || told.Load() < 2):
 					t.Errorf("%s: the job returned %v and %d ranks were told, want both roots told", name, err,
 						told.Load())
+				}
+			}
+		}
+	}
+}
+
+// TestRootsDisagreeInSlots: above the tiny size, members that each take themselves for the root of an Ibcast,
+// Iscatter or Igather (ranks 0 and 1; the others name 0) both published and each waited for ever for readers that
+// went to the other. Each root now sees the other's publication (otherRoot, readersDone) and fails with ErrArg
+// once nobody reads its buffer; the readers of rank 0 get its data; the use is over for all, so the job goes on
+// and the next call on the communicator works. With and without the worker pool.
+func TestRootsDisagreeInSlots(t *testing.T) {
+	const n = 4096 // float64s: 32 KiB, above the tiny and inline sizes
+	for _, coll := range []string{"bcast", "scatter", "gather"} {
+		for _, np := range []int{2, 3, 5} {
+			for _, async := range []bool{true, false} {
+				name := fmt.Sprintf("%s np=%d async=%v", coll, np, async)
+				var told atomic.Int32
+				done := make(chan error, 1)
+				go func() {
+					done <- node.Run(node.Config{Ranks: np, NoAsyncProgress: !async}, func(c *ranks.Comm) error {
+						me := c.Rank()
+						root := 0
+						if me == 1 {
+							root = 1
+						}
+						buf, all := make([]float64, n), make([]float64, n*np)
+						for i := range buf {
+							buf[i] = float64(me + 1)
+						}
+						for i := range all {
+							all[i] = float64(me + 1)
+						}
+						var r *ranks.Request
+						var err error
+						switch coll {
+						case "bcast":
+							r, err = Ibcast(c, buf, root)
+						case "scatter":
+							r, err = Iscatter(c, all, buf, root)
+						default:
+							r, err = Igather(c, buf, all, root)
+						}
+						if err != nil {
+							return err
+						}
+						_, err = r.Wait()
+						switch {
+						case me <= 1 && errors.Is(err, ranks.ErrArg) && strings.Contains(err.Error(), "disagree about the root"):
+							told.Add(1)
+						case me <= 1:
+							return fmt.Errorf("root %d: %v, want ErrArg naming the disagreement", me, err)
+						case err != nil:
+							return fmt.Errorf("rank %d, a reader of rank 0: %v", me, err)
+						case coll != "gather" && buf[0] != 1:
+							return fmt.Errorf("rank %d, a reader of rank 0: got %v, want rank 0's 1", me, buf[0])
+						}
+						// The job goes on: the communicator's next call works.
+						x := []float64{float64(me)}
+						if r, err = Ibcast(c, x, 0); err == nil {
+							_, err = r.Wait()
+						}
+						if err == nil && x[0] != 0 {
+							err = fmt.Errorf("rank %d: the next Ibcast gave %v", me, x[0])
+						}
+						return err
+					})
+				}()
+				select {
+				case err := <-done:
+					if err != nil || told.Load() != 2 {
+						t.Errorf("%s: the job returned %v and %d roots were told, want both told and the job on",
+							name, err, told.Load())
+					}
+				case <-time.After(60 * time.Second):
+					t.Fatalf("%s: the job hangs", name)
 				}
 			}
 		}
