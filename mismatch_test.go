@@ -424,3 +424,32 @@ func outcome(t *testing.T, j *harness.Job) (out string, failed int) {
 	}
 	return all.String(), failed
 }
+
+// Inside a node, members that each take themselves for the root of a reduce on the direct path (ranks 0 and 1; the
+// others name 0): each root had its members' shares combined into its own buffer and returned part of the sum
+// without an error. Every member now fails with ErrArg naming the disagreement (sameRoot, after the first barrier),
+// and the job goes on. On the staged path (small sums) each such root combines every contribution and returns it
+// whole.
+func TestReduceRootsInSharedMemory(t *testing.T) {
+	const n = 1 << 17 // float64s: above the staging limit
+	for _, np := range []int{2, 3, 5} {
+		var told atomic.Int32
+		err := mismatchJob(t, np, "reduce", "shm", func(c *gompj.Comm) error {
+			root := 0
+			if c.Rank() == 1 {
+				root = 1
+			}
+			send, recv := make([]float64, n), make([]float64, n)
+			err := c.Reduce(send, recv, gompj.Sum, root)
+			if !errors.Is(err, gompj.ErrArg) || !strings.Contains(err.Error(), "disagree about the root") {
+				return fmt.Errorf("rank %d: %v, want ErrArg naming the disagreement", c.Rank(), err)
+			}
+			told.Add(1)
+			return c.Allreduce(send, recv, gompj.Sum) // the job goes on
+		})
+		if err != nil || told.Load() != int32(np) {
+			t.Errorf("np=%d: the job returned %v and %d ranks were told, want all %d and the job on", np, err,
+				told.Load(), np)
+		}
+	}
+}

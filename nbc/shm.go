@@ -111,6 +111,7 @@ type member struct {
 	served           atomic.Uint32 // a tiny use (tiny.go): the use (its low 32 bits) whose request is completed
 	req              ranks.Target  // a tiny use: what completes the member's request, in the line the runner reads
 	inline           [inlineMax]byte
+	root             int32 // a large reduction's root as the member names it, beside src (sameRoot)
 	src, dst         []byte
 	counts, displs   []int
 	rcounts, rdispls []int         // alltoall: the receive buffer's layout
@@ -123,7 +124,7 @@ type member struct {
 	tiny bool
 	how  reqHow
 	call *collectives.Call
-	_    [32]byte // to 512 bytes: every member of the array starts at the same offset in a line
+	_    [24]byte // to 512 bytes: every member of the array starts at the same offset in a line
 }
 
 func newSlot(n int) *slot { return &slot{mem: make([]member, n)} }
@@ -246,6 +247,20 @@ func (b *shmb) sameColl() error {
 	for j := range b.sl.mem {
 		if c := b.sl.mem[j].coll; c != b.a.Coll {
 			return collectives.Mismatch(b.r, b.a.Coll, j, c)
+		}
+	}
+	return nil
+}
+
+// sameRoot checks that every member published for a large reduce with the root this one names. Of two members that
+// each take themselves for the root, each would have its members' shares combined into its own buffer, and hold
+// part of the sum; every member sees every entry, so all of them fail alike. (A small reduce's roots each combine
+// every contribution themselves, and hold the whole sum.)
+func (b *shmb) sameRoot() error {
+	for j := range b.sl.mem {
+		if r := int(b.sl.mem[j].root); r != b.a.Root {
+			return collectivesArg("reduce: rank %d names root %d, rank %d root %d: the members disagree about the root",
+				b.r, b.a.Root, j, r)
 		}
 	}
 	return nil
@@ -623,7 +638,7 @@ func (b *shmb) reduction() {
 	b.dsts = make([][]byte, 0, n)
 	b.acquire()
 	b.s.Do(func() error {
-		b.me.src, b.me.dst = a.Send, a.Recv
+		b.me.src, b.me.dst, b.me.root = a.Send, a.Recv, int32(a.Root)
 		b.arrive()
 		return nil
 	})
@@ -636,6 +651,11 @@ func (b *shmb) reduction() {
 		defer b.finish()
 		if err := b.sameColl(); err != nil {
 			return err
+		}
+		if !all {
+			if err := b.sameRoot(); err != nil {
+				return err
+			}
 		}
 		if err := b.checkSrcs(a.Coll, total); err != nil {
 			return err
