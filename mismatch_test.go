@@ -337,10 +337,10 @@ func TestMismatchedAcrossNodes(t *testing.T) {
 
 // Across node processes, members that disagree about the root of a rooted collective (ranks 0 and 2, on different
 // nodes, each name themselves root, and the others name 0), or about which collective comes next (rank 3 skips a
-// Barrier that the others call, then all call Allreduce; rank 3 calls Dup where the others call Allreduce). Every such call hung: two roots of a reduce or gather
-// wait for each other at any size, and those of a bcast or scatter once it goes rendezvous; the skipped Barrier
-// waits for rank 3. The call check (ranks, callcheck.go) compares the members' stuck calls and ends the job naming
-// the disagreement.
+// Barrier that the others call, then all call Allreduce; rank 3 calls Dup where the others call Allreduce). Every
+// such call hung: two roots of a reduce or gather wait for each other at any size, and those of a bcast or scatter
+// once it goes rendezvous; the skipped Barrier waits for rank 3. The call check (ranks, callcheck.go) compares the
+// members' stuck calls and ends the job naming the disagreement.
 func TestMismatchedCallsAcrossNodes(t *testing.T) {
 	for _, tc := range []struct {
 		coll    string
