@@ -163,9 +163,12 @@ func (l *callLog) find(e uint64) uint64 {
 }
 
 // NoteCall notes a collective call of kind k on c with root (0 for the kinds that name none; see the call check):
-// the API's entry points call it first. The call is logged only once its arguments pass the collective's checks
-// (StartCall): a call that fails them did not take place, and the rank calls again, as MPI's error handlers that
-// return have a program do, so logging it would put its later calls out of step with the other members'.
+// the API's entry points call it first, when Logs says so. The call is logged only once its arguments pass the
+// collective's checks (StartCall): a call that fails them did not take place, and the rank calls again, as MPI's
+// error handlers that return have a program do, so logging it would put its later calls out of step with the
+// other members'. It is kept out of line, so that the entry points that test Logs first inline.
+//
+//go:noinline
 func (c *Comm) NoteCall(k CallKind, root int) {
 	if c == nil {
 		return
@@ -178,6 +181,11 @@ func (c *Comm) NoteCall(k CallKind, root int) {
 		l.pending = packCall(0, k, root)
 	}
 }
+
+// Logs reports whether c may log its collective calls: it does not know yet (its first call decides), or it
+// spans nodes. A test that inlines, so that the API's entry points on a communicator inside one node process (or
+// with the check off) pay a load and a compare, not a call.
+func (c *Comm) Logs() bool { return c != nil && !c.nolog.Load() }
 
 // StartCall logs the call noted on c (NoteCall), if any: its arguments passed the collective's checks, and it
 // starts. The collectives call it where they start; a call the API did not note (one a collective makes inside
@@ -205,6 +213,9 @@ func (c *Comm) newCallLog() *callLog {
 	}
 	if !c.calls.CompareAndSwap(nil, l) {
 		return c.calls.Load()
+	}
+	if l == &unlogged {
+		c.nolog.Store(true)
 	}
 	if l != &unlogged {
 		c.w.chk.add(l)

@@ -67,14 +67,18 @@ func pair(t *testing.T, fc fabricCase, mode string) (*tnode, *exec.Cmd, *bufio.R
 	return x, cmd, out
 }
 
-// readLine returns the rest of the child's next line with the prefix, skipping test chatter.
+// readLine returns the rest of the child's next line with the prefix, skipping test chatter. If the child ends
+// first, the failure quotes what it said instead: a child that failed before its address (once in CI, the shm
+// provider's tagged case, not seen again in 10 runs) says why in its test output, which goes to this pipe.
 func readLine(t *testing.T, r *bufio.Reader, prefix string) string {
 	t.Helper()
+	var said strings.Builder
 	for {
 		l, err := r.ReadString('\n')
 		if err != nil {
-			t.Fatalf("the child said no %q: %v", prefix, err)
+			t.Fatalf("the child said no %q: %v; it said:\n%s%s", prefix, err, said.String(), l)
 		}
+		said.WriteString(l)
 		if s, ok := strings.CutPrefix(l, prefix); ok {
 			return strings.TrimSpace(s)
 		}
