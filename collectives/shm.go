@@ -330,8 +330,7 @@ func (o shmOp) waitRootAcks(g uint64, coll string) error {
 		if other < 0 {
 			return o.pathsDiffer()
 		}
-		return Broken(o.c, errArg("%s: rank %d started as the root, and rank %d published at the same point as a "+
-			"root too (or started another collective): the members disagree about the root", coll, o.rank, other))
+		return Broken(o.c, RootTwice(coll, o.rank, other))
 	})
 }
 
@@ -388,6 +387,13 @@ func (o shmOp) rootIs(root int, coll string) error {
 		return Mismatch(o.rank, coll, root, c)
 	}
 	return nil
+}
+
+// RootTwice is the error of root rank of a bcast, scatter or gather (coll) that saw member other publish at the
+// same point as a root too; package nbc's slots report it alike.
+func RootTwice(coll string, rank, other int) error {
+	return errArg("%s: rank %d started as the root, and rank %d published at the same point as a root too (or "+
+		"started another collective): the members disagree about the root", coll, rank, other)
 }
 
 // Mismatch is the error of a member (rank, which started coll) that finds another (peer: its root, or any member

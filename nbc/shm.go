@@ -469,9 +469,7 @@ func (b *shmb) rooted(pub func() error, part func(root *member) error, inline bo
 		b.s.Do(func() error {
 			b.finish()
 			if other >= 0 && err == nil {
-				err = collectivesArg("%s: rank %d started as the root, and rank %d published at the same point as "+
-					"a root too (or started another collective): the members disagree about the root", b.a.Coll, b.r,
-					other)
+				err = collectives.RootTwice(b.a.Coll, b.r, other)
 			}
 			return err
 		})
@@ -510,12 +508,18 @@ func (b *shmb) rooted(pub func() error, part func(root *member) error, inline bo
 func (b *shmb) otherRoot(other *int) {
 	for j := range b.sl.mem {
 		if j != b.r && b.sl.mem[j].gen.Load() >= b.u {
-			*other = j
-			b.sl.disputed.Store(b.u)
-			b.sl.flist.notify()
+			b.dispute(j, other)
 			return
 		}
 	}
+}
+
+// dispute records that member j published in this root's use too, marks the use disputed and tells the roots
+// waiting for finishes.
+func (b *shmb) dispute(j int, other *int) {
+	*other = j
+	b.sl.disputed.Store(b.u)
+	b.sl.flist.notify()
 }
 
 // readersDone is a root's wait for the others' finishes: every member but this one has finished the use (or the
@@ -530,9 +534,7 @@ func (b *shmb) readersDone(other *int) bool {
 			switch {
 			case b.fseen == b.r:
 			case m.gen.Load() >= b.u:
-				*other = b.fseen
-				b.sl.disputed.Store(b.u)
-				b.sl.flist.notify()
+				b.dispute(b.fseen, other)
 				return b.readersDone(other)
 			case m.fin.Load() < b.u:
 				return false

@@ -216,8 +216,7 @@ func (c *Comm) newCallLog() *callLog {
 	}
 	if l == &unlogged {
 		c.nolog.Store(true)
-	}
-	if l != &unlogged {
+	} else {
 		c.w.chk.add(l)
 	}
 	return l

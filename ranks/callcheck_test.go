@@ -158,7 +158,8 @@ func TestCallCheckScope(t *testing.T) {
 	w := p.w[0]
 	inside := &Comm{r: w.local(0), w: w, rank: 0, size: 2, ctx: 8}
 	single := &Comm{r: w.local(0), w: w, rank: 0, size: 1, group: []int32{0}, ctx: 10}
-	inter := &Comm{r: w.local(0), w: w, rank: 0, size: 1, group: []int32{0}, ctx: 12, remote: []int32{2}}
+	// An intercommunicator whose local group spans both nodes: only being one keeps it from logging.
+	inter := &Comm{r: w.local(0), w: w, rank: 0, size: 2, group: []int32{0, 2}, ctx: 12, remote: []int32{3}}
 	for _, c := range []*Comm{inside, single, inter} {
 		logCall(c, CallBcast, 0)
 		if c.calls.Load() != &unlogged {
