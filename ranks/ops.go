@@ -148,9 +148,12 @@ func (r *request) completeOp(err error) {
 	if !r.ext.opDone.CompareAndSwap(false, true) {
 		return
 	}
+	// The owner is read before the completion: once it is done, the owner's Wait may return and reuse the request
+	// for its next operation (reuseOp, opRequestIn), which writes the field.
+	rk := r.owner
 	r.err = err
 	r.done.Complete()
-	if rk := r.owner; rk != nil {
+	if rk != nil {
 		rk.ops.ev.Signal() // a completion call waiting for another of the rank's requests looks again
 	}
 }
