@@ -453,3 +453,86 @@ func TestReduceRootsInSharedMemory(t *testing.T) {
 		}
 	}
 }
+
+// Inside a node, members that disagree about the collective they call, or name each other the root, each wait in
+// shared memory for what the others never do: a skipped Barrier, a Bcast where the others call Allreduce, two
+// ranks that name each other the root of a Bcast, Scatter or Gather (nobody publishes). Those hung; a wait about to
+// park now declares its call, and once every member has parked or returned, the job ends with ErrArg naming two
+// calls that differ, or saying that none can go on (shmOp.parking).
+func TestDisagreeingCallsInSharedMemory(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		np   int
+		n    int // float64s
+		want string
+	}{
+		{"skip-barrier", 2, 1, "rank 1 called Allreduce"},
+		{"skip-barrier", 4, 1, "called Allreduce"},
+		// The skipper's Allreduce may pass the others' Barrier as its own first barrier: samePath then finds them in
+		// another call.
+		{"skip-barrier", 3, 1 << 17, "called Allreduce"},
+		{"skip-barrier", 2, 1 << 17, "called Allreduce"},
+		{"bcast-allreduce", 3, 1, "called Bcast with root 0"},
+		{"bcast-allreduce", 2, 1 << 17, "called Bcast with root 0"},
+		{"skip-return", 3, 1, "none can go on"}, // the last rank skips a Barrier and returns
+		{"swap-bcast", 2, 1, "disagree about the root"},
+		{"swap-bcast", 3, 1 << 17, "disagree about the root"},
+		{"swap-scatter", 2, 4, "disagree about the root"},
+		{"swap-gather", 3, 1 << 15, "disagree about the root"},
+	} {
+		name := fmt.Sprintf("%s np=%d n=%d", tc.name, tc.np, tc.n)
+		done := make(chan error, 1)
+		go func() {
+			done <- gompj.RunWith(gompj.Config{Ranks: tc.np}, func(c *gompj.Comm) error {
+				me, last := c.Rank(), c.Size()-1
+				buf, all := make([]float64, tc.n), make([]float64, tc.n*c.Size())
+				root := 0 // swap: ranks 0 and 1 name each other, the others 0
+				if me == 0 {
+					root = 1
+				}
+				var err error
+				switch tc.name {
+				case "skip-barrier":
+					if me != last {
+						err = c.Barrier()
+					}
+					if err == nil {
+						err = c.Allreduce(buf, all[:tc.n], gompj.Sum)
+					}
+				case "skip-return":
+					if me != last {
+						err = c.Barrier()
+					}
+				case "bcast-allreduce":
+					if me == last {
+						err = c.Allreduce(buf, all[:tc.n], gompj.Sum)
+					} else {
+						err = c.Bcast(buf, 0)
+					}
+				case "swap-bcast":
+					err = c.Bcast(buf, root)
+				case "swap-scatter":
+					err = c.Scatter(all, buf, root)
+				default:
+					err = c.Gather(buf, all, root)
+				}
+				if err != nil && !errors.Is(err, gompj.ErrArg) && !errors.Is(err, gompj.ErrAborted) {
+					return fmt.Errorf("rank %d: %v", me, err)
+				}
+				return err
+			})
+		}()
+		select {
+		case err := <-done:
+			var re *gompj.RankError
+			said := slices.ContainsFunc(strings.Split(tc.want, "|"), func(w string) bool {
+				return strings.Contains(fmt.Sprint(err), w)
+			})
+			if !errors.As(err, &re) || !errors.Is(err, gompj.ErrArg) || !said {
+				t.Errorf("%s: the job returned %v, want it ended by a rank's ErrArg with %q", name, err, tc.want)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: the job hangs", name)
+		}
+	}
+}

@@ -73,12 +73,15 @@ func Barrier(c *ranks.Comm) error {
 	if _, err := ResolveBarrier(c); err != nil {
 		return err
 	}
-	c.StartCall() // the arguments passed: the call takes place (ranks, callcheck.go)
-	return barrier(c)
+	st := stateOf(c)
+	startedOn(c, st, ranks.CallBarrier, 0) // the arguments passed: the call takes place (ranks, callcheck.go)
+	return barrierOn(c, st)
 }
 
-func barrier(c *ranks.Comm) error {
-	st := stateOf(c)
+func barrier(c *ranks.Comm) error { return barrierOn(c, stateOf(c)) }
+
+// barrierOn is barrier with c's state st.
+func barrierOn(c *ranks.Comm, st *commState) error {
 	if st.size == 1 {
 		return nil
 	}
@@ -109,7 +112,7 @@ func Bcast(c *ranks.Comm, bufArg any, root int) error {
 	if err != nil {
 		return err
 	}
-	c.StartCall()
+	started(c, ranks.CallBcast, root)
 	if a.Object {
 		return bcastObject(c, buf, root)
 	}
@@ -180,7 +183,7 @@ func Reduce(c *ranks.Comm, sendArg, recvArg any, op Op, root int) error {
 	if err != nil {
 		return err
 	}
-	c.StartCall()
+	started(c, ranks.CallReduce, root)
 	return reduceVec(c, a.k, op, a.sv, a.rv, root)
 }
 
@@ -223,7 +226,7 @@ func Allreduce(c *ranks.Comm, sendArg, recvArg any, op Op) error {
 	if err != nil {
 		return err
 	}
-	c.StartCall()
+	started(c, ranks.CallAllreduce, 0)
 	return allreduceState(c, stateOf(c), a.k, op, a.sv, a.rv)
 }
 
@@ -278,7 +281,7 @@ func Gather(c *ranks.Comm, sendArg, recvArg any, root int) error {
 	if err != nil {
 		return err
 	}
-	c.StartCall()
+	started(c, ranks.CallGather, root)
 	if a.Object {
 		return gatherObjects(c, send, recv, root)
 	}
@@ -330,7 +333,7 @@ func Gatherv(c *ranks.Comm, sendArg, recvArg any, counts, displs []int, root int
 	if err != nil {
 		return err
 	}
-	c.StartCall()
+	started(c, ranks.CallGather, root)
 	st := stateOf(c)
 	inPlace, sv, rv := a.InPlace, a.sv, a.rv
 	sz := max(sv.sz, 1)
@@ -373,7 +376,7 @@ func Scatter(c *ranks.Comm, sendArg, recvArg any, root int) error {
 	if err != nil {
 		return err
 	}
-	c.StartCall()
+	started(c, ranks.CallScatter, root)
 	if a.Object {
 		return scatterObjects(c, send, recv, root)
 	}
@@ -430,7 +433,7 @@ func Scatterv(c *ranks.Comm, sendArg any, counts, displs []int, recvArg any, roo
 	if err != nil {
 		return err
 	}
-	c.StartCall()
+	started(c, ranks.CallScatter, root)
 	st := stateOf(c)
 	inPlace, sv, rv := a.InPlace, a.sv, a.rv
 	sz := max(max(sv.sz, rv.sz), 1)
@@ -472,7 +475,7 @@ func Allgather(c *ranks.Comm, sendArg, recvArg any) error {
 	if err != nil {
 		return err
 	}
-	c.StartCall()
+	started(c, ranks.CallAllgather, 0)
 	if a.Object {
 		return allgatherObjects(c, send, recv)
 	}
@@ -520,7 +523,7 @@ func Allgatherv(c *ranks.Comm, sendArg, recvArg any, counts, displs []int) error
 	if err != nil {
 		return err
 	}
-	c.StartCall()
+	started(c, ranks.CallAllgather, 0)
 	st := stateOf(c)
 	inPlace, sv, rv := a.InPlace, a.sv, a.rv
 	own := blockOf(rv.b, counts, displs, rv.sz, st.rank, 0)
@@ -555,7 +558,7 @@ func Alltoall(c *ranks.Comm, sendArg, recvArg any) error {
 	if err != nil {
 		return err
 	}
-	c.StartCall()
+	started(c, ranks.CallAlltoall, 0)
 	st := stateOf(c)
 	n := st.size
 	rv, blk, src := a.rv, a.Blk, a.sv.b
@@ -599,7 +602,7 @@ func Alltoallv(c *ranks.Comm, sendArg any, sendCounts, sendDispls []int, recvArg
 	if err != nil {
 		return err
 	}
-	c.StartCall()
+	started(c, ranks.CallAlltoall, 0)
 	st := stateOf(c)
 	sv, rv := a.sv, a.rv
 	n := st.size
@@ -640,7 +643,7 @@ func ReduceScatter(c *ranks.Comm, sendArg, recvArg any, counts []int, op Op) err
 	if err != nil {
 		return err
 	}
-	c.StartCall()
+	started(c, ranks.CallReduceScatter, 0)
 	st := stateOf(c)
 	inPlace, sv, rv, k := a.InPlace, a.sv, a.rv, a.k
 	sz := max(sv.sz, 1)
@@ -703,7 +706,7 @@ func ReduceScatterBlock(c *ranks.Comm, sendArg, recvArg any, op Op) error {
 	if _, err := ResolveReduceScatterBlock(c, send, recv, op, counts); err != nil {
 		return err
 	}
-	c.StartCall()
+	c.StartCall() // logged here; counted once, by ReduceScatter (started)
 	return ReduceScatter(c, send, recv, counts, op)
 }
 
@@ -714,6 +717,14 @@ func Scan(c *ranks.Comm, send, recv any, op Op) error { return scan(c, send, rec
 // InPlace as send: from recv.
 func Exscan(c *ranks.Comm, send, recv any, op Op) error { return scan(c, send, recv, op, true) }
 
+// scanKind is the call check's kind of a scan.
+func scanKind(exclusive bool) ranks.CallKind {
+	if exclusive {
+		return ranks.CallExscan
+	}
+	return ranks.CallScan
+}
+
 func scan(c *ranks.Comm, sendArg, recvArg any, op Op, exclusive bool) error {
 	send, recv := hideArg(&sendArg), hideArg(&recvArg) // see hideArg
 	if st := withViews(c, &send, &recv); st != nil {
@@ -723,7 +734,7 @@ func scan(c *ranks.Comm, sendArg, recvArg any, op Op, exclusive bool) error {
 	if err != nil {
 		return err
 	}
-	c.StartCall()
+	started(c, scanKind(exclusive), 0)
 	st := stateOf(c)
 	what, src, dst, k := a.Coll, a.sv, a.rv, a.k
 	if exclusive && isInPlace(send) {

@@ -55,7 +55,9 @@
 // later steps) ends the job, naming itself and the error (p2p.go, Broken; node-aware leaders in hier.go), rather
 // than leave them waiting for ever, and a leaf that fails alone leaves the job going on. Inside a node, an
 // allreduce or allgather whose members' sizes differ so much that they take different paths (inline, staged,
-// direct: shm.go, paths) ends the job the same way.
+// direct: shm.go, paths) ends the job the same way, and so do members that disagree about which collective comes
+// next, or name each other the root: each call counts itself (started), a wait about to park in shared memory
+// declares its call, and the member that finds every other parked or returned compares them (shm.go, parking).
 //
 // Per-communicator state (layout, forced algorithms, cached choices, node-aware sub-communicators, and the scratch
 // memory the algorithms reuse from call to call, so that a call allocates nothing once warmed up) is found through

@@ -449,7 +449,7 @@ func (p *nbrPlan) wait(w *ranks.World, cond func() bool) error {
 	if p.waker == nil {
 		p.waker = queues.GetWaker() // kept, as shmOp's
 	}
-	if p.sh.ev.wait(cond, nil, p.waker, w.Policy(), w.AbortCh()) != waitDone {
+	if p.sh.ev.wait(cond, nil, nil, p.waker, w.Policy(), w.AbortCh()) != waitDone {
 		return fmt.Errorf("%w: %v", ranks.ErrAborted, w.AbortCause())
 	}
 	return nil
@@ -623,7 +623,7 @@ func NeighborAllgather(c *ranks.Comm, sendArg, recvArg any) error {
 	if err != nil {
 		return err
 	}
-	c.StartCall()
+	started(c, ranks.CallNeighborAllgather, 0)
 	return r.run(c)
 }
 
@@ -635,7 +635,7 @@ func NeighborAllgatherv(c *ranks.Comm, sendArg, recvArg any, counts, displs []in
 	if err != nil {
 		return err
 	}
-	c.StartCall()
+	started(c, ranks.CallNeighborAllgather, 0)
 	return r.run(c)
 }
 
@@ -647,7 +647,7 @@ func NeighborAlltoall(c *ranks.Comm, sendArg, recvArg any) error {
 	if err != nil {
 		return err
 	}
-	c.StartCall()
+	started(c, ranks.CallNeighborAlltoall, 0)
 	return r.run(c)
 }
 
@@ -659,7 +659,7 @@ func NeighborAlltoallv(c *ranks.Comm, sendArg any, sendCounts, sendDispls []int,
 	if err != nil {
 		return err
 	}
-	c.StartCall()
+	started(c, ranks.CallNeighborAlltoall, 0)
 	return r.run(c)
 }
 

@@ -146,6 +146,9 @@ func runRank(w *ranks.World, cfg Config, id int, body Body, wg *sync.WaitGroup) 
 	}()
 	err := body(w.Comm(id))
 	returned = true
+	if err == nil {
+		w.Returned(id) // the others' waits for it, if any, can no longer end (collectives' deadlock look)
+	}
 	if err != nil {
 		if errors.Is(err, ranks.ErrAborted) && w.AbortCause() == nil {
 			// The rank met an abort's symptom (a transfer cut short, a send to a node whose connections closed)

@@ -395,11 +395,31 @@ func (w *World) disagreement(l *callLog, e uint64, cl claim) error {
 			}
 		}
 	}
-	what := "the root"
-	if callKind(e) != callKind(cl.call) {
-		what = "the collective"
+	return &RankError{Rank: int(l.rank), Err: callsDisagree(fmt.Sprintf("that spans nodes disagree about %%s of its "+
+		"collective call %d", callSeq(e)), me, other, e, cl.call)}
+}
+
+// callsDisagree is the error for members me and other of a communicator whose calls at one point are e and theirs:
+// about their root, or about the collective (what, a format with one %s for which, says where).
+func callsDisagree(what string, me, other int, e, theirs uint64) error {
+	which := "the root"
+	if callKind(e) != callKind(theirs) {
+		which = "the collective"
 	}
-	return &RankError{Rank: int(l.rank), Err: fmt.Errorf("%w: the members of a communicator that spans nodes "+
-		"disagree about %s of its collective call %d: rank %d called %s, rank %d called %s", ErrArg, what,
-		callSeq(e), me, describeCall(e), other, describeCall(cl.call))}
+	return fmt.Errorf("%w: the members of a communicator "+what+": rank %d called %s, rank %d called %s", ErrArg,
+		which, me, describeCall(e), other, describeCall(theirs))
+}
+
+// CallWord packs a collective call of kind k with root (0 for the kinds that name none), whose number is seq, into
+// one word, as the call check logs calls (only the low 28 bits of seq are kept). Package collectives declares
+// with it the call in which a member waits inside its node (shmOp.parking).
+func CallWord(seq uint64, k CallKind, root int) uint64 { return packCall(seq, k, root) }
+
+// SameCallNumber reports whether call words a and b (CallWord) carry the same call number.
+func SameCallNumber(a, b uint64) bool { return sameCall(a, b) }
+
+// CallsDisagree is the ErrArg error for members me and other of a communicator within one node process, whose
+// calls at one point are e and theirs (CallWord).
+func CallsDisagree(me, other int, e, theirs uint64) error {
+	return callsDisagree("disagree about %s", me, other, e, theirs)
 }

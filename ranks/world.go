@@ -49,12 +49,16 @@ type World struct {
 	size   int
 	lo, hi int
 	ranks  []*Rank
-	dev    device.Device
-	segs   device.Segmented // dev, when it moves segmented payloads (views) itself
-	devOf  []device.Device  // by world rank, the device dev routes that rank's messages to (nil: none, or ask dev)
-	nodeOf func(int) int
-	eager  int
-	policy queues.Policy
+	// returned: by local rank (id-lo), whether it returned from the job's function (Returned); anyReturned, whether
+	// any did. Written once per rank, read by waits that look for a deadlock (package collectives).
+	returned    []atomic.Bool
+	anyReturned atomic.Bool
+	dev         device.Device
+	segs        device.Segmented // dev, when it moves segmented payloads (views) itself
+	devOf       []device.Device  // by world rank, the device dev routes that rank's messages to (nil: none, or ask dev)
+	nodeOf      func(int) int
+	eager       int
+	policy      queues.Policy
 	// netPolicy is policy with the device as driver (when it is a device.Poller): waits that may complete through
 	// the network poll the device themselves.
 	netPolicy queues.Policy
@@ -195,6 +199,7 @@ func NewWorld(o Options) (*World, error) {
 		w.nodeOf = func(int) int { return 0 }
 	}
 	w.ranks = make([]*Rank, o.Hi-o.Lo)
+	w.returned = make([]atomic.Bool, o.Hi-o.Lo)
 	share := o.UnexpectedShare
 	if share <= 0 {
 		share = UnexpectedShare(o.UnexpectedLimit, len(w.ranks))
@@ -271,6 +276,48 @@ func (w *World) AbortCause() error {
 
 func (w *World) abortError() error {
 	return fmt.Errorf("%w: %v", ErrAborted, w.AbortCause())
+}
+
+// Returned records that rank id of this node process returned from the job's function: it makes no more calls.
+// The objects shared on this node (Shared) that implement ReturnWatcher are told.
+func (w *World) Returned(id int) {
+	if id < w.lo || id >= w.hi {
+		return
+	}
+	w.returned[id-w.lo].Store(true)
+	w.anyReturned.Store(true)
+	var watchers []ReturnWatcher
+	w.sharedMu.Lock()
+	for _, v := range w.shared {
+		if rw, ok := v.(ReturnWatcher); ok {
+			watchers = append(watchers, rw)
+		}
+	}
+	w.sharedMu.Unlock()
+	for _, rw := range watchers {
+		rw.RankReturned()
+	}
+}
+
+// ReturnWatcher is a shared object (World.Shared) told when a rank of the node process returns from the job's
+// function: package collectives wakes the waits parked in its shared memory, to look again for a deadlock.
+type ReturnWatcher interface{ RankReturned() }
+
+// MembersReturned returns how many members of c on this node process returned from the job's function (Returned).
+// Package collectives counts them with the members that wait in shared memory: once every member has either
+// returned or parked, none will move the others on.
+func (c *Comm) MembersReturned() int {
+	w := c.w
+	if !w.anyReturned.Load() {
+		return 0
+	}
+	k := 0
+	for i := range c.size {
+		if r := c.peerWorld(i); r >= w.lo && r < w.hi && w.returned[r-w.lo].Load() {
+			k++
+		}
+	}
+	return k
 }
 
 func (w *World) local(worldRank int) *Rank {
