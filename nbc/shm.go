@@ -119,12 +119,15 @@ type member struct {
 	sendDone         atomic.Uint64 // alltoall: blocks copied out of src in this use
 	blk              int
 	last             atomic.Pointer[op] // its operation of the slot's latest use, until done (acquire, op.forget)
+	// a rooted use's reader: use<<rootBits | its root+1, as it starts (readerOf); not in gen's line, which the
+	// root's readers poll: only a reader whose root has not published yet reads it
+	reading atomic.Uint64
 	// a tiny use (tiny.go): the member published through the tiny protocol, with its call (req above); how: what
 	// its request is, so how to complete it
 	tiny bool
 	how  reqHow
 	call *collectives.Call
-	_    [24]byte // to 512 bytes: every member of the array starts at the same offset in a line
+	_    [16]byte // to 512 bytes: every member of the array starts at the same offset in a line
 }
 
 func newSlot(n int) *slot { return &slot{mem: make([]member, n)} }
@@ -476,11 +479,21 @@ func (b *shmb) rooted(pub func() error, part func(root *member) error, inline bo
 		return
 	}
 	// A reader needs no acquire: the root publishes use u only after acquiring the slot for it.
-	b.waitGen(root)
+	b.s.Do(func() error {
+		b.me.reading.Store(b.u<<rootBits | uint64(root+1))
+		if b.sl.list.n.Load() != 0 {
+			b.sl.list.notify() // a reader that took this member for its root looks again (readerOf)
+		}
+		return nil
+	})
+	b.s.Wait(func() bool { return b.sl.mem[root].gen.Load() >= b.u || b.readerOf(root) >= 0 }, &b.sl.list)
 	b.s.Do(func() error {
 		m := &b.sl.mem[root]
 		var err error
-		if m.coll != b.a.Coll {
+		if m.gen.Load() < b.u {
+			err = collectivesArg("%s: rank %d names root %d, which names root %d: the members disagree about the root",
+				b.a.Coll, b.r, root, b.readerOf(root))
+		} else if m.coll != b.a.Coll {
 			// An erroneous program: its members started different collectives at this point. The root's entry
 			// is not laid out for this call; reading it as if it were went out of its buffers.
 			err = collectives.Mismatch(b.r, b.a.Coll, root, m.coll)
@@ -502,6 +515,25 @@ func (b *shmb) rooted(pub func() error, part func(root *member) error, inline bo
 // only until every other member has finished or published (nobody reads its buffer any more), finishes and fails
 // with ErrArg, and the use is over for all: the ring stays usable, and the job goes on. Readers read the root they
 // named. A reader whose root never publishes (it took another member for the root) still waits for ever.
+
+// Members that name each other the root (0 names 1, 1 names 0), so that none publishes, would each wait for ever for
+// a root that reads too. So a reader declares the root it names as it starts (member.reading), and tells the
+// readers waiting for publications; its wait for its root ends once the root publishes or declares that it reads
+// (readerOf), and then it fails with ErrArg, counts and finishes as any reader does: the use is over for all, and
+// the job goes on. A member that takes itself for the root publishes and never declares, so a reader waits for it
+// as before.
+
+// rootBits is how many bits of member.reading carry the root (+1).
+const rootBits = 24
+
+// readerOf returns the root that member j declared it reads from at this use (member.reading), or -1 if it did not
+// (it may yet publish, as a root). A member that declared is no root, and will not publish.
+func (b *shmb) readerOf(j int) int {
+	if w := b.sl.mem[j].reading.Load(); w>>rootBits == b.u {
+		return int(w&(1<<rootBits-1)) - 1
+	}
+	return -1
+}
 
 // otherRoot looks, once this root has published, for another member that published in the use, and if it finds
 // one marks the use disputed.

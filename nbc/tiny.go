@@ -272,11 +272,13 @@ func rootedInto(sl *slot, j, root int, coll string) error {
 	case m.coll != coll:
 		return collectives.Mismatch(j, m.coll, root, coll)
 	case m.call.Root != root:
-		return collectivesArg("%s: rank %d names root %d, rank %d root %d", coll, j, m.call.Root, root, root)
+		return collectivesArg("%s: rank %d names root %d, rank %d root %d: the members disagree about the root",
+			coll, j, m.call.Root, root, root)
 	case !rt.tiny || rt.coll != coll:
 		return collectives.Mismatch(j, coll, root, rt.coll)
 	case rt.call.Root != root:
-		return collectivesArg("%s: rank %d names root %d, rank %d root %d", coll, j, root, root, rt.call.Root)
+		return collectivesArg("%s: rank %d names root %d, rank %d root %d: the members disagree about the root",
+			coll, j, root, root, rt.call.Root)
 	}
 	data := rt.inline[:rt.inlen]
 	if coll == "scatter" { // the root's block, as its send buffer has it: a reader's shorter buffer is truncated

@@ -403,3 +403,71 @@ func TestRootsDisagreeInSlots(t *testing.T) {
 		}
 	}
 }
+
+// TestRootsSwappedInSlots: above the tiny size, members that name each other the root of an Ibcast, Iscatter or
+// Igather (rank 0 names 1, rank 1 names 0, the others 0), so that none publishes, each waited for ever. Each now
+// sees that the member it names declared itself a reader (readerOf) and fails with ErrArg, and so do the others;
+// the use is over for all, and the next call on the communicator works. At 8 B (tiny) a bcast's or scatter's runner
+// tells them.
+// With and without the worker pool.
+func TestRootsSwappedInSlots(t *testing.T) {
+	for _, n := range []int{1, 4096} { // float64s: tiny, and 32 KiB, above the tiny and inline sizes
+		for _, coll := range []string{"bcast", "scatter", "gather"} {
+			if coll == "gather" && n == 1 {
+				continue // a tiny gather's non-roots complete at their start: the runner ends the job (tinyEnd)
+			}
+			for _, np := range []int{2, 3, 5} {
+				for _, async := range []bool{true, false} {
+					name := fmt.Sprintf("%s n=%d np=%d async=%v", coll, n, np, async)
+					var told atomic.Int32
+					done := make(chan error, 1)
+					go func() {
+						done <- node.Run(node.Config{Ranks: np, NoAsyncProgress: !async}, func(c *ranks.Comm) error {
+							me := c.Rank()
+							root := 0
+							if me == 0 {
+								root = 1
+							}
+							buf, all := make([]float64, n), make([]float64, n*np)
+							var r *ranks.Request
+							var err error
+							switch coll {
+							case "bcast":
+								r, err = Ibcast(c, buf, root)
+							case "scatter":
+								r, err = Iscatter(c, all, buf, root)
+							default:
+								r, err = Igather(c, buf, all, root)
+							}
+							if err != nil {
+								return err
+							}
+							if _, err = r.Wait(); !errors.Is(err, ranks.ErrArg) ||
+								!strings.Contains(err.Error(), "disagree about the root") {
+								return fmt.Errorf("rank %d: %v, want ErrArg naming the disagreement", me, err)
+							}
+							told.Add(1)
+							x := []float64{float64(me)} // the job goes on
+							if r, err = Ibcast(c, x, 0); err == nil {
+								_, err = r.Wait()
+							}
+							if err == nil && x[0] != 0 {
+								err = fmt.Errorf("rank %d: the next Ibcast gave %v", me, x[0])
+							}
+							return err
+						})
+					}()
+					select {
+					case err := <-done:
+						if err != nil || told.Load() != int32(np) {
+							t.Errorf("%s: the job returned %v and %d ranks were told, want all %d and the job on",
+								name, err, told.Load(), np)
+						}
+					case <-time.After(60 * time.Second):
+						t.Fatalf("%s: the job hangs", name)
+					}
+				}
+			}
+		}
+	}
+}
