@@ -337,9 +337,8 @@ func TestRootsDisagreeInSlots(t *testing.T) {
 					wantTold = int32(np)
 				}
 				var told atomic.Int32
-				done := make(chan error, 1)
-				go func() {
-					done <- node.Run(node.Config{Ranks: np, NoAsyncProgress: !async}, func(c *ranks.Comm) error {
+				err := within(t, name, func() error {
+					return node.Run(node.Config{Ranks: np, NoAsyncProgress: !async}, func(c *ranks.Comm) error {
 						me := c.Rank()
 						root := 0
 						if me == 1 {
@@ -379,25 +378,12 @@ func TestRootsDisagreeInSlots(t *testing.T) {
 						case coll != "gather" && buf[0] != 1:
 							return fmt.Errorf("rank %d, a reader of rank 0: got %v, want rank 0's 1", me, buf[0])
 						}
-						// The job goes on: the communicator's next call works.
-						x := []float64{float64(me)}
-						if r, err = Ibcast(c, x, 0); err == nil {
-							_, err = r.Wait()
-						}
-						if err == nil && x[0] != 0 {
-							err = fmt.Errorf("rank %d: the next Ibcast gave %v", me, x[0])
-						}
-						return err
+						return nextIbcastWorks(c)
 					})
-				}()
-				select {
-				case err := <-done:
-					if err != nil || told.Load() != wantTold {
-						t.Errorf("%s: the job returned %v and %d ranks were told, want %d told and the job on",
-							name, err, told.Load(), wantTold)
-					}
-				case <-time.After(60 * time.Second):
-					t.Fatalf("%s: the job hangs", name)
+				})
+				if err != nil || told.Load() != wantTold {
+					t.Errorf("%s: the job returned %v and %d ranks were told, want %d told and the job on",
+						name, err, told.Load(), wantTold)
 				}
 			}
 		}
@@ -420,9 +406,8 @@ func TestRootsSwappedInSlots(t *testing.T) {
 				for _, async := range []bool{true, false} {
 					name := fmt.Sprintf("%s n=%d np=%d async=%v", coll, n, np, async)
 					var told atomic.Int32
-					done := make(chan error, 1)
-					go func() {
-						done <- node.Run(node.Config{Ranks: np, NoAsyncProgress: !async}, func(c *ranks.Comm) error {
+					err := within(t, name, func() error {
+						return node.Run(node.Config{Ranks: np, NoAsyncProgress: !async}, func(c *ranks.Comm) error {
 							me := c.Rank()
 							root := 0
 							if me == 0 {
@@ -447,27 +432,42 @@ func TestRootsSwappedInSlots(t *testing.T) {
 								return fmt.Errorf("rank %d: %v, want ErrArg naming the disagreement", me, err)
 							}
 							told.Add(1)
-							x := []float64{float64(me)} // the job goes on
-							if r, err = Ibcast(c, x, 0); err == nil {
-								_, err = r.Wait()
-							}
-							if err == nil && x[0] != 0 {
-								err = fmt.Errorf("rank %d: the next Ibcast gave %v", me, x[0])
-							}
-							return err
+							return nextIbcastWorks(c)
 						})
-					}()
-					select {
-					case err := <-done:
-						if err != nil || told.Load() != int32(np) {
-							t.Errorf("%s: the job returned %v and %d ranks were told, want all %d and the job on",
-								name, err, told.Load(), np)
-						}
-					case <-time.After(60 * time.Second):
-						t.Fatalf("%s: the job hangs", name)
+					})
+					if err != nil || told.Load() != int32(np) {
+						t.Errorf("%s: the job returned %v and %d ranks were told, want all %d and the job on",
+							name, err, told.Load(), np)
 					}
 				}
 			}
 		}
+	}
+}
+
+// nextIbcastWorks checks that the job goes on after an erroneous call: the communicator's next call works.
+func nextIbcastWorks(c *ranks.Comm) error {
+	x := []float64{float64(c.Rank())}
+	r, err := Ibcast(c, x, 0)
+	if err == nil {
+		_, err = r.Wait()
+	}
+	if err == nil && x[0] != 0 {
+		err = fmt.Errorf("rank %d: the next Ibcast gave %v", c.Rank(), x[0])
+	}
+	return err
+}
+
+// within runs job and returns what it returned, failing the test if it has not returned after a minute.
+func within(t *testing.T, name string, job func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- job() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s: the job hangs", name)
+		return nil
 	}
 }
