@@ -392,7 +392,7 @@ func TestRootsDisagreeInSlots(t *testing.T) {
 
 // TestRootsSwappedInSlots: above the tiny size, members that name each other the root of an Ibcast, Iscatter or
 // Igather (rank 0 names 1, rank 1 names 0, the others 0), so that none publishes, each waited for ever. Each now
-// sees that the member it names declared itself a reader (readerOf) and fails with ErrArg, and so do the others;
+// sees that the member it names declared itself a reader (rootReads) and fails with ErrArg, and so do the others;
 // the use is over for all, and the next call on the communicator works. At 8 B (tiny) a bcast's or scatter's runner
 // tells them.
 // With and without the worker pool.
