@@ -695,11 +695,14 @@ func (o shmOp) Allgatherv(src []byte, inPlace bool, recv []byte, counts, displs 
 		}
 		return err
 	}
-	if counts == nil {
-		o.forkOn(pathDirect)
-	}
+	o.forkOn(pathDirect)
 	sl.src = src
 	if err := o.barrier(); err != nil {
+		return err
+	}
+	// Every member came to the barrier through this call: one that came through another (a member skipped a call)
+	// would write its src for its next one while this member reads it.
+	if err := o.samePath(); err != nil {
 		return err
 	}
 	var err error
@@ -1079,8 +1082,12 @@ func (o shmOp) Allreduce(k kernel, src, dst []byte, sz int, st *commState) error
 // is the member's dst), the others read a member's src until the last barrier, so the block is combined into
 // scratch memory and copied to the start of dst after it.
 func (o shmOp) ReduceScatter(k kernel, src, dst []byte, counts []int, sz int, inPlace bool, st *commState) error {
+	o.forkOn(pathDirect)
 	o.s.slots[o.rank].src = src
 	if err := o.barrier(); err != nil {
+		return err
+	}
+	if err := o.samePath(); err != nil { // as in Allgatherv
 		return err
 	}
 	err := o.checkLengths("reduce_scatter", len(src))
