@@ -351,18 +351,7 @@ func TestRootsDisagreeInSlots(t *testing.T) {
 						for i := range all {
 							all[i] = float64(me + 1)
 						}
-						var r *ranks.Request
-						var err error
-						switch coll {
-						case "bcast":
-							r, err = Ibcast(c, buf, root)
-						case "scatter":
-							r, err = Iscatter(c, all, buf, root)
-						case "reduce":
-							r, err = Ireduce(c, buf, all[:n], collectives.Sum, root)
-						default:
-							r, err = Igather(c, buf, all, root)
-						}
+						r, err := startRooted(c, coll, buf, all, root)
 						if err != nil {
 							return err
 						}
@@ -413,17 +402,7 @@ func TestRootsSwappedInSlots(t *testing.T) {
 							if me == 0 {
 								root = 1
 							}
-							buf, all := make([]float64, n), make([]float64, n*np)
-							var r *ranks.Request
-							var err error
-							switch coll {
-							case "bcast":
-								r, err = Ibcast(c, buf, root)
-							case "scatter":
-								r, err = Iscatter(c, all, buf, root)
-							default:
-								r, err = Igather(c, buf, all, root)
-							}
+							r, err := startRooted(c, coll, make([]float64, n), make([]float64, n*np), root)
 							if err != nil {
 								return err
 							}
@@ -470,4 +449,18 @@ func within(t *testing.T, name string, job func() error) error {
 		t.Fatalf("%s: the job hangs", name)
 		return nil
 	}
+}
+
+// startRooted starts coll (bcast, scatter, reduce or gather) from root on c, with buf as the member's own block and
+// all as the root's whole (a reduce's result: its first len(buf)).
+func startRooted(c *ranks.Comm, coll string, buf, all []float64, root int) (*ranks.Request, error) {
+	switch coll {
+	case "bcast":
+		return Ibcast(c, buf, root)
+	case "scatter":
+		return Iscatter(c, all, buf, root)
+	case "reduce":
+		return Ireduce(c, buf, all[:len(buf)], collectives.Sum, root)
+	}
+	return Igather(c, buf, all, root)
 }
