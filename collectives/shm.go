@@ -43,7 +43,8 @@ type shmSlot struct {
 	// its first barrier (samePath checks it then): in a line of its own, reading it and writing it again at the
 	// next call cost a 64 KiB reduce 11 % and allreduce 15 % at np=2 (gompj bench, 5 alternated pairs).
 	fork     atomic.Uint64
-	root     int // a direct reduce's root as the owner names it (sameRoot), in the line that samePath reads
+	call     atomic.Uint64 // a root's count of API calls (shmRank.calls) at its publication, which readers check (sameCall)
+	root     int           // a direct reduce's root as the owner names it (sameRoot), in the line that samePath reads
 	src, dst []byte
 	counts   []int // v variants: counts and displacements in elements
 	displs   []int
@@ -509,10 +510,15 @@ func (o shmOp) Bcast(buf []byte, root int) error {
 	if err := o.waitPublished(root, g); err != nil {
 		return err
 	}
+	if err := o.sameCall(root); err != nil {
+		return err
+	}
+	if err := o.rootIs(root, "bcast"); err != nil {
+		return Broken(o.c, err) // no acknowledgement (see sameCall)
+	}
 	src := o.s.slots[root].src
-	err := o.rootIs(root, "bcast")
+	var err error
 	switch {
-	case err != nil:
 	case len(src) > len(buf):
 		err = errTrunc("bcast of %d bytes from root %d into a buffer of %d", len(src), root, len(buf))
 	default:
@@ -528,12 +534,30 @@ func (o shmOp) BcastPublish(buf []byte) {
 	g := o.next()
 	o.expectAcks(o.rank, o.s.n-1)
 	o.s.slots[o.rank].src, o.s.slots[o.rank].coll = buf, "bcast"
+	o.s.slots[o.rank].call.Store(o.me.calls)
 	o.publish(g)
 }
 
 // rootIs checks that the root's published slot is for collective coll: members of an erroneous program that
 // started different collectives at this point would read the root's buffers laid out for another, out of their
 // bounds.
+// sameCall checks, before a reader reads anything of its root's publication, that the root published it in the same
+// call of the API as the reader's (their counts, shmRank.calls); rootIs then checks that it is the same collective.
+// Members whose calls are out of step (one skipped or added a call) would otherwise pair wrongly: a reader behind
+// could take one publication for two of its calls and acknowledge it twice, or acknowledge a publication of
+// another collective, and the root, counting acknowledgements, return while another reader still copies from its
+// buffer, or rewrite its slot for its next call meanwhile (the race detector saw a Scatter root's buffer written
+// so, in TestCallsLookModel). A reader that finds either does not acknowledge; the job ends (Broken), since the
+// counts of acknowledgements no longer agree. A phase of another collective counts as its call.
+func (o shmOp) sameCall(root int) error {
+	if c := o.s.slots[root].call.Load(); c != o.me.calls {
+		return Broken(o.c, fmt.Errorf("%w: the members of a communicator disagree about the collective: rank %d, in "+
+			"its collective call %d on it, found root %d's publication of its call %d (a member skipped or added a call)",
+			ranks.ErrArg, o.rank, o.me.calls, root, c))
+	}
+	return nil
+}
+
 func (o shmOp) rootIs(root int, coll string) error {
 	if c := o.s.slots[root].coll; c != coll {
 		return Mismatch(o.rank, coll, root, c)
@@ -564,6 +588,7 @@ func (o shmOp) Scatterv(send []byte, counts, displs []int, sz, blk int, recv []b
 	if o.rank == root {
 		sl := &o.s.slots[root]
 		sl.src, sl.counts, sl.displs, sl.blk, sl.coll = send, counts, displs, blk, "scatter"
+		sl.call.Store(o.me.calls)
 		o.publish(g)
 		var err error
 		if !inPlace {
@@ -579,14 +604,18 @@ func (o shmOp) Scatterv(send []byte, counts, displs []int, sz, blk int, recv []b
 	if err := o.waitPublished(root, g); err != nil {
 		return err
 	}
+	if err := o.sameCall(root); err != nil {
+		return err
+	}
+	if err := o.rootIs(root, "scatter"); err != nil {
+		return Broken(o.c, err) // no acknowledgement (see sameCall)
+	}
 	sl := &o.s.slots[root]
-	err := o.rootIs(root, "scatter")
-	if err == nil {
-		if b := blockOf(sl.src, sl.counts, sl.displs, sz, o.rank, sl.blk); len(b) > len(recv) {
-			err = errTrunc("scatter: %d bytes for rank %d into a buffer of %d", len(b), o.rank, len(recv))
-		} else {
-			copy(recv, b)
-		}
+	var err error
+	if b := blockOf(sl.src, sl.counts, sl.displs, sz, o.rank, sl.blk); len(b) > len(recv) {
+		err = errTrunc("scatter: %d bytes for rank %d into a buffer of %d", len(b), o.rank, len(recv))
+	} else {
+		copy(recv, b)
 	}
 	o.ack(root)
 	return err
@@ -616,6 +645,7 @@ func (o shmOp) Gatherv(send []byte, inPlace bool, recv []byte, counts, displs []
 	if o.rank == root {
 		sl := &o.s.slots[root]
 		sl.dst, sl.counts, sl.displs, sl.blk, sl.coll = recv, counts, displs, blk, "gather"
+		sl.call.Store(o.me.calls)
 		o.publish(g)
 		var err error
 		if !inPlace {
@@ -631,14 +661,18 @@ func (o shmOp) Gatherv(send []byte, inPlace bool, recv []byte, counts, displs []
 	if err := o.waitPublished(root, g); err != nil {
 		return err
 	}
+	if err := o.sameCall(root); err != nil {
+		return err
+	}
+	if err := o.rootIs(root, "gather"); err != nil {
+		return Broken(o.c, err) // no acknowledgement (see sameCall)
+	}
 	sl := &o.s.slots[root]
-	err := o.rootIs(root, "gather")
-	if err == nil {
-		if b := blockOf(sl.dst, sl.counts, sl.displs, sz, o.rank, sl.blk); len(send) > len(b) {
-			err = errTrunc("gather: %d bytes from rank %d into a block of %d", len(send), o.rank, len(b))
-		} else {
-			copy(b, send)
-		}
+	var err error
+	if b := blockOf(sl.dst, sl.counts, sl.displs, sz, o.rank, sl.blk); len(send) > len(b) {
+		err = errTrunc("gather: %d bytes from rank %d into a block of %d", len(send), o.rank, len(b))
+	} else {
+		copy(b, send)
 	}
 	o.ack(root)
 	return err
