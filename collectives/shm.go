@@ -43,7 +43,7 @@ type shmSlot struct {
 	// its first barrier (samePath checks it then): in a line of its own, reading it and writing it again at the
 	// next call cost a 64 KiB reduce 11 % and allreduce 15 % at np=2 (gompj bench, 5 alternated pairs).
 	fork     atomic.Uint64
-	call     atomic.Uint64 // a root's count of API calls (shmRank.calls) at its publication, which readers check (sameCall)
+	call     atomic.Uint64 // a root's count of API calls (shmRank.calls) as it publishes: readers check it (sameCall)
 	root     int           // a direct reduce's root as the owner names it (sameRoot), in the line that samePath reads
 	src, dst []byte
 	counts   []int // v variants: counts and displacements in elements
