@@ -539,7 +539,8 @@ func TestDisagreeingCallsInSharedMemory(t *testing.T) {
 	}
 }
 
-// TestCallsLookModel: random sequences of blocking collectives inside one node process, the same on every rank, at
+// TestCallsLookModel: random sequences of blocking collectives (Barrier, Bcast, Allreduce, Gather, Scatter,
+// Allgather, Reduce, Alltoall, Scan, Exscan, ReduceScatterBlock) inside one node process, the same on every rank, at
 // random sizes (inline, staged, direct) and roots, with ranks held back at random (busy work, so that they park
 // at random points) and some returning as soon as their own calls are done. The look at parked calls must never
 // end such a job (it is correct), and the results must be right. Then the same sequences with one rank skipping
@@ -559,7 +560,7 @@ func TestCallsLookModel(t *testing.T) {
 		type call struct{ kind, n, root int }
 		seq := make([]call, calls)
 		for i := range seq {
-			seq[i] = call{rnd.Intn(6), []int{1, 3, 700, 1 << 15}[rnd.Intn(4)], rnd.Intn(np)}
+			seq[i] = call{rnd.Intn(11), []int{1, 3, 700, 1 << 15}[rnd.Intn(4)], rnd.Intn(np)}
 		}
 		jobSeed := rnd.Int63()
 		name := fmt.Sprintf("job %d np=%d skipper %d at %d", job, np, skipper, skipAt)
@@ -575,10 +576,14 @@ func TestCallsLookModel(t *testing.T) {
 					for range hold.Intn(3) * 3000 { // held back at random: the others park
 						runtime.Gosched()
 					}
-					send, recv := make([]float64, cl.n), make([]float64, cl.n*np)
+					send, recv, all := make([]float64, cl.n), make([]float64, cl.n*np), make([]float64, cl.n*np)
 					for k := range send {
 						send[k] = float64(me + 1)
 					}
+					for k := range all {
+						all[k] = float64(me + 1)
+					}
+					sum := float64(np * (np + 1) / 2)
 					// The buffers are looked at only once the call succeeded: after a failure (the job ended) a peer
 					// may still be copying.
 					var err error
@@ -591,7 +596,7 @@ func TestCallsLookModel(t *testing.T) {
 						got, want = func() float64 { return send[0] }, float64(cl.root+1)
 					case 2:
 						err = c.Allreduce(send, recv[:cl.n], gompj.Sum)
-						want = float64(np * (np + 1) / 2)
+						want = sum
 					case 3:
 						err = c.Gather(send, recv, cl.root)
 						if me == cl.root {
@@ -600,9 +605,26 @@ func TestCallsLookModel(t *testing.T) {
 					case 4:
 						err = c.Scatter(recv, send, cl.root)
 						got = func() float64 { return send[0] } // the root's send is all zeros
-					default:
+					case 5:
 						err = c.Allgather(send, recv)
 						want = 1
+					case 6:
+						err = c.Reduce(send, recv[:cl.n], gompj.Sum, cl.root)
+						if me == cl.root {
+							want = sum
+						}
+					case 7:
+						err = c.Alltoall(all, recv)
+						want = 1
+					case 8:
+						err = c.Scan(send, recv[:cl.n], gompj.Sum)
+						want = float64((me + 1) * (me + 2) / 2)
+					case 9:
+						err = c.Exscan(send, recv[:cl.n], gompj.Sum)
+						want = float64(me * (me + 1) / 2) // rank 0's is left alone: 0
+					default:
+						err = c.ReduceScatterBlock(all, recv[:cl.n], gompj.Sum)
+						want = sum
 					}
 					if err != nil {
 						return err

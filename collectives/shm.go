@@ -43,7 +43,7 @@ type shmSlot struct {
 	// its first barrier (samePath checks it then): in a line of its own, reading it and writing it again at the
 	// next call cost a 64 KiB reduce 11 % and allreduce 15 % at np=2 (gompj bench, 5 alternated pairs).
 	fork     atomic.Uint64
-	call     atomic.Uint64 // a root's count of API calls (shmRank.calls) as it publishes: readers check it (sameCall)
+	call     atomic.Uint64 // its count of API calls (shmRank.calls) as it publishes for readers (sameCall)
 	root     int           // a direct reduce's root as the owner names it (sameRoot), in the line that samePath reads
 	src, dst []byte
 	counts   []int // v variants: counts and displacements in elements
@@ -541,8 +541,9 @@ func (o shmOp) BcastPublish(buf []byte) {
 // rootIs checks that the root's published slot is for collective coll: members of an erroneous program that
 // started different collectives at this point would read the root's buffers laid out for another, out of their
 // bounds.
-// sameCall checks, before a reader reads anything of its root's publication, that the root published it in the same
-// call of the API as the reader's (their counts, shmRank.calls); rootIs then checks that it is the same collective.
+// sameCall checks, before a reader reads anything of its root's publication (or an alltoall's member, of a peer's),
+// that it was published in the same call of the API as the reader's (their counts, shmRank.calls); rootIs then
+// checks that it is the same collective.
 // Members whose calls are out of step (one skipped or added a call) would otherwise pair wrongly: a reader behind
 // could take one publication for two of its calls and acknowledge it twice, or acknowledge a publication of
 // another collective, and the root, counting acknowledgements, return while another reader still copies from its
@@ -551,11 +552,16 @@ func (o shmOp) BcastPublish(buf []byte) {
 // counts of acknowledgements no longer agree. A phase of another collective counts as its call.
 func (o shmOp) sameCall(root int) error {
 	if c := o.s.slots[root].call.Load(); c != o.me.calls {
-		return Broken(o.c, fmt.Errorf("%w: the members of a communicator disagree about the collective: rank %d, in "+
-			"its collective call %d on it, found root %d's publication of its call %d (a member skipped or added a call)",
-			ranks.ErrArg, o.rank, o.me.calls, root, c))
+		return o.outOfStep(root, c)
 	}
 	return nil
+}
+
+// outOfStep ends the job: member j published in its call c, where this member is in another (sameCall).
+func (o shmOp) outOfStep(j int, c uint64) error {
+	return Broken(o.c, fmt.Errorf("%w: the members of a communicator disagree about the collective: rank %d, in its "+
+		"collective call %d on it, found rank %d's publication of its call %d (a member skipped or added a call)",
+		ranks.ErrArg, o.rank, o.me.calls, j, c))
 }
 
 func (o shmOp) rootIs(root int, coll string) error {
@@ -772,6 +778,7 @@ func (o shmOp) Alltoallv(send []byte, scounts, sdispls []int, recv []byte, rcoun
 	sl := &o.s.slots[o.rank]
 	sl.src, sl.counts, sl.displs, sl.blk = send, scounts, sdispls, blockBytes
 	sl.dst, sl.rcounts, sl.rdispls = recv, rcounts, rdispls
+	sl.call.Store(o.me.calls)
 	o.publish(g)
 	var err error
 	// move copies block i->j if this member claims it first; both have published operation g
@@ -787,7 +794,16 @@ func (o shmOp) Alltoallv(send []byte, scounts, sdispls []int, recv []byte, rcoun
 			}
 		}
 		from, to := &o.s.slots[i], &o.s.slots[j]
-		switch {
+		peer := i
+		if peer == o.rank {
+			peer = j
+		}
+		// A peer that has finished this call took all its blocks with this member, so a claim won here is of a
+		// peer in this call; unless the members' calls are out of step, and then it may be rewriting its slot for a
+		// later one (see sameCall).
+		switch c := o.s.slots[peer].call.Load(); {
+		case c != o.me.calls:
+			err = o.outOfStep(peer, c)
 		case from.counts == nil && len(from.src) < n*from.blk:
 			err = errArg("alltoall: rank %d sends %d bytes, not %d blocks of %d", i, len(from.src), n, from.blk)
 		case to.rcounts == nil && len(to.dst) < n*to.blk:
