@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -328,6 +329,7 @@ func TestCallCheckModel(t *testing.T) {
 				}
 			}
 		}
+		runtime.GC() // a collection before the looks must not drop the logs of live communicators (see below)
 		p.look(3)
 		err := p.cause()
 		if bad < 0 && err != nil {
@@ -337,6 +339,10 @@ func TestCallCheckModel(t *testing.T) {
 			t.Fatalf("trial %d: rank %d disagreed at call %d of %d and the job ended with %v", trial, badRank, bad, n,
 				err)
 		}
+		// The logs hold their communicators weakly and go once they are collected: without this the handles were
+		// dead after the calls, and a collection before the looks dropped the disagreeing log (a CI run under
+		// -race: "the job ended with <nil>").
+		runtime.KeepAlive(comms)
 	}
 }
 
