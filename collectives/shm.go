@@ -348,9 +348,7 @@ func (o shmOp) samePath() error {
 			if f>>forkCallShift != o.me.fork>>forkCallShift && o.me.call() != 0 {
 				// Member j came to the barrier through another call of the API: one of them skipped a call (a
 				// Barrier) that the other made, and the barrier passed them both.
-				return Broken(o.c, fmt.Errorf("%w: the members of a communicator disagree about the collective: "+
-					"rank %d called %s as its collective call %d on it, where rank %d called another", ranks.ErrArg,
-					o.rank, o.me.kind, o.me.calls, j))
+				return o.outOfStep(j, f>>forkCallShift)
 			}
 			return o.pathsDiffer()
 		}
@@ -510,11 +508,8 @@ func (o shmOp) Bcast(buf []byte, root int) error {
 	if err := o.waitPublished(root, g); err != nil {
 		return err
 	}
-	if err := o.sameCall(root); err != nil {
-		return err
-	}
 	if err := o.rootIs(root, "bcast"); err != nil {
-		return Broken(o.c, err) // no acknowledgement (see sameCall)
+		return err // no acknowledgement (see sameCall)
 	}
 	src := o.s.slots[root].src
 	var err error
@@ -548,8 +543,9 @@ func (o shmOp) BcastPublish(buf []byte) {
 // could take one publication for two of its calls and acknowledge it twice, or acknowledge a publication of
 // another collective, and the root, counting acknowledgements, return while another reader still copies from its
 // buffer, or rewrite its slot for its next call meanwhile (the race detector saw a Scatter root's buffer written
-// so, in TestCallsLookModel). A reader that finds either does not acknowledge; the job ends (Broken), since the
-// counts of acknowledgements no longer agree. A phase of another collective counts as its call.
+// so, in TestCallsLookModel). rootIs makes both checks; a reader that fails either does not acknowledge, and the
+// job ends (Broken), since the counts of acknowledgements no longer agree. A phase of another collective counts as
+// its call.
 func (o shmOp) sameCall(root int) error {
 	if c := o.s.slots[root].call.Load(); c != o.me.calls {
 		return o.outOfStep(root, c)
@@ -557,16 +553,19 @@ func (o shmOp) sameCall(root int) error {
 	return nil
 }
 
-// outOfStep ends the job: member j published in its call c, where this member is in another (sameCall).
+// outOfStep ends the job: member j published for its call c, where this member is in another (sameCall, samePath).
 func (o shmOp) outOfStep(j int, c uint64) error {
-	return Broken(o.c, fmt.Errorf("%w: the members of a communicator disagree about the collective: rank %d, in its "+
-		"collective call %d on it, found rank %d's publication of its call %d (a member skipped or added a call)",
-		ranks.ErrArg, o.rank, o.me.calls, j, c))
+	return Broken(o.c, fmt.Errorf("%w: the members of a communicator disagree about the collective: rank %d called "+
+		"%s as its collective call %d on it, where rank %d published for its call %d (a member skipped or added a "+
+		"call)", ranks.ErrArg, o.rank, o.me.kind, o.me.calls, j, c))
 }
 
 func (o shmOp) rootIs(root int, coll string) error {
+	if err := o.sameCall(root); err != nil {
+		return err
+	}
 	if c := o.s.slots[root].coll; c != coll {
-		return Mismatch(o.rank, coll, root, c)
+		return Broken(o.c, Mismatch(o.rank, coll, root, c))
 	}
 	return nil
 }
@@ -610,11 +609,8 @@ func (o shmOp) Scatterv(send []byte, counts, displs []int, sz, blk int, recv []b
 	if err := o.waitPublished(root, g); err != nil {
 		return err
 	}
-	if err := o.sameCall(root); err != nil {
-		return err
-	}
 	if err := o.rootIs(root, "scatter"); err != nil {
-		return Broken(o.c, err) // no acknowledgement (see sameCall)
+		return err // no acknowledgement (see sameCall)
 	}
 	sl := &o.s.slots[root]
 	var err error
@@ -667,11 +663,8 @@ func (o shmOp) Gatherv(send []byte, inPlace bool, recv []byte, counts, displs []
 	if err := o.waitPublished(root, g); err != nil {
 		return err
 	}
-	if err := o.sameCall(root); err != nil {
-		return err
-	}
 	if err := o.rootIs(root, "gather"); err != nil {
-		return Broken(o.c, err) // no acknowledgement (see sameCall)
+		return err // no acknowledgement (see sameCall)
 	}
 	sl := &o.s.slots[root]
 	var err error

@@ -509,7 +509,7 @@ func (b *shmb) rooted(pub func() error, part func(root *member) error, inline bo
 // slot's next use before this one is over, so a gen at the use is a root's. A root that found another then waits
 // only until every other member has finished or published (nobody reads its buffer any more), finishes and fails
 // with ErrArg, and the use is over for all: the ring stays usable, and the job goes on. Readers read the root they
-// named. A reader whose root never publishes (it took another member for the root) still waits for ever.
+// named. A reader whose root never publishes, because it takes another member for the root, is told so (below).
 
 // Members that name each other the root (0 names 1, 1 names 0), so that none publishes, would each wait for ever for
 // a root that reads too. So a reader that finds its root unpublished declares itself a reader (rootReads), and tells

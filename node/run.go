@@ -148,19 +148,18 @@ func runRank(w *ranks.World, cfg Config, id int, body Body, wg *sync.WaitGroup) 
 	returned = true
 	if err == nil {
 		w.Returned(id) // the others' waits for it, if any, can no longer end (collectives' deadlock look)
+		return
 	}
-	if err != nil {
-		if errors.Is(err, ranks.ErrAborted) && w.AbortCause() == nil {
-			// The rank met an abort's symptom (a transfer cut short, a send to a node whose connections closed)
-			// before its cause reached this node: wait for the cause (see peerLost) rather than abort the job with
-			// the symptom, its exit code 1 and its "connection closed".
-			t := time.NewTimer(2 * lostGrace)
-			select {
-			case <-w.AbortCh():
-			case <-t.C:
-			}
-			t.Stop()
+	if errors.Is(err, ranks.ErrAborted) && w.AbortCause() == nil {
+		// The rank met an abort's symptom (a transfer cut short, a send to a node whose connections closed)
+		// before its cause reached this node: wait for the cause (see peerLost) rather than abort the job with
+		// the symptom, its exit code 1 and its "connection closed".
+		t := time.NewTimer(2 * lostGrace)
+		select {
+		case <-w.AbortCh():
+		case <-t.C:
 		}
-		w.Abort(&ranks.RankError{Rank: id, Err: err})
+		t.Stop()
 	}
+	w.Abort(&ranks.RankError{Rank: id, Err: err})
 }

@@ -395,19 +395,19 @@ func (w *World) disagreement(l *callLog, e uint64, cl claim) error {
 			}
 		}
 	}
-	return &RankError{Rank: int(l.rank), Err: callsDisagree(fmt.Sprintf("that spans nodes disagree about %%s of its "+
-		"collective call %d", callSeq(e)), me, other, e, cl.call)}
+	return &RankError{Rank: int(l.rank), Err: callsDisagree(" that spans nodes",
+		fmt.Sprintf(" of its collective call %d", callSeq(e)), me, other, e, cl.call)}
 }
 
-// callsDisagree is the error for members me and other of a communicator whose calls at one point are e and theirs:
-// about their root, or about the collective (what, a format with one %s for which, says where).
-func callsDisagree(what string, me, other int, e, theirs uint64) error {
+// callsDisagree is the error for members me and other of a communicator (scope says which) whose calls at one point
+// (at says which) are e and theirs: about their root, or about the collective.
+func callsDisagree(scope, at string, me, other int, e, theirs uint64) error {
 	which := "the root"
 	if callKind(e) != callKind(theirs) {
 		which = "the collective"
 	}
-	return fmt.Errorf("%w: the members of a communicator "+what+": rank %d called %s, rank %d called %s", ErrArg,
-		which, me, describeCall(e), other, describeCall(theirs))
+	return fmt.Errorf("%w: the members of a communicator%s disagree about %s%s: rank %d called %s, rank %d called %s",
+		ErrArg, scope, which, at, me, describeCall(e), other, describeCall(theirs))
 }
 
 // CallWord packs a collective call of kind k with root (0 for the kinds that name none), whose number is seq, into
@@ -421,5 +421,5 @@ func SameCallNumber(a, b uint64) bool { return sameCall(a, b) }
 // CallsDisagree is the ErrArg error for members me and other of a communicator within one node process, whose
 // calls at one point are e and theirs (CallWord).
 func CallsDisagree(me, other int, e, theirs uint64) error {
-	return callsDisagree("disagree about %s", me, other, e, theirs)
+	return callsDisagree("", "", me, other, e, theirs)
 }
