@@ -38,6 +38,7 @@ type Comm struct {
 	ext    atomic.Value            // the collective layer's state for this handle (Ext)
 	calls  atomic.Pointer[callLog] // its collective calls, once it has made one (callcheck.go)
 	nolog  atomic.Bool             // calls is unlogged: NoteCall's test, which inlines
+	colls  *collReqs               // its small-collective requests (CollRequest), made on first use
 }
 
 // Ext holds the collective layer's state for this communicator handle (package collectives), which ranks never

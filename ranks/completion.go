@@ -37,10 +37,19 @@ func (r *request) blocker() *queues.Completion {
 // transition is a CAS, so that when several goroutines complete one request exactly one of them gets its outcome
 // (and decodes its object): the others see it inactive (ok false).
 func (h *Request) report() (st Status, ok bool, err error) {
+	r := h.s
+	if r.kind == kindColl && r.ext == nil && r.owner != nil {
+		// A small collective's run (CollRequest), which has nothing to finish: one CAS reports it and moves its state
+		// on to its next generation, active, for its communicator's next run to take once nothing looks at it
+		// (collReqs.take). The error is this call's to read until it leaves (see spare).
+		if !r.life.CompareAndSwap(lifeOf(h.gen, lifeActive), lifeOf(nextGen(h.gen), lifeActive)) {
+			return Status{}, false, nil
+		}
+		return r.status(), true, r.err
+	}
 	if !h.cas(lifeActive, lifeBusy) {
 		return Status{}, false, nil
 	}
-	r := h.s
 	reuse := r.reusable() // before finish, which lets go of an object receive's target
 	r.finish()
 	st, err = r.status(), r.err

@@ -174,33 +174,69 @@ func (s *request) handle() *Request {
 	return s.owner.newHandle(s, s.life.Load()>>genShift)
 }
 
-// collFreeLen is how many reported small-collective states a rank keeps for reuse (see reuse): as many as a rank
-// has outstanding in a loop that starts a few and waits for them all; more are left to the collector.
-const collFreeLen = 8
+// collRecentLen is how many of a communicator's latest small-collective runs CollRequest looks among for a state to
+// reuse: as many as a rank has outstanding on one communicator in a loop that starts a few and waits for them all.
+const collRecentLen = 8
 
-// collState returns a state for a CollRequest of rk: a reported one of rk's, reset for its next generation, or a
-// new one. States never move between ranks (see getReq). A ring of its own rather than the pool sends and receives
-// share (nbReq): a small collective's state needs only its flag, error and life word reset, where putReq and pooled
-// reset a point-to-point request's every field; through the pool, an 8-byte Iallreduce and Wait on 2 ranks took
-// 0.925 us against 0.885 (medians of 8 alternated runs).
-func (rk *Rank) collState() *request {
-	for i := range rk.collFree {
-		// A load first: most slots are empty, and a swap is a locked instruction even then (8 of them on every
-		// CollRequest of a node-aware collective's phase, whose hooked states are never reused: an 8-byte
-		// Iallreduce among 4 ranks of 2 node processes took 3.40 us against 3.18 with the load, medians of 6).
-		if rk.collFree[i].Load() == nil {
-			continue
-		}
-		if s := rk.collFree[i].Swap(nil); s != nil {
-			s.nextRun()
-			return s
-		}
-	}
-	return rk.newReq(kindColl)
+// collReqs is a communicator handle's share of its rank's small-collective requests (CollRequest): the handles of
+// its latest runs, whose states its next runs take again once reported, and a block of handles to make new ones
+// from. Only the communicator's collective starts touch it, and MPI orders those (a rank's collective calls on one
+// communicator are never concurrent), so it is plain memory: the rank's ring of reported states that it replaces
+// took a swap to take a state and a CAS to give it back, and the state's life word a store at each end (an 8-byte
+// Ibcast and Wait, with its CollRequest, made 9 locked instructions; now 4).
+type collReqs struct {
+	recent [collRecentLen]*Request
+	last   int // recent[last] is the latest run's handle
+	hs     *[handleChunkLen]Request
+	used   int // of hs
 }
 
+// spare returns the state of h (a handle in recent; nil for none) for the communicator's next run, reset, if h's
+// run was reported and nothing can look at the state any more; else nil. report moved it on to the next
+// generation, active (so that the new handle is made under it), and what the rule of reuse asks (see reuse) holds
+// if no completion call is counted on rank rk now: one that still looked at h's run was counted before it read the
+// life word, which it read before report moved it on, which this load saw. The error is the reporter's to read
+// until it leaves, so it is reset only then.
+func (h *Request) spare(rk *Rank) *request {
+	if h == nil {
+		return nil
+	}
+	s := h.s
+	if s.life.Load() != lifeOf(nextGen(h.gen), lifeActive) || !s.done.Unwatched() || rk.completing.Load() != 0 {
+		return nil
+	}
+	s.done.Reset()
+	s.err = nil
+	return s
+}
+
+// take returns a state for the next small-collective run of the communicator whose share q is, on rank rk: the
+// latest run's if spare (in a loop of one call and its Wait, the one just reported, its lines still in this core's
+// cache), else the oldest run's if spare, else a new one; and records the run's handle.
+func (q *collReqs) take(rk *Rank) *Request {
+	i := q.last
+	s := q.recent[i].spare(rk)
+	if s == nil {
+		i = (i + 1) % collRecentLen
+		if s = q.recent[i].spare(rk); s == nil {
+			s = rk.newReq(kindColl)
+		}
+	}
+	if q.hs == nil || q.used == handleChunkLen {
+		q.hs, q.used = new([handleChunkLen]Request), 0
+	}
+	h := &q.hs[q.used]
+	q.used++
+	h.s, h.gen = s, s.life.Load()>>genShift
+	q.recent[i], q.last = h, i
+	return h
+}
+
+// nextGen returns the generation after gen, as the life word holds it (its high bits).
+func nextGen(gen uint32) uint32 { return (gen + 1) & (1<<(32-genShift) - 1) }
+
 // nextRun makes reported state s active for its next run, under the next generation: its flag, error and life
-// word reset (all a small collective's or an operation's state needs; see collState, newOp).
+// word reset (all an operation's state needs; see newOp).
 func (s *request) nextRun() {
 	gen := s.life.Load()>>genShift + 1
 	s.done.Reset()
@@ -211,9 +247,9 @@ func (s *request) nextRun() {
 // reuse gives h's state back to its rank once a completion call has reported h's run, if reusable said it may go
 // (before the report) and nothing else can still look at it: no other completion call is counted on its rank
 // (see enter), and its completer reads nothing of it after the flag's swap but the flag's waker, which must be
-// empty (no waiter parked on the run, no hook armed on it), since the next run resets it. A small collective's
-// state goes to the rank's ring for CollRequest; a send's or receive's to the pool that the rank's blocking calls
-// share (nbReq).
+// empty (no waiter parked on the run, no hook armed on it), since the next run resets it. A send's or receive's
+// goes to the pool that the rank's blocking calls share (nbReq). (A small collective's run is reported otherwise:
+// its communicator's next CollRequest takes its state again, see collReqs.)
 func (h *Request) reuse() {
 	s := h.s
 	if !s.done.Unwatched() || s.owner.completing.Load() != 1 {
@@ -223,19 +259,11 @@ func (h *Request) reuse() {
 		reuseOp(s)
 		return
 	}
-	if s.kind != kindColl {
-		s.owner.putReq(s)
-		return
-	}
-	for i := range s.owner.collFree {
-		if s.owner.collFree[i].CompareAndSwap(nil, s) {
-			return
-		}
-	}
+	s.owner.putReq(s)
 }
 
-// reusable reports whether s may go back to its rank once reported: a one-shot small collective's, a one-shot
-// operation's (reuseOp), or a one-shot send's or receive's that is not of an object (an object receive's completer
+// reusable reports whether s may go back to its rank once reported: a small collective's child (Child.Collect), a
+// one-shot operation's (reuseOp), or a one-shot send's or receive's that is not of an object (an object receive's completer
 // may still look at it after its flag: completeObject) and has no View's scratch. Persistent states are never
 // reused: their handle is made with them.
 //

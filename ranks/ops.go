@@ -292,12 +292,16 @@ func (c *Comm) OpRequestAlone(op Operation) *Request {
 // CollRequest returns a new active request of c's rank that completes when CompleteColl is called on it: a
 // collective that another party runs to its end for this rank (package nbc's small calls on one node, which the
 // last member to arrive runs for every member). Its waiters wait as for a point-to-point request of the node: there
-// is no operation to move on, and nothing of it goes through the network device.
+// is no operation to move on, and nothing of it goes through the network device. Only the communicator's collective
+// starts may call it (see collReqs).
 func (c *Comm) CollRequest() *Request {
 	if c.r == nil {
 		return &Request{s: &request{w: c.w, kind: kindColl}}
 	}
-	return c.r.collState().handle()
+	if c.colls == nil {
+		c.colls = new(collReqs)
+	}
+	return c.colls.take(c.r)
 }
 
 // CompleteColl completes r, a request of CollRequest, with err; once. For package nbc. It reads nothing of r and

@@ -134,10 +134,8 @@ type Rank struct {
 	free   []*request               // the rank's own recycled requests beyond the spare (see getReq)
 	chunk  atomic.Pointer[reqChunk] // where the rank's nonblocking calls get their requests (see newReq)
 	misses atomic.Uint32            // the rank's test calls that found nothing (see missed)
-	// handles: where the rank's nonblocking calls get their handles (see newHandle); collFree: the states of its
-	// reported small collectives, for reuse (see collState)
-	handles  atomic.Pointer[handleChunk]
-	collFree [collFreeLen]atomic.Pointer[request]
+	// handles: where the rank's nonblocking calls get their handles (see newHandle)
+	handles atomic.Pointer[handleChunk]
 	// completing: the completion calls in progress on the rank's requests (see Request.enter)
 	completing atomic.Int32
 
