@@ -606,6 +606,8 @@ func TestNonblockingRepeated(t *testing.T) {
 			acnt[i] = i%3 + 1
 		}
 		agv, agvRef := make([]float64, 3*np), make([]float64, 3*np)
+		// reduce_scatter: counts in the same slice, new values from time to time (the memo compares them by value)
+		rsc, rs, rsRef := make([]int, np), make([]float64, n), make([]float64, n)
 		for it := 0; it < 40; it++ {
 			for i := range send {
 				send[i] = float64((me+1)*(it+1) + i)
@@ -651,6 +653,12 @@ func TestNonblockingRepeated(t *testing.T) {
 			if err := c.Allgatherv(send[:acnt[me]], agvRef, acnt, adsp); err != nil {
 				return err
 			}
+			clear(rsc)
+			rsc[it/5%np] += 3
+			rsc[(it/5+1)%np] += 2
+			if err := c.ReduceScatter(send, rsRef, rsc, Sum); err != nil {
+				return err
+			}
 			var reqs []*Request
 			for _, start := range []func() (*Request, error){
 				func() (*Request, error) { return c.Iallreduce(send, got, Sum) },
@@ -659,6 +667,7 @@ func TestNonblockingRepeated(t *testing.T) {
 				func() (*Request, error) { return c.Igatherv(send[:cnts[me]], gv, cnts, displs, 0) },
 				func() (*Request, error) { return c.Ialltoall(all, at) },
 				func() (*Request, error) { return c.Iallgatherv(send[:acnt[me]], agv, acnt, adsp) },
+				func() (*Request, error) { return c.IreduceScatter(send, rs, rsc, Sum) },
 				c.Ibarrier,
 			} {
 				r, err := start()
@@ -671,7 +680,8 @@ func TestNonblockingRepeated(t *testing.T) {
 				return err
 			}
 			for _, e := range []error{same("allreduce", got, ref), same("scan", got2, ref2), same("bcast", buf, bref),
-				same("alltoall", at, atRef), same("allgatherv", agv, agvRef)} {
+				same("alltoall", at, atRef), same("allgatherv", agv, agvRef),
+				same("reduce_scatter", rs[:rsc[me]], rsRef[:rsc[me]])} {
 				if e != nil {
 					t.Errorf("np=%d rank=%d iteration %d: %v", np, me, it, e)
 				}

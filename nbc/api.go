@@ -1,6 +1,8 @@
 package nbc
 
 import (
+	"slices"
+
 	"github.com/gompj/gompj/collectives"
 	"github.com/gompj/gompj/ranks"
 )
@@ -127,9 +129,13 @@ func Ialltoallv(c *ranks.Comm, send any, sendCounts, sendDispls []int, recv any,
 
 // IreduceScatter starts a reduce_scatter.
 func IreduceScatter(c *ranks.Comm, send, recv any, counts []int, op collectives.Op) (*ranks.Request, error) {
+	k := keyOf(kindReduceScatter, send, recv, op, 0)
+	if r := againWith(c, &k, counts); r != nil {
+		return r, nil
+	}
 	va, send, recv := collectives.PackViews(send, recv)
 	a, err := collectives.ResolveReduceScatter(c, send, recv, counts, op)
-	return start(c, &a, err, va, nil)
+	return start(c, &a, err, va, &k)
 }
 
 // IreduceScatterBlock starts a reduce_scatter_block.
@@ -191,6 +197,7 @@ func start(c *ranks.Comm, a *collectives.Call, err error, va *collectives.ViewAr
 	if algo == "shm" && va == nil && tinyOK(a, c.Size()) {
 		ac := new(collectives.Call) // the members' entries point at it until the use is over; the memo keeps it
 		*ac = *a
+		ac.Counts = slices.Clone(a.Counts) // its own (see againWith): the runner reads it
 		cc := cacheOf(c)
 		if k != nil && k.ok {
 			cc.memo[k.kind] = memo{key: *k, tiny: ac, forces: forces}

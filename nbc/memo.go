@@ -1,6 +1,7 @@
 package nbc
 
 import (
+	"slices"
 	"unsafe"
 
 	"github.com/gompj/gompj/collectives"
@@ -30,6 +31,7 @@ const (
 	kindAllgather
 	kindAlltoall
 	kindReduceScatterBlock
+	kindReduceScatter
 	kindScan
 	kindExscan
 	numKinds
@@ -99,13 +101,17 @@ func sliceKey[T any](s []T, typ uint8) bufKey {
 
 // again starts call k on c by running its memo's operation again, and returns its request; nil if the memo does not
 // have this call, or its operation has not finished (the caller then takes the full path).
-func again(c *ranks.Comm, k *callKey) *ranks.Request {
+func again(c *ranks.Comm, k *callKey) *ranks.Request { return againWith(c, k, nil) }
+
+// againWith is again for a call with counts (a reduce_scatter's), which the memo compares by value: the kept call
+// holds a copy of its own (start, keep), and a program may change its slice's values between calls.
+func againWith(c *ranks.Comm, k *callKey, counts []int) *ranks.Request {
 	if !k.ok || c.Check() != nil || c.IsInter() {
 		return nil // the full path says what is wrong
 	}
 	cc := cacheOf(c)
 	m := &cc.memo[k.kind]
-	if m.key != *k || m.forces != collectives.Forces(c) {
+	if m.key != *k || m.forces != collectives.Forces(c) || (counts != nil && !slices.Equal(m.counts(), counts)) {
 		return nil
 	}
 	if m.tiny != nil {
@@ -122,6 +128,17 @@ func again(c *ranks.Comm, k *callKey) *ranks.Request {
 	}
 	c.StartCall()
 	return m.o.req
+}
+
+// counts returns the counts of m's call.
+func (m *memo) counts() []int {
+	switch {
+	case m.tiny != nil:
+		return m.tiny.Counts
+	case m.o != nil && m.o.key != nil:
+		return m.o.key.Counts
+	}
+	return nil
 }
 
 // remember makes o the memo of call k on c (start's full path, once o is running), if o is kept for reuse.

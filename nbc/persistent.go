@@ -1,6 +1,8 @@
 package nbc
 
 import (
+	"slices"
+
 	"github.com/gompj/gompj/collectives"
 	"github.com/gompj/gompj/ranks"
 )
@@ -136,6 +138,7 @@ func initOp(c *ranks.Comm, a *collectives.Call, err error, va *collectives.ViewA
 		} else if algo == "shm" {
 			ac := new(collectives.Call)
 			*ac = *a
+			ac.Counts = slices.Clone(a.Counts) // a reduce_scatter's: its runner reads them at every Start
 			return persistentTiny(c, ac), nil
 		}
 	}

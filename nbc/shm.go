@@ -95,6 +95,10 @@ type slot struct {
 	// alltoall: claims[i*n+j] is the last use in which a member took the copy of block i->j (made on first use)
 	claimsOnce sync.Once
 	claims     []atomic.Uint64
+
+	// scratch: a tiny reduce_scatter's whole vector, which the use's runner combines there (runTiny): the slot's
+	// uses run one after the other, and a buffer on the runner's stack would escape to the heap through the kernel
+	scratch [inlineMax]byte
 }
 
 // member is one member's entry in a slot: what it publishes for the current use. Its gen, its fin, its collective's

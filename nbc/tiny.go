@@ -3,6 +3,7 @@ package nbc
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"unsafe"
 
 	"github.com/gompj/gompj/collectives"
@@ -57,8 +58,11 @@ func countArrival(sl *slot, u uint64, n int) bool {
 // to the same answer, so it looks only at what the members' calls share: the collective and the size the table
 // sees (Call.Bytes), times the members for the calls whose entries carry a block for each.
 func tinyOK(a *collectives.Call, n int) bool {
-	if a.Object || a.Counts != nil || a.RCounts != nil {
+	if a.Object || a.RCounts != nil {
 		return false
+	}
+	if a.Counts != nil { // of the calls with counts, only a reduce_scatter's entries are whole vectors, as a reduce's
+		return a.Coll == "reduce_scatter" && a.Displs == nil && a.Bytes() <= inlineMax
 	}
 	switch a.Coll {
 	case "barrier":
@@ -205,8 +209,8 @@ func tinyArrive(c *ranks.Comm, sl *slot, u uint64, r, n int, a *collectives.Call
 	if me.blk != a.Blk {
 		me.blk = a.Blk
 	}
-	if me.counts != nil || me.displs != nil || me.rcounts != nil || me.rdispls != nil {
-		me.counts, me.displs, me.rcounts, me.rdispls = nil, nil, nil, nil
+	if !sameInts(me.counts, a.Counts) || me.displs != nil || me.rcounts != nil || me.rdispls != nil {
+		me.counts, me.displs, me.rcounts, me.rdispls = a.Counts, nil, nil, nil
 	}
 	if me.coll != a.Coll {
 		me.coll = a.Coll
@@ -510,6 +514,21 @@ func runTiny(c *ranks.Comm, sl *slot, u uint64, self int) {
 				}
 			}
 		}
+	case "reduce_scatter":
+		// The whole vector in the slot's scratch, then each member's block (its count) into its receive buffer, at
+		// its start in place too.
+		total := mem[self].inlen
+		out := sl.scratch[:total]
+		copy(out, mem[n-1].inline[:total])
+		for i := n - 2; i >= 0; i-- {
+			a.Kernel(out, mem[i].inline[:total])
+		}
+		off := 0
+		for j := range mem {
+			k := a.Counts[j] * a.Sz
+			copy(mem[j].dst[:k], out[off:off+k])
+			off += k
+		}
 	case "scan", "exscan":
 		total := mem[self].inlen
 		for j := range mem {
@@ -551,6 +570,11 @@ func runTiny(c *ranks.Comm, sl *slot, u uint64, self int) {
 	tinyEnd(c, sl, u, false, nil, nil)
 }
 
+// sameInts reports whether a and b are the same slice: the same memory and length (or both nil).
+func sameInts(a, b []int) bool {
+	return len(a) == len(b) && unsafe.SliceData(a) == unsafe.SliceData(b)
+}
+
 // sameBytes reports whether a and b are the same slice: the same memory, length and capacity.
 func sameBytes(a, b []byte) bool {
 	return len(a) == len(b) && cap(a) == cap(b) && unsafe.SliceData(a) == unsafe.SliceData(b)
@@ -568,6 +592,8 @@ func tinyCheck(mem []member, a *collectives.Call, self int) error {
 		case b.Root != a.Root:
 			return collectivesArg("%s: rank %d names root %d, rank %d root %d: the members disagree about the root",
 				a.Coll, self, a.Root, j, b.Root)
+		case a.Coll == "reduce_scatter" && !slices.Equal(b.Counts, a.Counts):
+			return collectivesArg("reduce_scatter: rank %d gives counts %v, rank %d %v", self, a.Counts, j, b.Counts)
 		case a.Coll == "bcast" || a.Coll == "barrier":
 		case a.Coll == "scatter": // each reader's block is checked as it is served (rootedInto)
 		case a.Coll == "gather" && j == a.Root && b.InPlace:
