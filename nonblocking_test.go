@@ -700,6 +700,64 @@ func TestNonblockingRepeated(t *testing.T) {
 	})
 }
 
+// TestNodeAwareChains: the members that do not lead their node run a repeated small node-aware collective as a chain
+// of arrivals at its phases inside the node (nbc: chainAgain), and fall back to running the operation when a phase's
+// slot is still in use. On a ring of 2 slots, three collectives of two node phases each are outstanding at once, so
+// that the later ones find their slots taken; some ranks start late, so that leaders and members meet in either
+// order. Every result is checked against the blocking collective.
+func TestNodeAwareChains(t *testing.T) {
+	body := func(c *Comm) error {
+		np, me := c.Size(), c.Rank()
+		x, sum, sumRef := []float64{0, 0}, make([]float64, 2), make([]float64, 2)
+		all, allRef := make([]float64, 2*np), make([]float64, 2*np)
+		to, at, atRef := make([]float64, np), make([]float64, np), make([]float64, np)
+		for it := 0; it < 60; it++ {
+			x[0], x[1] = float64(me+it), float64(me*it)
+			for j := range to {
+				to[j] = float64(me*100 + j + it)
+			}
+			if err := c.Allreduce(x, sumRef, Sum); err != nil {
+				return err
+			}
+			if err := c.Allgather(x, allRef); err != nil {
+				return err
+			}
+			if err := c.Alltoall(to, atRef); err != nil {
+				return err
+			}
+			if (me+it)%3 == 0 {
+				for i := 0; i < 20; i++ {
+					runtime.Gosched() // start late: not for synchronisation, the results do not depend on it
+				}
+			}
+			var reqs []*Request
+			for _, start := range []func() (*Request, error){
+				func() (*Request, error) { return c.Iallreduce(x, sum, Sum) },
+				func() (*Request, error) { return c.Iallgather(x, all) },
+				c.Ibarrier,
+				func() (*Request, error) { return c.Ialltoall(to, at) },
+			} {
+				r, err := start()
+				if err != nil {
+					return err
+				}
+				reqs = append(reqs, r)
+			}
+			if err := Waitall(reqs...); err != nil {
+				return err
+			}
+			for _, e := range []error{same("allreduce", sum, sumRef), same("allgather", all, allRef),
+				same("alltoall", at, atRef)} {
+				if e != nil {
+					return fmt.Errorf("rank %d, iteration %d: %w", me, it, e)
+				}
+			}
+		}
+		return nil
+	}
+	harness.Procs(t, harness.Spec{Ranks: 6, Nodes: 2, Env: []string{"GOMPJ_NBC_SLOTS=2"}}, body).Check(t)
+}
+
 // TestNonblockingProgressWithoutCalls: collectives complete while ranks compute and call nothing. Every rank but
 // rank 0 starts them and then only watches their completion flags, which no gompj call of its own moves on; only
 // the worker pool (and the other ranks) can complete them, including these ranks' own shares of shared-memory

@@ -85,6 +85,12 @@ func (o *op) again(c *ranks.Comm, cc *commCache) bool {
 		return false
 	}
 	o.retarget(c, cc)
+	o.rerun(c)
+	return true
+}
+
+// rerun runs again the op, which the caller holds and has retargeted.
+func (o *op) rerun(c *ranks.Comm) {
 	o.m.Reset()
 	o.err = nil
 	o.done.Store(false)
@@ -92,7 +98,35 @@ func (o *op) again(c *ranks.Comm, cc *commCache) bool {
 	ranks.Launch(o.req)
 	o.held()
 	o.started()
-	return true
+}
+
+// chainAgain is again for an op that runs as a chain of its tiny phases (o.chain): it arrives at each phase's use
+// in turn, done with all but the last at its arrival, and returns the last one's request, which its runner (most
+// often the leader, coming through its own phases) completes. The op itself does not run, and stays finished. If a
+// phase's slot is still in use, the op runs instead (its request is returned), as again runs it.
+func (o *op) chainAgain(c *ranks.Comm, cc *commCache) *ranks.Request {
+	if !o.state.CompareAndSwap(opIdle, opRunning) {
+		return nil
+	}
+	o.retarget(c, cc)
+	for _, p := range o.phases {
+		if !slotFree(p.tiny.sl, p.tiny.u) {
+			o.rerun(c)
+			return o.req
+		}
+	}
+	o.state.Store(opIdle) // finished: a stale worker's run finds nothing to do
+	var req *ranks.Request
+	for i, p := range o.phases {
+		t := p.tiny
+		var to ranks.Target
+		if i == len(o.phases)-1 {
+			req = t.c.CollRequest()
+			to = ranks.TargetOf(req)
+		}
+		tinyArrive(t.c, t.sl, t.u, t.c.Rank(), t.c.Size(), t.a, to, byColl)
+	}
+	return req
 }
 
 // keep remembers op o, built for call a with algorithm algo, for reuse (a large call's weakly).

@@ -129,23 +129,60 @@ func buildHier(s *Schedule, sp *spec, c *ranks.Comm, o *op, persistent bool) err
 	a := sp.a
 	switch a.Coll {
 	case "barrier":
-		return hb.barrier()
+		err = hb.barrier()
 	case "bcast":
-		return hb.bcast(a.Recv, a.Root)
+		err = hb.bcast(a.Recv, a.Root)
 	case "reduce":
-		return hb.reduce()
+		err = hb.reduce()
 	case "allreduce":
-		return hb.allreduce()
+		err = hb.allreduce()
 	case "gather":
-		return hb.gather()
+		err = hb.gather()
 	case "scatter":
-		return hb.scatter()
+		err = hb.scatter()
 	case "allgather":
-		return hb.allgather()
+		err = hb.allgather()
 	case "alltoall":
-		return hb.alltoall()
+		err = hb.alltoall()
+	default:
+		err = fmt.Errorf("%w: nbc: no node-aware %s", ranks.ErrArg, a.Coll)
 	}
-	return fmt.Errorf("%w: nbc: no node-aware %s", ranks.ErrArg, a.Coll)
+	o.chain = err == nil && hb.chainable()
+	return err
+}
+
+// chainable reports whether the op just built runs again, for a member that does not lead its node, as a chain of
+// its tiny phases' arrivals, without running the op at all (op.chainAgain): its schedule is nothing but those
+// phases, the first ones of a kind in which its part is over once it has arrived (a barrier; a reduce's or gather's
+// member other than the root, the leader), and the last one the part it waits for (a barrier, a bcast's or
+// scatter's reader). The leader's phases among the leaders, and its own phases inside the node, move the chain on:
+// the member's last phase completes once its leader, having come through the others, arrives at it. Among 4 ranks
+// on 2 node processes, where each process has 1 processor for its 2 ranks, the operation that such a member ran
+// took processor time its leader needed.
+func (hb *hierb) chainable() bool {
+	ps := hb.o.phases
+	if hb.leader || hb.persistent || len(ps) == 0 || len(hb.s.Steps) != len(ps) {
+		return false
+	}
+	switch hb.sp.a.Coll {
+	case "barrier", "allreduce", "allgather", "alltoall":
+	default:
+		return false
+	}
+	for i, p := range ps {
+		if p.tiny == nil || hb.s.Steps[i].Kind != StepSub {
+			return false
+		}
+		a, r := p.tiny.a, p.c.Rank()
+		switch {
+		case a.Coll == "barrier":
+		case i < len(ps)-1 && (a.Coll == "reduce" || a.Coll == "gather") && a.Root != r:
+		case i == len(ps)-1 && (a.Coll == "bcast" || a.Coll == "scatter") && a.Root != r:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func (hb *hierb) barrier() error {

@@ -123,6 +123,13 @@ func againWith(c *ranks.Comm, k *callKey, counts []int) *ranks.Request {
 	}
 	gen := ranks.EnterOps(c) // as start
 	defer ranks.LeaveOps(c, gen)
+	if m.o.chain {
+		r := m.o.chainAgain(c, cc)
+		if r != nil {
+			c.StartCall()
+		}
+		return r
+	}
 	if !m.o.again(c, cc) {
 		return nil
 	}

@@ -59,6 +59,7 @@ type op struct {
 	algo   string
 	shm    *shmb   // a shared-memory schedule's builder, which reuse moves to another slot
 	phases []phase // a node-aware op's phases, in the order they took their ids and slots
+	chain  bool    // it runs again as a chain of its tiny phases' arrivals (hier.go: chainable)
 }
 
 // phase is one phase of a node-aware op (hier.go): a schedule on a sub-communicator, with its shared-memory
