@@ -659,8 +659,7 @@ func TestNonblockingRepeated(t *testing.T) {
 			if err := c.ReduceScatter(send, rsRef, rsc, Sum); err != nil {
 				return err
 			}
-			var reqs []*Request
-			for _, start := range []func() (*Request, error){
+			if err := startAndWait(
 				func() (*Request, error) { return c.Iallreduce(send, got, Sum) },
 				func() (*Request, error) { return c.Iscan(send, got2, Max) },
 				func() (*Request, error) { return c.Ibcast(buf, it%np) },
@@ -669,14 +668,7 @@ func TestNonblockingRepeated(t *testing.T) {
 				func() (*Request, error) { return c.Iallgatherv(send[:acnt[me]], agv, acnt, adsp) },
 				func() (*Request, error) { return c.IreduceScatter(send, rs, rsc, Sum) },
 				c.Ibarrier,
-			} {
-				r, err := start()
-				if err != nil {
-					return err
-				}
-				reqs = append(reqs, r)
-			}
-			if err := Waitall(reqs...); err != nil {
+			); err != nil {
 				return err
 			}
 			for _, e := range []error{same("allreduce", got, ref), same("scan", got2, ref2), same("bcast", buf, bref),
@@ -698,6 +690,19 @@ func TestNonblockingRepeated(t *testing.T) {
 	t.Run("nodes", func(t *testing.T) {
 		harness.Procs(t, harness.Spec{Ranks: 5, Nodes: 2}, body).Check(t)
 	})
+}
+
+// startAndWait starts every call in turn, so that all are outstanding at once, and then waits for them all.
+func startAndWait(starts ...func() (*Request, error)) error {
+	reqs := make([]*Request, 0, len(starts))
+	for _, start := range starts {
+		r, err := start()
+		if err != nil {
+			return err
+		}
+		reqs = append(reqs, r)
+	}
+	return Waitall(reqs...)
 }
 
 // TestNodeAwareChains: the members that do not lead their node run a repeated small node-aware collective as a chain
@@ -730,20 +735,12 @@ func TestNodeAwareChains(t *testing.T) {
 					runtime.Gosched() // start late: not for synchronisation, the results do not depend on it
 				}
 			}
-			var reqs []*Request
-			for _, start := range []func() (*Request, error){
+			if err := startAndWait(
 				func() (*Request, error) { return c.Iallreduce(x, sum, Sum) },
 				func() (*Request, error) { return c.Iallgather(x, all) },
 				c.Ibarrier,
 				func() (*Request, error) { return c.Ialltoall(to, at) },
-			} {
-				r, err := start()
-				if err != nil {
-					return err
-				}
-				reqs = append(reqs, r)
-			}
-			if err := Waitall(reqs...); err != nil {
+			); err != nil {
 				return err
 			}
 			for _, e := range []error{same("allreduce", sum, sumRef), same("allgather", all, allRef),
