@@ -263,9 +263,9 @@ func (h *Request) reuse() {
 }
 
 // reusable reports whether s may go back to its rank once reported: a small collective's child (Child.Collect), a
-// one-shot operation's (reuseOp), or a one-shot send's or receive's that is not of an object (an object receive's completer
-// may still look at it after its flag: completeObject) and has no View's scratch. Persistent states are never
-// reused: their handle is made with them.
+// one-shot operation's (reuseOp), or a one-shot send's or receive's that is not of an object (an object receive's
+// completer may still look at it after its flag: completeObject) and has no View's scratch. Persistent states are
+// never reused: their handle is made with them.
 //
 // An operation's request may be completed by two parties (CompleteOp counts the first): the run that finishes the
 // operation, and a completion call or sweep whose Progress reports it finished (pollOp). The run's comes before the
