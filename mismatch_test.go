@@ -24,20 +24,27 @@ import (
 // mismatchJob runs body on np ranks with coll forced to algo, and fails the test if the job does not end in time.
 func mismatchJob(t *testing.T, np int, coll, algo string, body func(c *gompj.Comm) error) error {
 	t.Helper()
-	done := make(chan error, 1)
-	go func() {
-		done <- gompj.RunWith(gompj.Config{Ranks: np}, func(c *gompj.Comm) error {
+	return jobWithin(t, coll+" "+algo, func() error {
+		return gompj.RunWith(gompj.Config{Ranks: np}, func(c *gompj.Comm) error {
 			if err := c.ForceAlgorithm(coll, algo); err != nil {
 				return err
 			}
 			return body(c)
 		})
-	}()
+	})
+}
+
+// jobWithin runs job and returns what it returned, failing the test (name says which case) if it has not returned
+// after 30 seconds: the job hangs.
+func jobWithin(t *testing.T, name string, job func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- job() }()
 	select {
 	case err := <-done:
 		return err
 	case <-time.After(30 * time.Second):
-		t.Fatalf("%s %s: the job hangs", coll, algo)
+		t.Fatalf("%s: the job hangs", name)
 		return nil
 	}
 }
@@ -483,9 +490,8 @@ func TestDisagreeingCallsInSharedMemory(t *testing.T) {
 		{"swap-gather", 3, 1 << 15, "disagree about the root"},
 	} {
 		name := fmt.Sprintf("%s np=%d n=%d", tc.name, tc.np, tc.n)
-		done := make(chan error, 1)
-		go func() {
-			done <- gompj.RunWith(gompj.Config{Ranks: tc.np}, func(c *gompj.Comm) error {
+		err := jobWithin(t, name, func() error {
+			return gompj.RunWith(gompj.Config{Ranks: tc.np}, func(c *gompj.Comm) error {
 				me, last := c.Rank(), c.Size()-1
 				buf, all := make([]float64, tc.n), make([]float64, tc.n*c.Size())
 				root := 0 // swap: ranks 0 and 1 name each other, the others 0
@@ -523,18 +529,13 @@ func TestDisagreeingCallsInSharedMemory(t *testing.T) {
 				}
 				return err
 			})
-		}()
-		select {
-		case err := <-done:
-			var re *gompj.RankError
-			said := slices.ContainsFunc(strings.Split(tc.want, "|"), func(w string) bool {
-				return strings.Contains(fmt.Sprint(err), w)
-			})
-			if !errors.As(err, &re) || !errors.Is(err, gompj.ErrArg) || !said {
-				t.Errorf("%s: the job returned %v, want it ended by a rank's ErrArg with %q", name, err, tc.want)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatalf("%s: the job hangs", name)
+		})
+		var re *gompj.RankError
+		said := slices.ContainsFunc(strings.Split(tc.want, "|"), func(w string) bool {
+			return strings.Contains(fmt.Sprint(err), w)
+		})
+		if !errors.As(err, &re) || !errors.Is(err, gompj.ErrArg) || !said {
+			t.Errorf("%s: the job returned %v, want it ended by a rank's ErrArg with %q", name, err, tc.want)
 		}
 	}
 }
@@ -564,9 +565,8 @@ func TestCallsLookModel(t *testing.T) {
 		}
 		jobSeed := rnd.Int63()
 		name := fmt.Sprintf("job %d np=%d skipper %d at %d", job, np, skipper, skipAt)
-		done := make(chan error, 1)
-		go func() {
-			done <- gompj.RunWith(gompj.Config{Ranks: np}, func(c *gompj.Comm) error {
+		err := jobWithin(t, name, func() error {
+			return gompj.RunWith(gompj.Config{Ranks: np}, func(c *gompj.Comm) error {
 				me := c.Rank()
 				hold := rand.New(rand.NewSource(jobSeed + int64(me)))
 				for i, cl := range seq {
@@ -635,19 +635,14 @@ func TestCallsLookModel(t *testing.T) {
 				}
 				return nil
 			})
-		}()
-		select {
-		case err := <-done:
-			switch {
-			case skipper < 0 && err != nil:
-				t.Errorf("%s: a correct job ended with %v", name, err)
-			case skipper >= 0 && err == nil:
-				t.Errorf("%s: a job with a skipped call ended without an error", name)
-			case skipper >= 0:
-				t.Logf("%s: %v", name, err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatalf("%s: the job hangs", name)
+		})
+		switch {
+		case skipper < 0 && err != nil:
+			t.Errorf("%s: a correct job ended with %v", name, err)
+		case skipper >= 0 && err == nil:
+			t.Errorf("%s: a job with a skipped call ended without an error", name)
+		case skipper >= 0:
+			t.Logf("%s: %v", name, err)
 		}
 	}
 }

@@ -533,9 +533,6 @@ func (o shmOp) BcastPublish(buf []byte) {
 	o.publish(g)
 }
 
-// rootIs checks that the root's published slot is for collective coll: members of an erroneous program that
-// started different collectives at this point would read the root's buffers laid out for another, out of their
-// bounds.
 // sameCall checks, before a reader reads anything of its root's publication (or an alltoall's member, of a peer's),
 // that it was published in the same call of the API as the reader's (their counts, shmRank.calls); rootIs then
 // checks that it is the same collective.
@@ -560,6 +557,9 @@ func (o shmOp) outOfStep(j int, c uint64) error {
 		"call)", ranks.ErrArg, o.rank, o.me.kind, o.me.calls, j, c))
 }
 
+// rootIs checks that the root's published slot is for the reader's call (sameCall) and for collective coll:
+// members of an erroneous program that started different collectives at this point would read the root's buffers
+// laid out for another, out of their bounds.
 func (o shmOp) rootIs(root int, coll string) error {
 	if err := o.sameCall(root); err != nil {
 		return err

@@ -454,8 +454,8 @@ func (b *shmb) build() error {
 // rooted builds bcast, scatter and gather: the root publishes (pub), does its own part (own, if any) and waits for
 // the n-1 others, who each wait for the publication and then do their part with the root's entry. Its own part
 // comes after the publication, as in the blocking calls: a scatter's or gather's root's copy of its own block no
-// longer holds back the others' copies, which touch other blocks (1 MiB Igather, pure time: np=2 56-61 -> 28-34 us,
-// np=8 76-114 -> 48-74 us, 3 alternated rounds).
+// longer holds back the others' copies, which touch other blocks (1 MiB Igather among 8 ranks on 2 cores, pure
+// time: 102-117 -> 70-73 us, 3 alternated rounds; level at np=2).
 // With inline, the root's pub copies what the others read into its entry (a small bcast): nothing of its own is
 // read, and it finishes at once; the slot's next use waits for the readers (acquire).
 func (b *shmb) rooted(pub, own func() error, part func(root *member) error, inline bool) {

@@ -200,16 +200,16 @@ func tinyArrive(c *ranks.Comm, sl *slot, u uint64, r, n int, a *collectives.Call
 	// written only where it differs, so that the lines the use's runner read last time stay shared and only the
 	// first one (gen, req, the data) moves. The fields a shared-memory schedule reads are set all the same, for
 	// an erroneous use whose members went either way (see above).
-	if src := me.inline[:me.inlen]; !sameBytes(me.src, src) {
+	if src := me.inline[:me.inlen]; !sameSlice(me.src, src) {
 		me.src = src
 	}
-	if !sameBytes(me.dst, a.Recv) {
+	if !sameSlice(me.dst, a.Recv) {
 		me.dst = a.Recv
 	}
 	if me.blk != a.Blk {
 		me.blk = a.Blk
 	}
-	if !sameInts(me.counts, a.Counts) || me.displs != nil || me.rcounts != nil || me.rdispls != nil {
+	if !sameSlice(me.counts, a.Counts) || me.displs != nil || me.rcounts != nil || me.rdispls != nil {
 		me.counts, me.displs, me.rcounts, me.rdispls = a.Counts, nil, nil, nil
 	}
 	if me.coll != a.Coll {
@@ -573,13 +573,8 @@ func runTiny(c *ranks.Comm, sl *slot, u uint64, self int) {
 	tinyEnd(c, sl, u, false, nil, nil)
 }
 
-// sameInts reports whether a and b are the same slice: the same memory and length (or both nil).
-func sameInts(a, b []int) bool {
-	return len(a) == len(b) && unsafe.SliceData(a) == unsafe.SliceData(b)
-}
-
-// sameBytes reports whether a and b are the same slice: the same memory, length and capacity.
-func sameBytes(a, b []byte) bool {
+// sameSlice reports whether a and b are the same slice: the same memory, length and capacity.
+func sameSlice[T any](a, b []T) bool {
 	return len(a) == len(b) && cap(a) == cap(b) && unsafe.SliceData(a) == unsafe.SliceData(b)
 }
 
