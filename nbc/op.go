@@ -25,7 +25,14 @@ import (
 //     sender, the network's progress loop, a driving rank), and shared-memory protocols call when they change
 //     something the op waits for. If a completion call of the rank is under way, kick signals it (ranks.SignalOp)
 //     and it runs the op; otherwise kick hands the op to the node's worker pool, so that it moves on while its
-//     rank computes and calls nothing (a worker then does the rank's share of a shared-memory collective).
+//     rank computes and calls nothing (a worker then does the rank's share of a shared-memory collective);
+//   - runInline, which the op's inline hook calls when one of its tiny phases completes (tiny.go: tinySub): the
+//     member whose arrival completed the phase runs the op at once, on its own goroutine, as a worker would. A
+//     node-aware op's leader is then on its way over the network before it runs again: between node processes whose
+//     ranks share a processor, the leader ran its next round (the send to the other leaders) only after its member
+//     had returned, waited and yielded to it. A tiny phase's request completes only inside a tiny call's arrival or
+//     run (a rank's starting call, or an op's run), where the completing goroutine holds no lock that a run takes;
+//     a child request of the network may complete under the device's, so its hook only kicks.
 //
 // The run that sees the machine finish completes the request (ranks.CompleteOp).
 type op struct {
@@ -39,6 +46,7 @@ type op struct {
 	err    error
 
 	hook    *queues.Waker  // armed on child requests: runs kick
+	inline  *queues.Waker  // armed on a tiny phase's request: runs the op on the completing goroutine (runInline)
 	exec    ranks.Executor // the node's worker pool, or nil
 	task    func()         // o.work, made once: handing the op to the pool allocates nothing
 	req     *ranks.Request // the request the op completes through
@@ -86,6 +94,11 @@ func newOp(c *ranks.Comm) *op {
 	o.hook = queues.NewHook(func() {
 		if o := w.Value(); o != nil {
 			o.kick()
+		}
+	})
+	o.inline = queues.NewHook(func() {
+		if o := w.Value(); o != nil {
+			o.runInline()
 		}
 	})
 	o.task = o.work
@@ -139,18 +152,31 @@ func (o *op) kick() {
 	}
 }
 
-// work is the pool's task. A worker runs the op on no rank's goroutine, where a panic in a step (a user's op
-// function that panics, say) would end the whole node process: it ends the op instead, with an error that carries
-// the panic. (On a rank's goroutine, in the calls that start, test and wait, a panic fails the rank, as it does in
-// the blocking collective.) Meanwhile the rank's completion calls park rather than spin (ranks.EnterWorker).
+// work is the pool's task. Meanwhile the rank's completion calls park rather than spin (ranks.EnterWorker).
 func (o *op) work() {
 	o.queued.Store(false)
 	ranks.EnterWorker(o.c)
 	defer ranks.LeaveWorker(o.c)
+	o.runAside("on a worker")
+}
+
+// runInline is the inline hook's run (see op), on the goroutine of another rank or of a worker.
+func (o *op) runInline() {
+	if !o.done.Load() {
+		o.runAside("on another rank's goroutine")
+	}
+}
+
+// runAside runs the op somewhere other than its own rank's calls: on a worker, where a panic in a step (a user's op
+// function that panics, say) would end the whole node process, or on another rank's goroutine (runInline), where it
+// would fail that rank. It ends the op instead, with an error that carries the panic and says where it ran. (On its
+// rank's goroutine, in the calls that start, test and wait, a panic fails the rank, as it does in the blocking
+// collective.)
+func (o *op) runAside(where string) {
 	defer func() {
 		if p := recover(); p != nil && !o.done.Load() {
-			o.end(fmt.Errorf("%w: a step of a nonblocking collective panicked on a worker (a user op's function, or "+
-				"a bug): %v\n%s", ranks.ErrInternal, p, debug.Stack()))
+			o.end(fmt.Errorf("%w: a step of a nonblocking collective panicked %s (a user op's function, or a bug): "+
+				"%v\n%s", ranks.ErrInternal, where, p, debug.Stack()))
 			o.state.Store(opIdle) // the panicking run held the op
 		}
 	}()

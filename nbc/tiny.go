@@ -448,8 +448,9 @@ func (t *tinySub) arrive() {
 	tinyArrive(t.c, t.sl, t.u, r, n, t.a, t.req.Target(), byColl)
 	// The hook after the arrival: a member whose arrival completed the use has run it, and its own request is done;
 	// the op's run that called this sees it (Poll), where a hook would have kicked the op, signalling its rank to
-	// sweep its operations for nothing. Armed on a flag done meanwhile, it reports so and never runs.
-	t.reqDone.OnComplete(t.o.hook)
+	// sweep its operations for nothing. Armed on a flag done meanwhile, it reports so and never runs. It is the
+	// inline one (op.runInline): whoever completes the use runs the op on.
+	t.reqDone.OnComplete(t.o.inline)
 }
 
 // Poll implements Sub. It may be called again once done: it reports the same.
