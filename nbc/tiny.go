@@ -54,6 +54,13 @@ func countArrival(sl *slot, u uint64, n int) bool {
 	}
 }
 
+// lastOf reports whether a member arriving now at use u of sl, of n members, is its last: the n-1 others have
+// counted themselves, and each member arrives once a use, so the count moves on only by this member's arrival.
+func lastOf(sl *slot, u uint64, n int) bool {
+	v := sl.arrivals.Load()
+	return v>>arrivalBits == u && v&(1<<arrivalBits-1) == uint64(n-1)
+}
+
 // tinyOK reports whether call a, on a communicator of n members within this node, is tiny. Every member must come
 // to the same answer, so it looks only at what the members' calls share: the collective and the size the table
 // sees (Call.Bytes), times the members for the calls whose entries carry a block for each.
@@ -187,9 +194,11 @@ func slotFree(sl *slot, u uint64) bool {
 }
 
 // tinyArrive publishes member r's entry for use u of sl, whose slot's previous use is over, with what completes its
-// request, req (none: early), of kind how, and counts its arrival; if that completes the count, it runs the use on
-// behalf of member c (whose rank ends the job if the use fails and no member can be told: tinyEnd).
-func tinyArrive(c *ranks.Comm, sl *slot, u uint64, r, n int, a *collectives.Call, req ranks.Target, how reqHow) {
+// request, req (none: early, or bySelf), of kind how, and counts its arrival; if that completes the count, it runs
+// the use on behalf of member c (whose rank ends the job if the use fails and no member can be told: tinyEnd). It
+// returns what the run found for member r, for a member that is told so (bySelf); nil if it did not run the use.
+func tinyArrive(c *ranks.Comm, sl *slot, u uint64, r, n int, a *collectives.Call, req ranks.Target,
+	how reqHow) error {
 	me := &sl.mem[r]
 	if a.Coll == "scatter" && r == a.Root && !a.InPlace {
 		copy(a.Recv[:a.Blk], a.Send[r*a.Blk:]) // the root's own block: nobody serves it (rootedInto)
@@ -226,8 +235,9 @@ func tinyArrive(c *ranks.Comm, sl *slot, u uint64, r, n int, a *collectives.Call
 		serve(sl, u, r, a.Root, a.Coll)
 	}
 	if countArrival(sl, u, n) {
-		runTiny(c, sl, u, r)
+		return runTiny(c, sl, u, r)
 	}
+	return nil
 }
 
 // served reports whether the readers of coll are served as soon as they and the root have arrived (serve): the
@@ -303,6 +313,7 @@ const (
 	byColl       reqHow = iota // a CollRequest: ranks.CompleteColl
 	byOp                       // an operation's (a late arrival: startLate): ranks.CompleteOp
 	byPersistent               // a persistent tiny collective's (persistentTiny): ranks.CompletePersistentColl
+	bySelf                     // none: the member arrives last, runs the use and takes its outcome (tinySub.arrive)
 )
 
 // complete completes member m's request req with err.
@@ -443,6 +454,14 @@ func (t *tinySub) arrive() {
 		t.done = true
 		return
 	}
+	// The last to arrive runs the use itself, in its arrival: it needs no request to learn that the use is over, nor
+	// what the run found (a leader coming back from the network to its node's last phase, whose members arrived while
+	// it was away). A bcast's or scatter's reader is served through its request, so it takes one all the same.
+	if !served(t.a.Coll) && lastOf(t.sl, t.u, n) {
+		t.err = tinyArrive(t.c, t.sl, t.u, r, n, t.a, ranks.Target{}, bySelf)
+		t.done = true
+		return
+	}
 	t.req = t.c.CollChild()
 	t.reqDone = t.req.Flag()
 	tinyArrive(t.c, t.sl, t.u, r, n, t.a, t.req.Target(), byColl)
@@ -476,14 +495,15 @@ func (t *tinySub) ready() bool {
 }
 
 // runTiny runs use u of sl, whose arrivals member self has just completed: the whole collective, for every member.
-func runTiny(c *ranks.Comm, sl *slot, u uint64, self int) {
+// It returns what it found for member self (see tinyArrive).
+func runTiny(c *ranks.Comm, sl *slot, u uint64, self int) error {
 	mem := sl.mem
 	for j := range mem {
 		if mem[j].gen.Load() != u || !mem[j].tiny {
-			tinyMismatch(sl, u, j)
-			return
+			return tinyMismatch(sl, u, j, self)
 		}
 	}
+	told := mem[self].how == bySelf
 	a := mem[self].call
 	// A bcast's or scatter's root serves the members that arrived before it (serve): if any member is one, another's
 	// request may be completed already, by it, even in an erroneous use where the others started something else.
@@ -492,14 +512,14 @@ func runTiny(c *ranks.Comm, sl *slot, u uint64, self int) {
 		claims = claims || served(mem[j].coll)
 	}
 	if err := tinyCheck(mem, a, self); err != nil {
-		tinyEnd(c, sl, u, claims, nil, err)
-		return
+		tinyEnd(c, sl, u, claims, nil, err, told)
+		return err
 	}
 	n := len(mem)
 	switch a.Coll {
 	case "bcast", "scatter": // the readers are served (serve): whoever is not, because of an error, is told here
-		tinyEnd(c, sl, u, true, a, nil)
-		return
+		tinyEnd(c, sl, u, true, a, nil, told)
+		return nil
 	case "allreduce", "reduce":
 		total := mem[self].inlen
 		out := mem[a.Root].dst
@@ -571,7 +591,8 @@ func runTiny(c *ranks.Comm, sl *slot, u uint64, self int) {
 			}
 		}
 	}
-	tinyEnd(c, sl, u, false, nil, nil)
+	tinyEnd(c, sl, u, false, nil, nil, told)
+	return nil
 }
 
 // sameSlice reports whether a and b are the same slice: the same memory, length and capacity.
@@ -609,11 +630,11 @@ func tinyCheck(mem []member, a *collectives.Call, self int) error {
 // complete (not early; with claims, not served: a bcast's or scatter's reader) with err, or if err is nil and rooted
 // is a bcast or scatter, with what serving j (rootedInto) returns; then it marks the use over for every member
 // (slot.tdone). That comes last: a member takes the slot again only once it is set, so the entries stay as they are
-// until this is through. An err that reaches no member (every request early, or served without an error) ends the
-// job (endJob): the members went on as if the call had succeeded. (No function argument: a closure would be
-// allocated at every use, and a persistent collective's Start allocates nothing.)
-func tinyEnd(c *ranks.Comm, sl *slot, u uint64, claims bool, rooted *collectives.Call, err error) {
-	told := false
+// until this is through. An err that reaches no member (every request early, or served without an error; told: the
+// runner itself learns it, bySelf) ends the job (endJob): the members went on as if the call had succeeded. (No
+// function argument: a closure would be allocated at every use, and a persistent collective's Start allocates
+// nothing.)
+func tinyEnd(c *ranks.Comm, sl *slot, u uint64, claims bool, rooted *collectives.Call, err error, told bool) {
 	for j := range sl.mem {
 		// req and call stay in the entry until its member's next use of the slot (see tinyArrive); a stale one is
 		// never read again, since every look at an entry checks its gen first.
@@ -654,8 +675,9 @@ func endJob(c *ranks.Comm, err error) {
 
 // tinyMismatch ends use u of sl, whose arrivals are complete, when not every member went the tiny way (see above;
 // other is one that did not): it fails the requests of those that did and marks them finished with the use. The
-// others' schedules see what is wrong in their peers' entries.
-func tinyMismatch(sl *slot, u uint64, other int) {
+// others' schedules see what is wrong in their peers' entries. It returns the error of member self, if it went the
+// tiny way (see tinyArrive).
+func tinyMismatch(sl *slot, u uint64, other, self int) error {
 	var first *member
 	for j := range sl.mem {
 		if m := &sl.mem[j]; m.gen.Load() == u && m.tiny {
@@ -664,8 +686,9 @@ func tinyMismatch(sl *slot, u uint64, other int) {
 		}
 	}
 	if first == nil {
-		return // no member went the tiny way: a plain shared-memory use
+		return nil // no member went the tiny way: a plain shared-memory use
 	}
+	var mine error
 	for j := range sl.mem {
 		m := &sl.mem[j]
 		if m.gen.Load() != u || !m.tiny {
@@ -673,13 +696,18 @@ func tinyMismatch(sl *slot, u uint64, other int) {
 		}
 		req := claim(m, u)
 		m.fin.Store(u) // not tdone: the use is not over for the others
+		err := fmt.Errorf("%w: collective mismatch: rank %d started a small %s (at most %d bytes), rank %d a larger "+
+			"call or another collective", ranks.ErrArg, j, m.coll, inlineMax, other)
+		if j == self {
+			mine = err
+		}
 		if req.None() {
 			continue // it completed at its start (early), or was served (a bcast's or scatter's reader)
 		}
-		complete(m, req, fmt.Errorf("%w: collective mismatch: rank %d started a small %s (at most %d bytes), "+
-			"rank %d a larger call or another collective", ranks.ErrArg, j, m.coll, inlineMax, other))
+		complete(m, req, err)
 	}
 	if sl.flist.n.Load() != 0 {
 		sl.flist.notify()
 	}
+	return mine
 }

@@ -516,3 +516,61 @@ func startRooted(c *ranks.Comm, coll string, buf, all []float64, root int) (*ran
 	}
 	return Igather(c, buf, all, root)
 }
+
+// TestTinySubLastArrival: a node-aware op's tiny phase whose member arrives last runs the use in its arrival without
+// a request of its own (bySelf), and learns its outcome there: the sum and no error when the members agree; the
+// mismatch when they do not (an allreduce against a barrier), as the other member's request says too; and when the
+// other member is early (a reduce's, root 1, against rank 1's allreduce), the runner is the only one told, and the
+// job goes on all the same. Each rank's op is that one phase; rank 0 arrives first, rank 1 once rank 0 has counted
+// itself, and rank 1's run finishes rank 0's op too (the inline hook).
+func TestTinySubLastArrival(t *testing.T) {
+	for _, other := range []string{"allreduce", "barrier", "early"} {
+		first := make(chan struct{})
+		err := node.Run(node.Config{Ranks: 2}, func(c *ranks.Comm) error {
+			me := c.Rank()
+			send, recv := []float64{float64(me + 1)}, make([]float64, 1)
+			a, err := collectives.ResolveAllreduce(c, send, recv, collectives.Sum)
+			switch {
+			case other == "barrier" && me == 1:
+				a, err = collectives.ResolveBarrier(c)
+			case other == "early" && me == 0:
+				a, err = collectives.ResolveReduce(c, send, recv, collectives.Sum, 1)
+			}
+			if err != nil {
+				return err
+			}
+			o := newOp(c)
+			ts := &tinySub{o: o, c: c, a: &a}
+			ts.sl, ts.u = slotFor(c, cacheOf(c))
+			s := &Schedule{}
+			s.Run(ts)
+			o.m = Machine{s: s}
+			o.m.Reset()
+			o.tr = newTransport(o, c, len(s.Steps))
+			o.setReq(c.OpRequest(o))
+			ranks.Launch(o.req)
+			if me == 1 {
+				<-first
+			}
+			o.run()
+			if me == 0 {
+				close(first)
+			} else if !o.done.Load() || ts.reqDone != nil {
+				return fmt.Errorf("rank 1 arrived last: op done %v, with a request %v", o.done.Load(), ts.reqDone != nil)
+			}
+			_, err = o.req.Wait()
+			switch {
+			case other == "allreduce" && (err != nil || recv[0] != 3):
+				return fmt.Errorf("rank %d: %v, %v", me, recv, err)
+			case other == "early" && me == 0:
+				return err // early: done at its arrival, and told nothing
+			case other != "allreduce" && (!errors.Is(err, ranks.ErrArg) || !strings.Contains(err.Error(), "mismatch")):
+				return fmt.Errorf("rank %d: %v, want ErrArg naming the mismatch", me, err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("against %s: %v", other, err)
+		}
+	}
+}
