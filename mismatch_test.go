@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gompj/gompj"
+	"github.com/gompj/gompj/internal/hang"
 	"github.com/gompj/gompj/internal/harness"
 )
 
@@ -24,7 +25,7 @@ import (
 // mismatchJob runs body on np ranks with coll forced to algo, and fails the test if the job does not end in time.
 func mismatchJob(t *testing.T, np int, coll, algo string, body func(c *gompj.Comm) error) error {
 	t.Helper()
-	return jobWithin(t, coll+" "+algo, func() error {
+	return hang.Within(t, coll+" "+algo, 30*time.Second, func() error {
 		return gompj.RunWith(gompj.Config{Ranks: np}, func(c *gompj.Comm) error {
 			if err := c.ForceAlgorithm(coll, algo); err != nil {
 				return err
@@ -32,21 +33,6 @@ func mismatchJob(t *testing.T, np int, coll, algo string, body func(c *gompj.Com
 			return body(c)
 		})
 	})
-}
-
-// jobWithin runs job and returns what it returned, failing the test (name says which case) if it has not returned
-// after 30 seconds: the job hangs.
-func jobWithin(t *testing.T, name string, job func() error) error {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- job() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%s: the job hangs", name)
-		return nil
-	}
 }
 
 // swallow is what an erroneous program does with the bad rank's error: it goes on. The bad rank checks that its
@@ -490,7 +476,7 @@ func TestDisagreeingCallsInSharedMemory(t *testing.T) {
 		{"swap-gather", 3, 1 << 15, "disagree about the root"},
 	} {
 		name := fmt.Sprintf("%s np=%d n=%d", tc.name, tc.np, tc.n)
-		err := jobWithin(t, name, func() error {
+		err := hang.Within(t, name, 30*time.Second, func() error {
 			return gompj.RunWith(gompj.Config{Ranks: tc.np}, func(c *gompj.Comm) error {
 				me, last := c.Rank(), c.Size()-1
 				buf, all := make([]float64, tc.n), make([]float64, tc.n*c.Size())
@@ -565,7 +551,7 @@ func TestCallsLookModel(t *testing.T) {
 		}
 		jobSeed := rnd.Int63()
 		name := fmt.Sprintf("job %d np=%d skipper %d at %d", job, np, skipper, skipAt)
-		err := jobWithin(t, name, func() error {
+		err := hang.Within(t, name, 30*time.Second, func() error {
 			return gompj.RunWith(gompj.Config{Ranks: np}, func(c *gompj.Comm) error {
 				me := c.Rank()
 				hold := rand.New(rand.NewSource(jobSeed + int64(me)))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gompj/gompj/collectives"
+	"github.com/gompj/gompj/internal/hang"
 	"github.com/gompj/gompj/node"
 	"github.com/gompj/gompj/ranks"
 )
@@ -389,7 +390,7 @@ func TestRootsDisagreeInSlots(t *testing.T) {
 					wantTold = int32(np)
 				}
 				var told atomic.Int32
-				err := within(t, name, func() error {
+				err := hang.Within(t, name, time.Minute, func() error {
 					return node.Run(node.Config{Ranks: np, NoAsyncProgress: !async}, func(c *ranks.Comm) error {
 						me := c.Rank()
 						root := 0
@@ -447,7 +448,7 @@ func TestRootsSwappedInSlots(t *testing.T) {
 				for _, async := range []bool{true, false} {
 					name := fmt.Sprintf("%s n=%d np=%d async=%v", coll, n, np, async)
 					var told atomic.Int32
-					err := within(t, name, func() error {
+					err := hang.Within(t, name, time.Minute, func() error {
 						return node.Run(node.Config{Ranks: np, NoAsyncProgress: !async}, func(c *ranks.Comm) error {
 							me := c.Rank()
 							root := 0
@@ -487,20 +488,6 @@ func nextIbcastWorks(c *ranks.Comm) error {
 		err = fmt.Errorf("rank %d: the next Ibcast gave %v", c.Rank(), x[0])
 	}
 	return err
-}
-
-// within runs job and returns what it returned, failing the test if it has not returned after a minute.
-func within(t *testing.T, name string, job func() error) error {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- job() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(60 * time.Second):
-		t.Fatalf("%s: the job hangs", name)
-		return nil
-	}
 }
 
 // startRooted starts coll (bcast, scatter, reduce or gather) from root on c, with buf as the member's own block and
