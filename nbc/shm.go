@@ -96,9 +96,11 @@ type slot struct {
 	claimsOnce sync.Once
 	claims     []atomic.Uint64
 
-	// scratch: a tiny reduce_scatter's whole vector, which the use's runner combines there (runTiny): the slot's
-	// uses run one after the other, and a buffer on the runner's stack would escape to the heap through the kernel
+	// scratch: a tiny reduction's result, which the use's runner combines there (runTiny: accumulator): the slot's
+	// uses run one after the other, and a buffer on the runner's stack would escape to the heap through the kernel;
+	// big is its extension for a call whose contributions the runner reads from the members' buffers (directMax)
 	scratch [inlineMax]byte
+	big     []byte
 }
 
 // member is one member's entry in a slot: what it publishes for the current use. Its gen, its fin, its collective's

@@ -125,13 +125,58 @@ func newTinyCase(c *ranks.Comm, kind, k, m, root int) tinyCase {
 		return tinyCase{"reduce_scatter", func() (*ranks.Request, error) {
 			return IreduceScatter(c, vec, blk, counts, collectives.Sum)
 		}, func() error { return expect(blk, func(i int) float64 { return sum(off+i, 0, np) }) }}
+	case 11: // in place: the contribution in the receive buffer, which a direct runner must not overwrite early
+		buf := mine(m)
+		return tinyCase{"allreduce in place", func() (*ranks.Request, error) {
+			return Iallreduce(c, collectives.InPlace, buf, collectives.Sum)
+		}, func() error { return expect(buf, func(i int) float64 { return sum(i, 0, np) }) }}
+	case 12:
+		all := make([]float64, m*np)
+		copy(all[me*m:], send)
+		return tinyCase{"allgather in place", func() (*ranks.Request, error) {
+			return Iallgather(c, collectives.InPlace, all)
+		}, func() error { return expect(all, func(i int) float64 { return tinyVal(i/m, i%m, k) }) }}
+	case 13:
+		in, buf := any(send), recv
+		if me == root {
+			in, buf = collectives.InPlace, mine(m)
+		}
+		return tinyCase{"reduce in place", func() (*ranks.Request, error) {
+			return Ireduce(c, in, buf, collectives.Sum, root)
+		}, func() error {
+			if me != root {
+				return nil
+			}
+			return expect(buf, func(i int) float64 { return sum(i, 0, np) })
+		}}
+	case 14:
+		buf := mine(m * np)
+		return tinyCase{"alltoall in place", func() (*ranks.Request, error) {
+			return Ialltoall(c, collectives.InPlace, buf)
+		}, func() error { return expect(buf, func(i int) float64 { return tinyVal(i/m, me*m+i%m, k) }) }}
+	case 15:
+		buf := mine(m)
+		return tinyCase{"scan in place", func() (*ranks.Request, error) {
+			return Iscan(c, collectives.InPlace, buf, collectives.Sum)
+		}, func() error { return expect(buf, func(i int) float64 { return sum(i, 0, me+1) }) }}
+	case 16:
+		buf := mine(m)
+		return tinyCase{"exscan in place", func() (*ranks.Request, error) {
+			return Iexscan(c, collectives.InPlace, buf, collectives.Sum)
+		}, func() error {
+			if me == 0 {
+				return nil
+			}
+			return expect(buf, func(i int) float64 { return sum(i, 0, me) })
+		}}
 	default:
 		return tinyCase{"barrier", func() (*ranks.Request, error) { return Ibarrier(c) }, func() error { return nil }}
 	}
 }
 
 // TestTinyModel: random sequences of tiny calls (the same on every rank), many under way at once on a ring of 2
-// slots, so that starts find their slot in use and arrive late (startLate); rank 0 starts each batch before the
+// slots, so that starts find their slot in use and arrive late (startLate); a third of them past an entry, direct
+// (directOK) or shared-memory schedules beside the tiny calls, some in place; rank 0 starts each batch before the
 // others start any, and every rank waits for its requests in an order of its own. Every result is checked against
 // a reference computed from the inputs. With the worker pool and without it, and with a bcast's or scatter's root
 // going on at once (early: a processor for every rank) or waiting for its readers.
@@ -160,7 +205,10 @@ func TestTinyModel(t *testing.T) {
 					cases := make([]tinyCase, 1+seq.Intn(7))
 					for i := range cases {
 						m := 1 + seq.Intn(3)
-						cases[i] = newTinyCase(c, seq.Intn(11), k, m, seq.Intn(np))
+						if seq.Intn(3) == 0 { // past an entry: direct (directOK), or a shared-memory schedule
+							m = 31 + seq.Intn(100)
+						}
+						cases[i] = newTinyCase(c, seq.Intn(17), k, m, seq.Intn(np))
 						k++
 					}
 					if c.Rank() != 0 {
@@ -201,19 +249,22 @@ func TestTinyModel(t *testing.T) {
 // mismatch (unless its part was over at its start: a bcast's root), the others with the error their schedule
 // finds, and the communicator goes on working.
 func TestTinyStraddle(t *testing.T) {
-	big := 2 * inlineMax / 8
 	for _, tc := range []struct {
 		name  string
+		big   int // elements past directOK's limit
 		start func(c *ranks.Comm, n int) (*ranks.Request, error)
 	}{
-		{"allreduce", func(c *ranks.Comm, n int) (*ranks.Request, error) {
+		{"allreduce", 2 * directMax / 8, func(c *ranks.Comm, n int) (*ranks.Request, error) {
 			return Iallreduce(c, make([]float64, n), make([]float64, n), collectives.Sum)
 		}},
-		{"bcast", func(c *ranks.Comm, n int) (*ranks.Request, error) { return Ibcast(c, make([]float64, n), 0) }},
-		{"scan", func(c *ranks.Comm, n int) (*ranks.Request, error) {
+		{"bcast", 2 * directMax / 8, func(c *ranks.Comm, n int) (*ranks.Request, error) {
+			return Ibcast(c, make([]float64, n), 0)
+		}},
+		{"scan", directMax / 8, func(c *ranks.Comm, n int) (*ranks.Request, error) {
 			return Iscan(c, make([]float64, n), make([]float64, n), collectives.Sum)
 		}},
 	} {
+		big := tc.big
 		for tiny := 0; tiny < 2; tiny++ { // the rank whose call is tiny
 			err := node.Run(node.Config{Ranks: 2}, func(c *ranks.Comm) error {
 				n := big
