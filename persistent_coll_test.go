@@ -50,7 +50,7 @@ func persistentBody(t *testing.T) func(c *Comm) error {
 			if err != nil {
 				return err
 			}
-			for _, n := range []int{1, 7, largeNB} {
+			for _, n := range []int{1, 7, 101, largeNB} { // 101: past a slot's entry, read from the buffers (direct)
 				if n == largeNB && sub.Size() != np {
 					continue
 				}
