@@ -290,7 +290,7 @@ func TestPersistentCollectiveStartAllocations(t *testing.T) {
 	}
 	const runs = 100
 	for _, algo := range []string{"", "recursive_doubling", "ring"} {
-		for _, n := range []int{1, 1 << 16} {
+		for _, n := range []int{1, 101, 1 << 16} { // in a slot's entry, read from the buffers (direct), an operation
 			algo, n := algo, n
 			t.Run(fmt.Sprintf("%s/%d", algo, n), func(t *testing.T) {
 				err := RunWith(Config{Ranks: 4}, func(c *Comm) error {
