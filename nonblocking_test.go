@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -709,15 +711,22 @@ func startAndWait(starts ...func() (*Request, error)) error {
 // of arrivals at its phases inside the node (nbc: chainAgain), and fall back to running the operation when a phase's
 // slot is still in use. On a ring of 2 slots, three collectives of two node phases each are outstanding at once, so
 // that the later ones find their slots taken; some ranks start late, so that leaders and members meet in either
-// order. Every result is checked against the blocking collective.
+// order. Every result is checked against the blocking collective. With 2 elements per rank, and with 101, past a
+// slot's entry, where the node's phases read the members' buffers (direct), on the default ring (see below).
 func TestNodeAwareChains(t *testing.T) {
 	body := func(c *Comm) error {
 		np, me := c.Size(), c.Rank()
-		x, sum, sumRef := []float64{0, 0}, make([]float64, 2), make([]float64, 2)
-		all, allRef := make([]float64, 2*np), make([]float64, 2*np)
-		to, at, atRef := make([]float64, np), make([]float64, np), make([]float64, np)
+		m, err := strconv.Atoi(os.Getenv("CHAIN_ELEMS")) // elements per rank (see below)
+		if err != nil {
+			return err
+		}
+		x, sum, sumRef := make([]float64, m), make([]float64, m), make([]float64, m)
+		all, allRef := make([]float64, m*np), make([]float64, m*np)
+		to, at, atRef := make([]float64, m*np), make([]float64, m*np), make([]float64, m*np)
 		for it := 0; it < 60; it++ {
-			x[0], x[1] = float64(me+it), float64(me*it)
+			for i := range x {
+				x[i] = float64(me*it + i)
+			}
 			for j := range to {
 				to[j] = float64(me*100 + j + it)
 			}
@@ -752,7 +761,18 @@ func TestNodeAwareChains(t *testing.T) {
 		}
 		return nil
 	}
-	harness.Procs(t, harness.Spec{Ranks: 6, Nodes: 2, Env: []string{"GOMPJ_NBC_SLOTS=2"}}, body).Check(t)
+	// In a slot's entry, and past it: the node's phases then read the members' buffers (direct). Past it on the
+	// default ring: with 2 slots, mid-size operations queued on them progress slowly between node processes whose
+	// ranks share a processor (tens of milliseconds a round), and the chains' fallback is the same at any size.
+	for _, m := range []int{2, 101} {
+		t.Run(strconv.Itoa(m), func(t *testing.T) {
+			env := []string{"CHAIN_ELEMS=" + strconv.Itoa(m)}
+			if m == 2 {
+				env = append(env, "GOMPJ_NBC_SLOTS=2")
+			}
+			harness.Procs(t, harness.Spec{Ranks: 6, Nodes: 2, Env: env}, body).Check(t)
+		})
+	}
 }
 
 // TestNonblockingProgressWithoutCalls: collectives complete while ranks compute and call nothing. Every rank but

@@ -50,9 +50,11 @@ func (hb *hierb) beside(sc *ranks.Comm, a collectives.Call) error {
 	} else {
 		id = collectives.NextOp(sc)
 	}
-	if algo == "shm" && !hb.persistent && tinyOK(&a, sc.Size()) {
-		// A small phase on the node: a tiny call (tiny.go), run by the node's last member to arrive. A persistent
-		// op keeps its shared-memory schedule, whose runs allocate nothing.
+	if algo == "shm" && !hb.persistent && (tinyOK(&a, sc.Size()) || directOK(&a, sc.Size(), spareProcs(sc))) {
+		// A small phase on the node: a tiny call (tiny.go), run by the node's last member to arrive; a direct one
+		// reads the members' buffers, which are the call's own or the op's and stay as they are until the op has
+		// finished, or its next phase has begun, which comes after this one's use is over. A persistent op keeps
+		// its shared-memory schedule, whose runs allocate nothing.
 		ac := new(collectives.Call)
 		*ac = a
 		t := &tinySub{o: hb.o, c: sc, a: ac}

@@ -509,8 +509,8 @@ func (t *tinySub) arrive() {
 	t.arrived = true
 	// A phase's root of a bcast or scatter goes on at once whatever the processors (spare): its op's next step (the
 	// leaders' phase over the network, or the end) does not take a processor its node's readers need, and waiting
-	// for them delayed it.
-	if early(t.a, r, true) {
+	// for them delayed it. Not a direct one, whose buffer is read later.
+	if early(t.a, r, true) && !direct(tinySrc(t.a, r, n)) {
 		tinyArrive(t.c, t.sl, t.u, r, n, t.a, ranks.Target{}, byColl)
 		t.done = true
 		return
