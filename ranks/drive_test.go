@@ -216,3 +216,41 @@ func TestTestCallsYield(t *testing.T) {
 		}
 	}
 }
+
+// selfSignalling is an operation that signals its rank's event at every run (as a step that notifies a slot's wait
+// list kicks the rank's other operations there), and finishes once done is set.
+type selfSignalling struct {
+	c    *Comm
+	runs int
+	done atomic.Bool
+}
+
+func (o *selfSignalling) Progress() (bool, error) {
+	o.runs++
+	if o.done.Load() {
+		return true, nil
+	}
+	SignalOp(o.c)
+	return false, nil
+}
+
+func (o *selfSignalling) Blocker() *queues.Completion { return nil }
+
+// TestWaitYieldsToSelfSignals: a Wait whose own sweeps keep signalling its rank's event still yields the
+// processor, so that what the operation waits for (here a goroutine that needs the one processor there is) happens
+// within a few runs. It used to look again at once, every time: it ran until the scheduler preempted it, 10 to 20
+// ms later, many thousands of runs.
+func TestWaitYieldsToSelfSignals(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	c := world(t, 1).Comm(0)
+	o := &selfSignalling{c: c}
+	h := c.OpRequest(o)
+	Launch(h)
+	go o.done.Store(true) // runnable, on the one processor, from now on
+	if _, err := h.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if o.runs > 100 {
+		t.Fatalf("the operation ran %d times before the goroutine it waited for could run", o.runs)
+	}
+}
