@@ -49,10 +49,20 @@ import (
 // from the contributions of the members before it; an allgather in place reads each member's block from where it
 // writes it; an alltoall with a member in place copies the contributions into the scratch first.
 
-// directMax bounds what a direct call's runner moves for all (directOK): a reduction's vector, or a gather's,
-// scatter's or allgather's blocks in all. The shared-memory reductions below minChunk had a single member combine
-// the whole vector too.
+// directMax bounds what a direct call's runner combines for all (directOK): a reduction's vector, a scan's n of them,
+// an alltoall's blocks where every rank has a processor. The shared-memory reductions below minChunk had a single
+// member combine the whole vector too.
 const directMax = minChunk
+
+// directCopyMax bounds the bytes of a direct call that only copies: a bcast's vector and a scatter's blocks, which
+// each reader copies for itself once it and the root have arrived (serve); a gather's and an allgather's blocks in
+// all, which the shared-memory schedule's members copy one by one too; an alltoall's where ranks outnumber
+// processors. 2 ranks, bench iX beside bench X, 3 alternated rounds, medians of the per-round ratios, against the
+// shared-memory schedule: 64 KiB Ibcast 1.32 -> 1.09x, 128 KiB 1.28 -> 1.02x (1 MiB lost: 0.71 -> 1.14x); 32 KiB
+// blocks Iscatter 2.29 -> 1.55x, Igather 2.41 -> 1.63x, Iallgather 2.01 -> 1.64x; an alltoall's 32 KiB blocks lost
+// (1.76 -> 2.01x). 8 ranks on 2 cores: 128 KiB Ibcast 4.86-5.48 -> 3.51-3.68 us (Bcast 3.35-3.42), 16 KiB blocks
+// Iscatter 1.86 -> 1.25x.
+const directCopyMax = 8 * directMax
 
 // directOK reports whether call a, on a communicator of n members within this node, too large for tinyOK, goes the
 // tiny way all the same, its runner reading the members' buffers (see above). Like tinyOK it looks only at what the
@@ -62,7 +72,7 @@ const directMax = minChunk
 // on 8 ranks and 2 cores: Igather 1.00 -> 2.68 us, Gather 0.61), where with a processor each it costs nothing
 // (2 ranks: 0.68-0.82 -> 0.29-0.33 us, Gather 0.28-0.32). An allgather's or alltoall's members all wait for the
 // last anyway, and where ranks outnumber processors the runner's copies take no more processor time than the
-// members' own would, while an operation's machinery and rounds cost more: up to 8 times directMax there (8 ranks
+// members' own would, while an operation's machinery and rounds cost more: up to directCopyMax there (8 ranks
 // on 2 cores, against the shared-memory schedule: 1 KiB blocks Iallgather 2.29 -> 1.18x Allgather, Ialltoall
 // 1.36 -> 0.93x; 2 KiB 2.07 -> 1.21x, 1.30 -> 1.13x; with 4 KiB, 1.27 -> 0.99x and 1.27 -> 1.28x, and with 16 KiB
 // 1.27 -> 1.52x and 1.25 -> 2.45x, where the schedule's copies beside each other win).
@@ -74,16 +84,20 @@ func directOK(a *collectives.Call, n int, spare bool) bool {
 		return a.Coll == "reduce_scatter" && a.Displs == nil && a.Bytes() <= directMax
 	}
 	switch a.Coll {
-	case "bcast", "reduce", "allreduce":
+	case "bcast":
+		return a.Bytes() <= directCopyMax
+	case "reduce", "allreduce":
 		return a.Bytes() <= directMax
 	case "scan", "exscan": // the runner combines up to n contributions for each member
 		return n*a.Bytes() <= directMax
 	case "gather":
-		return spare && n*a.Blk <= directMax
+		return spare && n*a.Blk <= directCopyMax
 	case "scatter":
-		return n*a.Blk <= directMax
-	case "allgather", "alltoall":
-		return n*n*a.Blk <= directMax || (!spare && n*n*a.Blk <= 8*directMax)
+		return n*a.Blk <= directCopyMax
+	case "allgather":
+		return n*n*a.Blk <= directCopyMax
+	case "alltoall":
+		return n*n*a.Blk <= directMax || (!spare && n*n*a.Blk <= directCopyMax)
 	}
 	return false
 }

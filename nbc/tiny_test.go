@@ -251,13 +251,13 @@ func TestTinyModel(t *testing.T) {
 func TestTinyStraddle(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		big   int // elements past directOK's limit
+		big   int // elements past directOK's limit for the call
 		start func(c *ranks.Comm, n int) (*ranks.Request, error)
 	}{
 		{"allreduce", 2 * directMax / 8, func(c *ranks.Comm, n int) (*ranks.Request, error) {
 			return Iallreduce(c, make([]float64, n), make([]float64, n), collectives.Sum)
 		}},
-		{"bcast", 2 * directMax / 8, func(c *ranks.Comm, n int) (*ranks.Request, error) {
+		{"bcast", 2 * directCopyMax / 8, func(c *ranks.Comm, n int) (*ranks.Request, error) {
 			return Ibcast(c, make([]float64, n), 0)
 		}},
 		{"scan", directMax / 8, func(c *ranks.Comm, n int) (*ranks.Request, error) {
@@ -431,7 +431,7 @@ func TestTinyRootsDisagree(t *testing.T) {
 // (sameRoot). Either way the use is over for all, so the job goes on and the next call on the communicator works.
 // With and without the worker pool.
 func TestRootsDisagreeInSlots(t *testing.T) {
-	const n = 4096 // float64s: 32 KiB, above the tiny and inline sizes
+	const n = 32768 // float64s: 256 KiB, above the tiny calls' sizes, direct ones included (directCopyMax)
 	for _, coll := range []string{"bcast", "scatter", "gather", "reduce"} {
 		for _, np := range []int{2, 3, 5} {
 			for _, async := range []bool{true, false} {
@@ -490,7 +490,7 @@ func TestRootsDisagreeInSlots(t *testing.T) {
 // tells them.
 // With and without the worker pool.
 func TestRootsSwappedInSlots(t *testing.T) {
-	for _, n := range []int{1, 4096} { // float64s: tiny, and 32 KiB, above the tiny and inline sizes
+	for _, n := range []int{1, 32768} { // float64s: tiny, and 256 KiB, above the tiny calls' sizes (directCopyMax)
 		for _, coll := range []string{"bcast", "scatter", "gather"} {
 			if coll == "gather" && n == 1 {
 				continue // a tiny gather's non-roots complete at their start: the runner ends the job (tinyEnd)
