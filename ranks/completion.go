@@ -226,7 +226,7 @@ func awaitAny(reqs []*Request, stop <-chan struct{}) (int, error) {
 	}
 }
 
-// firedYield: see awaitAny. A wait that its operations' signals wake this often in a row yields once.
+// firedYield: see awaitAny. A wait yields once every firedYield times its rank's event wakes it.
 const firedYield = 4
 
 // WaitContext is Wait that gives up when ctx ends, returning ctx.Err(). The request is then still active and valid:
