@@ -91,7 +91,7 @@ func directOK(a *collectives.Call, n int, spare bool) bool {
 	case "scan", "exscan": // the runner combines up to n contributions for each member
 		return n*a.Bytes() <= directMax
 	case "gather":
-		return spare && n*a.Blk <= directCopyMax
+		return n*a.Blk <= directCopyMax
 	case "scatter":
 		return n*a.Blk <= directCopyMax
 	case "allgather":
@@ -308,11 +308,34 @@ func tinyArrive(c *ranks.Comm, sl *slot, u uint64, r, n int, a *collectives.Call
 	}
 	if served(a.Coll) {
 		serve(sl, u, r, a.Root, a.Coll)
+	} else if a.Coll == "gather" && r != a.Root && how == byColl && direct(src) && push(sl, u, r, a) {
+		if !req.None() { // a chain's arrival has none (op.chainAgain)
+			complete(me, req, nil)
+			me.req = ranks.Target{}
+		}
 	}
 	if countArrival(sl, u, n) {
 		return runTiny(c, sl, u, r)
 	}
 	return nil
+}
+
+// push copies direct gather member r's block into the root's receive buffer at use u of sl, if the root has
+// published its entry for the same gather, and marks it pushed (member.served): the member is then done at its
+// arrival, as a bcast's reader that serves itself is, and the use's runner leaves its block alone. A member that
+// arrives before the root leaves its block to the runner. Where ranks outnumber processors, waiting for the last
+// member to arrive was a round of them all (1 KiB on 8 ranks and 2 cores: Igather 2.68 us against Gather's 0.61).
+// Only a member whose request is a CollRequest pushes (byColl): it completes that request itself, here; and the
+// runner reads pushed only after every member has counted itself, after its push.
+func push(sl *slot, u uint64, r int, a *collectives.Call) bool {
+	rt := &sl.mem[a.Root]
+	if rt.gen.Load() != u || !rt.tiny || rt.coll != "gather" || rt.call.Root != a.Root || rt.call.Blk != a.Blk ||
+		len(rt.dst) < (r+1)*a.Blk {
+		return false // not yet there, or not the same gather: the runner copies, or tells what is wrong
+	}
+	copy(rt.dst[r*a.Blk:(r+1)*a.Blk], sl.mem[r].src[:a.Blk])
+	sl.mem[r].served.Store(uint32(u))
+	return true
 }
 
 // served reports whether the readers of coll are served as soon as they and the root have arrived (serve): the
@@ -643,7 +666,7 @@ func runTiny(c *ranks.Comm, sl *slot, u uint64, self int) error {
 	case "gather":
 		root, blk := &mem[a.Root], a.Blk
 		for j := range mem {
-			if m := &mem[j]; j != a.Root || !m.call.InPlace {
+			if m := &mem[j]; (j != a.Root || !m.call.InPlace) && m.served.Load() != uint32(u) { // not pushed
 				copy(root.dst[j*blk:(j+1)*blk], m.src[:m.inlen])
 			}
 		}

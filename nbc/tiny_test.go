@@ -612,3 +612,68 @@ func TestTinySubLastArrival(t *testing.T) {
 		}
 	}
 }
+
+// TestGatherPush: a direct gather's member that arrives once the root has published pushes its block into the
+// root's buffer and is done at its start; one that arrives before leaves its block to the use's runner. Rank 1
+// starts after the root, rank 2 before it (sequenced by channels); a chain's arrival (no request: op.chainAgain)
+// pushes too. Every block lands, and the next gather on the slot finds it free.
+func TestGatherPush(t *testing.T) {
+	const m = 64 // float64s a block: past an entry
+	early, rootIn := make(chan struct{}), make(chan struct{})
+	err := node.Run(node.Config{Ranks: 4}, func(c *ranks.Comm) error {
+		me, np := c.Rank(), c.Size()
+		send, all := make([]float64, m), make([]float64, m*np)
+		for i := range send {
+			send[i] = float64(me*1000 + i)
+		}
+		switch me {
+		case 0:
+			<-early // rank 2 has arrived before the root
+		case 1:
+			<-rootIn
+		case 3: // a chain's arrival, without a request, once the root is in
+			<-rootIn
+			a, err := collectives.ResolveGather(c, send, nil, 0)
+			if err != nil {
+				return err
+			}
+			sl, u := slotFor(c, cacheOf(c))
+			collectives.NextOp(c)
+			if err := tinyArrive(c, sl, u, me, np, &a, ranks.Target{}, byColl); err != nil {
+				return err
+			}
+			if sl.mem[me].served.Load() != uint32(u) {
+				return fmt.Errorf("rank 3 did not push its block")
+			}
+			return nil
+		}
+		r, err := Igather(c, send, all, 0)
+		if err != nil {
+			return err
+		}
+		switch me {
+		case 0:
+			close(rootIn)
+		case 1:
+			if _, done, err := r.Test(); !done || err != nil {
+				return fmt.Errorf("rank 1, after the root: not done at its start (%v, %v)", done, err)
+			}
+		case 2:
+			close(early)
+		}
+		if _, err := r.Wait(); err != nil {
+			return err
+		}
+		if me == 0 {
+			for i, x := range all {
+				if want := float64(i/m*1000 + i%m); x != want {
+					return fmt.Errorf("root: element %d is %v, want %v", i, x, want)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
