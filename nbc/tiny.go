@@ -66,12 +66,10 @@ const directCopyMax = 8 * directMax
 
 // directOK reports whether call a, on a communicator of n members within this node, too large for tinyOK, goes the
 // tiny way all the same, its runner reading the members' buffers (see above). Like tinyOK it looks only at what the
-// members' calls share, and at spare (spareProcs), which is the same for all of them. A gather's members other than
-// the root are done once the root has their blocks, which a shared-memory schedule's root copies as each arrives;
-// direct, they wait for the last to arrive, which where ranks outnumber processors is a round of them all (1 KiB
-// on 8 ranks and 2 cores: Igather 1.00 -> 2.68 us, Gather 0.61), where with a processor each it costs nothing
-// (2 ranks: 0.68-0.82 -> 0.29-0.33 us, Gather 0.28-0.32). An allgather's or alltoall's members all wait for the
-// last anyway, and where ranks outnumber processors the runner's copies take no more processor time than the
+// members' calls share, and at spare (spareProcs), which is the same for all of them. (A gather's members once
+// waited here for the last to arrive, which where ranks outnumber processors is a round of them all: 1 KiB on 8
+// ranks and 2 cores, Igather 1.00 -> 2.68 us, Gather 0.61; they push their blocks now: push.) An allgather's or
+// alltoall's members all wait for the last anyway, and where ranks outnumber processors the runner's copies take no more processor time than the
 // members' own would, while an operation's machinery and rounds cost more: up to directCopyMax there (8 ranks
 // on 2 cores, against the shared-memory schedule: 1 KiB blocks Iallgather 2.29 -> 1.18x Allgather, Ialltoall
 // 1.36 -> 0.93x; 2 KiB 2.07 -> 1.21x, 1.30 -> 1.13x; with 4 KiB, 1.27 -> 0.99x and 1.27 -> 1.28x, and with 16 KiB
