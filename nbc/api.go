@@ -194,7 +194,7 @@ func start(c *ranks.Comm, a *collectives.Call, err error, va *collectives.ViewAr
 	if err != nil {
 		return nil, err
 	}
-	if algo == "shm" && va == nil && (tinyOK(a, c.Size()) || directOK(a, c.Size(), spareProcs(c))) {
+	if algo == "shm" && va == nil && smallOK(c, a) {
 		ac := new(collectives.Call) // the members' entries point at it until the use is over; the memo keeps it
 		*ac = *a
 		ac.Counts = slices.Clone(a.Counts) // its own (see againWith): the runner reads it

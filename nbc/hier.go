@@ -50,7 +50,7 @@ func (hb *hierb) beside(sc *ranks.Comm, a collectives.Call) error {
 	} else {
 		id = collectives.NextOp(sc)
 	}
-	if algo == "shm" && !hb.persistent && (tinyOK(&a, sc.Size()) || directOK(&a, sc.Size(), spareProcs(sc))) {
+	if algo == "shm" && !hb.persistent && smallOK(sc, &a) {
 		// A small phase on the node: a tiny call (tiny.go), run by the node's last member to arrive; a direct one
 		// reads the members' buffers, which are the call's own or the op's and stay as they are until the op has
 		// finished, or its next phase has begun, which comes after this one's use is over. A persistent op keeps

@@ -132,7 +132,7 @@ func initOp(c *ranks.Comm, a *collectives.Call, err error, va *collectives.ViewA
 		return nil, err
 	}
 	c.StartCall()
-	if va == nil && c.Size() > 1 && (tinyOK(a, c.Size()) || directOK(a, c.Size(), spareProcs(c))) {
+	if va == nil && c.Size() > 1 && smallOK(c, a) {
 		if algo, err := chooseFor(c, a); err != nil {
 			return nil, err
 		} else if algo == "shm" {

@@ -38,10 +38,10 @@ import (
 // counts its arrival, tiny or not (shmb.publish, shmb.count), so whoever completes the count fails the tiny
 // members' requests (tinyMismatch) while the others' schedules check the entries as they do against each other.
 
-// Calls a little larger (directMax) go the same way, the runner reading each member's contribution straight from
-// the member's own buffer instead of a copy in its entry (direct): the members' buffers are all in this process,
-// and a member's send buffer stays as it is until its request completes. Such a member is never done at its start
-// (early), since its buffer is read later. The shared-memory schedule of those sizes had one member combine or copy
+// Calls a little larger (directMax, directCopyMax) go the same way, the runner reading each member's contribution
+// straight from the member's own buffer instead of a copy in its entry (direct): the members' buffers are all in
+// this process, and a member's send buffer stays as it is until its request completes. Such a member is done at its
+// start only once its contribution has been read (a gather's member that pushes it: push), never before (early). The shared-memory schedule of those sizes had one member combine or copy
 // everything too (a reduction under minChunk), through the operation's machinery: an Iallreduce of 1 KiB on 2 ranks
 // took 2.1-2.9x Allreduce's time, against 1.0x at 8 bytes. In place, a member's contribution is its receive buffer,
 // which the runner writes: it reads every contribution before it writes anything that one may live in. A reduction
@@ -88,9 +88,7 @@ func directOK(a *collectives.Call, n int, spare bool) bool {
 		return a.Bytes() <= directMax
 	case "scan", "exscan": // the runner combines up to n contributions for each member
 		return n*a.Bytes() <= directMax
-	case "gather":
-		return n*a.Blk <= directCopyMax
-	case "scatter":
+	case "gather", "scatter":
 		return n*a.Blk <= directCopyMax
 	case "allgather":
 		return n*n*a.Blk <= directCopyMax
@@ -98,6 +96,12 @@ func directOK(a *collectives.Call, n int, spare bool) bool {
 		return n*n*a.Blk <= directMax || (!spare && n*n*a.Blk <= directCopyMax)
 	}
 	return false
+}
+
+// smallOK reports whether call a on c goes the tiny way (tinyOK), its contributions in entries or read from the
+// members' buffers (directOK): the starting calls', Init's and a node-aware op's phases' test.
+func smallOK(c *ranks.Comm, a *collectives.Call) bool {
+	return tinyOK(a, c.Size()) || directOK(a, c.Size(), spareProcs(c))
 }
 
 // direct reports whether a member contributing src reads it from its own buffer (see above): what tinyOK allows
