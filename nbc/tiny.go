@@ -39,15 +39,16 @@ import (
 // members' requests (tinyMismatch) while the others' schedules check the entries as they do against each other.
 
 // Calls a little larger (directMax, directCopyMax) go the same way, the runner reading each member's contribution
-// straight from the member's own buffer instead of a copy in its entry (direct): the members' buffers are all in
-// this process, and a member's send buffer stays as it is until its request completes. Such a member is done at its
-// start only once its contribution has been read (a gather's member that pushes it: push), never before (early). The shared-memory schedule of those sizes had one member combine or copy
-// everything too (a reduction under minChunk), through the operation's machinery: an Iallreduce of 1 KiB on 2 ranks
-// took 2.1-2.9x Allreduce's time, against 1.0x at 8 bytes. In place, a member's contribution is its receive buffer,
-// which the runner writes: it reads every contribution before it writes anything that one may live in. A reduction
-// combines into the slot's scratch first (accumulator); a scan writes its members' results from the last down, each
-// from the contributions of the members before it; an allgather in place reads each member's block from where it
-// writes it; an alltoall with a member in place copies the contributions into the scratch first.
+// straight from the member's own buffer instead of a copy in its entry (direct): the members' buffers are all in this
+// process, and a member's send buffer stays as it is until its request completes. Such a member is done at its start
+// only once its contribution has been read (a gather's member that pushes it: push), never before (early). The
+// shared-memory schedule of those sizes had one member combine or copy everything too (a reduction under minChunk),
+// through the operation's machinery: an Iallreduce of 1 KiB on 2 ranks took 2.1-2.9x Allreduce's time, against 1.0x at
+// 8 bytes. In place, a member's contribution is its receive buffer, which the runner writes: it reads every
+// contribution before it writes anything that one may live in. A reduction combines into the slot's scratch first
+// (accumulator); a scan writes its members' results from the last down, each from the contributions of the members
+// before it; an allgather in place reads each member's block from where it writes it; an alltoall with a member in
+// place copies the contributions into the scratch first.
 
 // directMax bounds what a direct call's runner combines for all (directOK): a reduction's vector, a scan's n of them,
 // an alltoall's blocks where every rank has a processor. The shared-memory reductions below minChunk had a single
@@ -64,16 +65,16 @@ const directMax = minChunk
 // Iscatter 1.86 -> 1.25x.
 const directCopyMax = 8 * directMax
 
-// directOK reports whether call a, on a communicator of n members within this node, too large for tinyOK, goes the
-// tiny way all the same, its runner reading the members' buffers (see above). Like tinyOK it looks only at what the
-// members' calls share, and at spare (spareProcs), which is the same for all of them. (A gather's members once
-// waited here for the last to arrive, which where ranks outnumber processors is a round of them all: 1 KiB on 8
-// ranks and 2 cores, Igather 1.00 -> 2.68 us, Gather 0.61; they push their blocks now: push.) An allgather's or
-// alltoall's members all wait for the last anyway, and where ranks outnumber processors the runner's copies take no more processor time than the
-// members' own would, while an operation's machinery and rounds cost more: up to directCopyMax there (8 ranks
-// on 2 cores, against the shared-memory schedule: 1 KiB blocks Iallgather 2.29 -> 1.18x Allgather, Ialltoall
-// 1.36 -> 0.93x; 2 KiB 2.07 -> 1.21x, 1.30 -> 1.13x; with 4 KiB, 1.27 -> 0.99x and 1.27 -> 1.28x, and with 16 KiB
-// 1.27 -> 1.52x and 1.25 -> 2.45x, where the schedule's copies beside each other win).
+// directOK reports whether call a, on a communicator of n members within this node, too large for tinyOK, goes the tiny
+// way all the same, its runner reading the members' buffers (see above). Like tinyOK it looks only at what the members'
+// calls share, and at spare (spareProcs), which is the same for all of them. (A gather's members once waited here for
+// the last to arrive, which where ranks outnumber processors is a round of them all: 1 KiB on 8 ranks and 2 cores,
+// Igather 1.00 -> 2.68 us, Gather 0.61; they push their blocks now: push.) An allgather's or alltoall's members all
+// wait for the last anyway, and where ranks outnumber processors the runner's copies take no more processor time than
+// the members' own would, while an operation's machinery and rounds cost more: up to directCopyMax there (8 ranks on 2
+// cores, against the shared-memory schedule: 1 KiB blocks Iallgather 2.29 -> 1.18x Allgather, Ialltoall 1.36 -> 0.93x;
+// 2 KiB 2.07 -> 1.21x, 1.30 -> 1.13x; with 4 KiB, 1.27 -> 0.99x and 1.27 -> 1.28x, and with 16 KiB 1.27 -> 1.52x and
+// 1.25 -> 2.45x, where the schedule's copies beside each other win).
 func directOK(a *collectives.Call, n int, spare bool) bool {
 	if a.Object || a.RCounts != nil {
 		return false
