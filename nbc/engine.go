@@ -69,6 +69,7 @@ type Step struct {
 	Fn       func() error
 	Cond     func() bool
 	List     *watchlist // a wait step: the list through which whoever makes Cond true wakes its operation
+	Soon     bool       // a wait step that the others are about to end: its run spins on it for a while (WaitSoon)
 	Sub      Sub
 }
 
@@ -175,6 +176,13 @@ func (s *Schedule) RecvObj(obj any, peer, tag int) {
 // Wait adds a wait for cond, a shared-memory condition that someone else makes true and then notifies list.
 func (s *Schedule) Wait(cond func() bool, list *watchlist) {
 	s.add(Step{Kind: StepWait, Cond: cond, List: list})
+}
+
+// WaitSoon is Wait for a condition that the other members are about to make true, since each of them has arrived
+// and is doing its part (a share of the combining or copying): the run that posts it spins on it for up to
+// soonSpin before it waits as for any other (transport.post).
+func (s *Schedule) WaitSoon(cond func() bool, list *watchlist) {
+	s.add(Step{Kind: StepWait, Cond: cond, List: list, Soon: true})
 }
 
 // Run adds a sub-operation.

@@ -652,6 +652,7 @@ func TestModel(t *testing.T) {
 				mc.algo = "shm"
 			}
 			calls, check := mc.setup(rng)
+			spinSoon := rng.Intn(2) == 0 // the members' waits for the others' finishes spun on or not: the same result
 			cases = append(cases, mc)
 			checks = append(checks, check)
 			for r := 0; r < n; r++ {
@@ -663,7 +664,7 @@ func TestModel(t *testing.T) {
 				sp := &spec{algo: mc.algo, rank: r, n: n, id: collectives.OpID(j + 1), a: c}
 				var err error
 				if mc.algo == "shm" {
-					err = buildShmSlot(s, sp, ring[shmOps%len(ring)], uint64(shmOps/len(ring)+1), nil, false)
+					err = buildShmSlot(s, sp, ring[shmOps%len(ring)], uint64(shmOps/len(ring)+1), nil, false, spinSoon)
 				} else {
 					err = buildP2P(s, sp)
 				}

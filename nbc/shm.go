@@ -193,6 +193,9 @@ type shmb struct {
 	own   []byte   // alltoall and exscan in place: a copy of the input
 	done  []bool   // alltoall: the peers whose blocks this member has moved (or found moved) in this use
 	err   error    // alltoall: the first error in the blocks this member moved
+	// spinSoon: the run may spin on the others' finishes once all have arrived (waitFinished), since every rank of
+	// the node has a processor (spareProcs) and the call is at most soonMax
+	spinSoon bool
 }
 
 // acquire waits until the slot's previous use is over. While it waits it helps this member's operation of that use
@@ -313,9 +316,16 @@ func (b *shmb) waitArrived() {
 	b.s.Wait(b.allPublished, &b.sl.list)
 }
 
-// waitFinished waits until every member has finished the use (a root waiting for its readers: readersDone).
-func (b *shmb) waitFinished() {
-	b.s.Wait(func() bool { return b.allFinished(&b.fseen, b.u) }, &b.sl.flist)
+// waitFinished waits until every member has finished the use (a root waiting for its readers: readersDone). With
+// soon, every member has arrived and is doing its share (combining or copying), and the run spins a while before it
+// waits as for anything else (Schedule.WaitSoon; spinSoon says whether it may).
+func (b *shmb) waitFinished(soon bool) {
+	cond := func() bool { return b.allFinished(&b.fseen, b.u) }
+	if soon && b.spinSoon {
+		b.s.WaitSoon(cond, &b.sl.flist)
+		return
+	}
+	b.s.Wait(cond, &b.sl.flist)
 }
 
 func (b *shmb) waitGen(j int) {
@@ -336,12 +346,12 @@ func buildShm(s *Schedule, sp *spec, c *ranks.Comm, o *op, persistent bool) erro
 	} else {
 		sl, u = slotFor(c, cacheOf(c))
 	}
-	return buildShmSlot(s, sp, sl, u, o, persistent)
+	return buildShmSlot(s, sp, sl, u, o, persistent, spareProcs(c) && soonOK(sp.a, sp.n))
 }
 
-// buildShmSlot appends the schedule of sp's call at use u of slot sl.
-func buildShmSlot(s *Schedule, sp *spec, sl *slot, u uint64, o *op, persistent bool) error {
-	b := &shmb{s: s, r: sp.rank, n: sp.n, a: sp.a}
+// buildShmSlot appends the schedule of sp's call at use u of slot sl; spinSoon: see shmb.
+func buildShmSlot(s *Schedule, sp *spec, sl *slot, u uint64, o *op, persistent, spinSoon bool) error {
+	b := &shmb{s: s, r: sp.rank, n: sp.n, a: sp.a, spinSoon: spinSoon}
 	b.moveTo(sl, u, o)
 	if persistent {
 		b.prev = nil // its own slot: its previous use is its own previous run, over before Start
@@ -738,7 +748,7 @@ func (b *shmb) reduction() {
 		clear(dsts) // the peers' buffers are not this operation's to keep
 		return nil
 	})
-	b.waitFinished()
+	b.waitFinished(true)
 }
 
 // allgather builds allgather and allgatherv.
@@ -807,7 +817,7 @@ func (b *shmb) allgather() {
 		}
 		return err
 	})
-	b.waitFinished()
+	b.waitFinished(true)
 }
 
 // claimMax is the most members for which alltoall takes its blocks by claims (n² words per slot); above it, each
@@ -1016,7 +1026,7 @@ func (b *shmb) alltoallPull(src []byte) {
 		}
 		return err
 	})
-	b.waitFinished()
+	b.waitFinished(true)
 }
 
 // reduceScatter: every member combines its own block from everybody's published vector. In place the vector is
@@ -1057,7 +1067,7 @@ func (b *shmb) reduceScatter() {
 		}
 		return nil
 	})
-	b.waitFinished()
+	b.waitFinished(true)
 	if a.InPlace {
 		b.s.Copy(a.Recv[:hi-lo], b.out)
 	}
@@ -1129,5 +1139,5 @@ func (b *shmb) scan() {
 		b.finish()
 		return err
 	})
-	b.waitFinished()
+	b.waitFinished(false) // a chain: the members after this one may not have arrived
 }

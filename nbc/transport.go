@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	"github.com/gompj/gompj/collectives"
 	"github.com/gompj/gompj/queues"
 	"github.com/gompj/gompj/ranks"
 )
@@ -107,7 +109,8 @@ func (t *transport) Post(i int, st *Step) error {
 	case st.Kind == StepRecvObj:
 		r, err = t.c.Irecv(st.Obj, st.Peer, st.Tag)
 	case st.Kind == StepWait:
-		if !st.Cond() { // true already: nothing to be told (Test sees it); else join the list, then Test looks
+		// True already: nothing to be told (Test sees it); else join the list, then Test looks.
+		if !st.Cond() && !(st.Soon && soonPolicy.SpinFor(st.Cond)) {
 			t.o.watchOn(st.List)
 		}
 		return nil
@@ -292,3 +295,28 @@ type sub struct {
 func (s *sub) Begin() error { s.m.Reset(); return nil }
 
 func (s *sub) Poll() (bool, error) { return s.m.Progress(&s.tr) }
+
+// soonSpin bounds a run's spin on a wait step that the other members are about to end (Schedule.WaitSoon): they
+// have all arrived and do their shares beside this one, which most often end within a microsecond of each other.
+// Waiting as for anything else, the run returned, and the op moved on only once its rank's Wait (or a worker) had
+// come back to it: 32 KiB Iallreduce on 2 ranks, 0.3 us from the members' last finish to the op's end, and 0.2 more
+// to its Wait's return, against under 0.1 for Allreduce's barrier after the same combining.
+const soonSpin = 5 * time.Microsecond
+
+// soonPolicy spins for soonSpin, without yields: the step then waits on its list as any other.
+var soonPolicy = queues.Policy{Spin: soonSpin}
+
+// soonMax bounds the work of a call whose run spins on the others' finishes (soonOK): above it a member's share
+// takes long enough that the op's machinery around it no longer counts, and a start call that spins holds its rank
+// from computing for longer (the overlap of a large call).
+const soonMax = 256 << 10
+
+// soonOK reports whether call a on n members is small enough for its runs to spin on the others' finishes: its
+// bytes (a vector, or n blocks for the calls that move a block between every pair).
+func soonOK(a *collectives.Call, n int) bool {
+	w := a.Bytes()
+	if a.Coll == "allgather" || a.Coll == "alltoall" {
+		w *= n
+	}
+	return w <= soonMax
+}
