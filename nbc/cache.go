@@ -19,9 +19,11 @@ import (
 // its build took them.
 //
 // Small calls are kept outright. Large ones are kept weakly: a kept operation holds the caller's buffers, and a
-// cache must not keep a program's freed gigabyte alive. A large operation gets a request of its own (not one of the
-// rank's block, ranks.Comm.OpRequestAlone), so that once its caller has dropped the request nothing but the weak
-// pointer holds the operation, and the next collection frees it with the buffers. Until then the same call finds it.
+// cache must not keep a program's freed gigabyte alive. A large operation's request holds it only while its run is
+// active (ranks.Comm.OpRequestLoose: a reported request, which has let go of its operation, or one allocated alone,
+// never a new one of the rank's block), and the memo keeps it weakly too (memo.go), so that once its run is reported
+// nothing but the weak pointers holds the operation, and the next collection frees it with the buffers. Until then
+// the same call finds it.
 // Rebuilding is not only the schedule's instructions: the kilobytes a build allocates come, after a collection, from
 // fresh pages, and a first touch cost 12.5 us a page on the VM of the measurements. Ialltoall of 1 MiB blocks, 2
 // ranks: 68 -> 50 us with the operation reused (4 alternated pairs; Alltoall 45-50 us).
@@ -152,7 +154,7 @@ func keep(c *ranks.Comm, o *op, a *collectives.Call, algo string) {
 // request returns a new request for o on c: one of its own for an op kept weakly (see above).
 func (o *op) request(c *ranks.Comm) *ranks.Request {
 	if o.weak {
-		return c.OpRequestAlone(o)
+		return c.OpRequestLoose(o)
 	}
 	return c.OpRequest(o)
 }

@@ -3,6 +3,7 @@ package nbc
 import (
 	"slices"
 	"unsafe"
+	"weak"
 
 	"github.com/gompj/gompj/collectives"
 	"github.com/gompj/gompj/ranks"
@@ -38,10 +39,13 @@ const (
 )
 
 // bufKey is a buffer argument as the memo compares it: its element type and its memory. The memo takes only nil
-// and the common primitive slices (ok false otherwise).
+// and the common primitive slices (ok false otherwise). The address is a number, not a pointer: the memo must not
+// keep a large call's buffers alive (remember). It cannot mistake another buffer for this one either: whatever the
+// memo runs again (its tiny call, or its operation, which a weak memo reaches only while it lives) holds this
+// buffer, whose address no other allocation can take meanwhile.
 type bufKey struct {
 	typ      uint8
-	ptr      unsafe.Pointer
+	ptr      uintptr
 	len, cap int
 }
 
@@ -55,12 +59,26 @@ type callKey struct {
 }
 
 // memo is the last call of one kind on a communicator, and the operation that ran it, or its resolved call if it
-// was tiny (tiny.go).
+// was tiny (tiny.go). A large call's operation, which the cache keeps only weakly (cache.go), the memo keeps weakly
+// too (weakOp).
 type memo struct {
 	key    callKey
 	o      *op
+	weakOp weak.Pointer[op]
 	tiny   *collectives.Call
 	forces uint32 // collectives.Forces when it was chosen
+}
+
+// op returns the memo's operation, if any, and if it has finished; nil if a weakly kept one has been collected.
+func (m *memo) op() *op {
+	o := m.o
+	if o == nil {
+		o = m.weakOp.Value()
+	}
+	if o == nil || !o.done.Load() {
+		return nil
+	}
+	return o
 }
 
 func keyOf(kind callKind, send, recv any, op collectives.Op, root int) callKey {
@@ -96,7 +114,7 @@ func bufKeyOf(b any) (bufKey, bool) {
 }
 
 func sliceKey[T any](s []T, typ uint8) bufKey {
-	return bufKey{typ: typ, ptr: unsafe.Pointer(unsafe.SliceData(s)), len: len(s), cap: cap(s)}
+	return bufKey{typ: typ, ptr: uintptr(unsafe.Pointer(unsafe.SliceData(s))), len: len(s), cap: cap(s)}
 }
 
 // again starts call k on c by running its memo's operation again, and returns its request; nil if the memo does not
@@ -118,40 +136,45 @@ func againWith(c *ranks.Comm, k *callKey, counts []int) *ranks.Request {
 		c.StartCall() // the call takes place, as in start
 		return startTiny(c, cc, m.tiny)
 	}
-	if m.o == nil || !m.o.done.Load() {
+	o := m.op()
+	if o == nil {
 		return nil
 	}
 	gen := ranks.EnterOps(c) // as start
 	defer ranks.LeaveOps(c, gen)
-	if m.o.chain {
-		r := m.o.chainAgain(c, cc)
+	if o.chain {
+		r := o.chainAgain(c, cc)
 		if r != nil {
 			c.StartCall()
 		}
 		return r
 	}
-	if !m.o.again(c, cc) {
+	if !o.again(c, cc) {
 		return nil
 	}
 	c.StartCall()
-	return m.o.req
+	return o.req
 }
 
 // counts returns the counts of m's call.
 func (m *memo) counts() []int {
-	switch {
-	case m.tiny != nil:
+	if m.tiny != nil {
 		return m.tiny.Counts
-	case m.o != nil && m.o.key != nil:
-		return m.o.key.Counts
+	}
+	if o := m.op(); o != nil && o.key != nil {
+		return o.key.Counts
 	}
 	return nil
 }
 
 // remember makes o the memo of call k on c (start's full path, once o is running), if o is kept for reuse.
 func remember(c *ranks.Comm, k *callKey, o *op, forces uint32) {
-	if k == nil || !k.ok || o.key == nil || o.weak {
-		return // a large call's op is kept weakly (cache.go): the memo would hold it
+	if k == nil || !k.ok || o.key == nil {
+		return
+	}
+	if o.weak { // a large call's, kept weakly (cache.go): the memo must not hold it, with the caller's buffers
+		cacheOf(c).memo[k.kind] = memo{key: *k, weakOp: weak.Make(o), forces: forces}
+		return
 	}
 	cacheOf(c).memo[k.kind] = memo{key: *k, o: o, forces: forces}
 }

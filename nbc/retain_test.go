@@ -55,8 +55,9 @@ func TestOneOffOperationLetsGoOfBuffers(t *testing.T) {
 	}
 }
 
-// A large call's operation is kept weakly (cache.go): the same call again, while the program holds its buffers, runs
-// the same operation again; once the program has dropped its requests, a collection frees the operation.
+// A large call's operation is kept weakly (cache.go), by the memo too (memo.go): the same call again, while the
+// program holds its buffers, runs the same operation again; once the program has dropped its requests, a collection
+// frees the operation.
 func TestLargeOperationKeptWeakly(t *testing.T) {
 	err := node.Run(node.Config{Ranks: 2}, func(c *ranks.Comm) error {
 		send, recv := make([]float64, 1<<14), make([]float64, 1<<14) // 128 KiB each: kept weakly
@@ -85,6 +86,9 @@ func TestLargeOperationKeptWeakly(t *testing.T) {
 			}
 			if first == nil {
 				return none, fmt.Errorf("rank %d: the operation of a large call is not kept", c.Rank())
+			}
+			if m := &cacheOf(c).memo[kindAllreduce]; m.op() != first || m.o != nil {
+				return none, fmt.Errorf("rank %d: the memo does not keep the large call's operation, weakly", c.Rank())
 			}
 			r2, err := call()
 			if err != nil {

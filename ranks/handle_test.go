@@ -326,3 +326,33 @@ func TestOpStateReused(t *testing.T) {
 		t.Fatal("a run freed while active was reused")
 	}
 }
+
+// TestOpRequestLoose: a large operation's request (package nbc keeps such operations weakly) is never a new one of the
+// rank's block, which would tie the operation to the block's other requests while it runs; it is a reported one
+// when the rank has one, under a handle of its own, and the old handle reads as reported.
+func TestOpRequestLoose(t *testing.T) {
+	c := world(t, 1).Comm(0)
+	first := c.OpRequestLoose(&finishOp{go_: true})
+	if c.r.ops.chunk.Load() != nil {
+		t.Fatal("the first loose request came from a new block of the rank")
+	}
+	Launch(first)
+	if _, err := first.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	second := &finishOp{go_: true}
+	next := c.OpRequestLoose(second)
+	if next.s != first.s || next == first || next.gen == first.gen || next.s.ext.op != second {
+		t.Fatal("the reported request's state was not reused under a new handle and generation, for the new operation")
+	}
+	Launch(next)
+	if st, err := first.Wait(); err != nil || st != (Status{}) {
+		t.Fatalf("Wait on the old handle: %+v, %v; want an empty Status at once", st, err)
+	}
+	if _, err := next.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if c.r.ops.chunk.Load() != nil {
+		t.Fatal("a loose request came from a new block of the rank")
+	}
+}
