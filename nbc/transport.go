@@ -300,7 +300,9 @@ func (s *sub) Poll() (bool, error) { return s.m.Progress(&s.tr) }
 // have all arrived and do their shares beside this one, which most often end within a microsecond of each other.
 // Waiting as for anything else, the run returned, and the op moved on only once its rank's Wait (or a worker) had
 // come back to it: 32 KiB Iallreduce on 2 ranks, 0.3 us from the members' last finish to the op's end, and 0.2 more
-// to its Wait's return, against under 0.1 for Allreduce's barrier after the same combining.
+// to its Wait's return (timestamps), against under 0.1 for Allreduce's barrier after the same combining; in all
+// 1.32-1.40 -> 1.14-1.22x Allreduce's time (one process interleaving the two forms, 3 alternated runs). The spin
+// holds the op (a kick meanwhile marks it to go round again) and no lock: runs never take place under one.
 const soonSpin = 5 * time.Microsecond
 
 // soonPolicy spins for soonSpin, without yields: the step then waits on its list as any other.
