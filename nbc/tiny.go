@@ -285,6 +285,7 @@ func tinyArrive(c *ranks.Comm, sl *slot, u uint64, r, n int, a *collectives.Call
 	src := tinySrc(a, r, n)
 	if direct(src) {
 		me.inlen = int32(len(src))
+		ownBlock(a, r)
 	} else {
 		me.inlen = int32(copy(me.inline[:], src))
 		src = me.inline[:me.inlen]
@@ -328,6 +329,28 @@ func tinyArrive(c *ranks.Comm, sl *slot, u uint64, r, n int, a *collectives.Call
 		return runTiny(c, sl, u, r)
 	}
 	return nil
+}
+
+// ownBlock copies direct member r's block to itself of call a into its receive buffer, where the call has one and is
+// not in place (an allgather's, an alltoall's, a gather's root's): at its arrival, beside the other members' copies,
+// rather than by the use's runner after everyone's (runTiny skips a direct member's own block). 2 ranks, one process
+// interleaving the two forms, 5 alternated runs, medians: 8 KiB blocks Iallgather 1.33 -> 1.00x Allgather (Igather's
+// 32 KiB blocks stayed at 1.7x: its root most often arrives last and copies the other block too).
+func ownBlock(a *collectives.Call, r int) {
+	if a.InPlace {
+		return // its own block is in place already
+	}
+	lo, hi := r*a.Blk, (r+1)*a.Blk
+	switch {
+	case a.Coll == "allgather" || a.Coll == "gather" && r == a.Root:
+		if len(a.Recv) >= hi && len(a.Send) >= a.Blk {
+			copy(a.Recv[lo:hi], a.Send[:a.Blk])
+		}
+	case a.Coll == "alltoall":
+		if len(a.Recv) >= hi && len(a.Send) >= hi {
+			copy(a.Recv[lo:hi], a.Send[lo:hi])
+		}
+	}
 }
 
 // push copies direct gather member r's block into the root's receive buffer at use u of sl, if the root has
@@ -676,15 +699,19 @@ func runTiny(c *ranks.Comm, sl *slot, u uint64, self int) error {
 	case "gather":
 		root, blk := &mem[a.Root], a.Blk
 		for j := range mem {
-			if m := &mem[j]; (j != a.Root || !m.call.InPlace) && m.served.Load() != uint32(u) { // not pushed
-				copy(root.dst[j*blk:(j+1)*blk], m.src[:m.inlen])
+			m := &mem[j]
+			if j == a.Root && (m.call.InPlace || direct(m.src)) || m.served.Load() == uint32(u) {
+				continue // in place, copied at the root's arrival (ownBlock), or pushed
 			}
+			copy(root.dst[j*blk:(j+1)*blk], m.src[:m.inlen])
 		}
 	case "allgather":
 		blk := a.Blk
 		for j := range mem {
 			for i := range mem {
-				copy(mem[j].dst[i*blk:(i+1)*blk], mem[i].src[:blk])
+				if i != j || !direct(mem[j].src) { // a direct member's own block: at its arrival (ownBlock)
+					copy(mem[j].dst[i*blk:(i+1)*blk], mem[i].src[:blk])
+				}
 			}
 		}
 	case "alltoall":
@@ -692,6 +719,9 @@ func runTiny(c *ranks.Comm, sl *slot, u uint64, self int) error {
 		staged := sl.stageInPlace(mem, nb)
 		for j := range mem {
 			for i := range mem {
+				if i == j && direct(mem[j].src) {
+					continue // copied at its arrival (ownBlock), or in place
+				}
 				src := mem[i].src
 				if staged != nil {
 					src = staged[i*nb : (i+1)*nb]
