@@ -3,6 +3,7 @@ package nbc
 import (
 	"fmt"
 
+	"github.com/gompj/gompj/queues"
 	"github.com/gompj/gompj/ranks"
 )
 
@@ -68,8 +69,8 @@ type Step struct {
 	K        Kernel
 	Fn       func() error
 	Cond     func() bool
-	List     *watchlist // a wait step: the list through which whoever makes Cond true wakes its operation
-	Soon     bool       // a wait step that the others are about to end: its run spins on it for a while (WaitSoon)
+	List     *watchlist     // a wait step: the list through which whoever makes Cond true wakes its operation
+	Soon     *queues.Policy // a wait step that the others are about to end: how its run spins on it (WaitSoon)
 	Sub      Sub
 }
 
@@ -178,11 +179,11 @@ func (s *Schedule) Wait(cond func() bool, list *watchlist) {
 	s.add(Step{Kind: StepWait, Cond: cond, List: list})
 }
 
-// WaitSoon is Wait for a condition that the other members are about to make true, since each of them has arrived
-// and is doing its part (a share of the combining or copying): the run that posts it spins on it for up to
-// soonSpin before it waits as for any other (transport.post).
-func (s *Schedule) WaitSoon(cond func() bool, list *watchlist) {
-	s.add(Step{Kind: StepWait, Cond: cond, List: list, Soon: true})
+// WaitSoon is Wait for a condition that the other members are likely to make true within microseconds (they have
+// all arrived and do their shares, or are arriving): the run that posts it spins on it as p says before it waits
+// as for any other (transport.Post).
+func (s *Schedule) WaitSoon(cond func() bool, list *watchlist, p *queues.Policy) {
+	s.add(Step{Kind: StepWait, Cond: cond, List: list, Soon: p})
 }
 
 // Run adds a sub-operation.

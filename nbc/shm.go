@@ -193,8 +193,9 @@ type shmb struct {
 	own   []byte   // alltoall and exscan in place: a copy of the input
 	done  []bool   // alltoall: the peers whose blocks this member has moved (or found moved) in this use
 	err   error    // alltoall: the first error in the blocks this member moved
-	// spinSoon: the run may spin on the others' finishes once all have arrived (waitFinished), since every rank of
-	// the node has a processor (spareProcs) and the call is at most soonMax
+	// spinSoon: the run may spin a little on the others' arrivals (waitArrived) and, once all have arrived, on their
+	// finishes (waitFinished), since every rank of the node has a processor (spareProcs) and the call is at most
+	// soonMax
 	spinSoon bool
 }
 
@@ -313,6 +314,10 @@ func (b *shmb) finish() {
 }
 
 func (b *shmb) waitArrived() {
+	if b.spinSoon {
+		b.s.WaitSoon(b.allPublished, &b.sl.list, &arrivePolicy)
+		return
+	}
 	b.s.Wait(b.allPublished, &b.sl.list)
 }
 
@@ -322,7 +327,7 @@ func (b *shmb) waitArrived() {
 func (b *shmb) waitFinished(soon bool) {
 	cond := func() bool { return b.allFinished(&b.fseen, b.u) }
 	if soon && b.spinSoon {
-		b.s.WaitSoon(cond, &b.sl.flist)
+		b.s.WaitSoon(cond, &b.sl.flist, &finishPolicy)
 		return
 	}
 	b.s.Wait(cond, &b.sl.flist)

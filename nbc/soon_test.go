@@ -34,7 +34,7 @@ func TestWaitSoonSpins(t *testing.T) {
 					o := newOp(cm)
 					s := &Schedule{}
 					if c.soon {
-						s.WaitSoon(cond, &l)
+						s.WaitSoon(cond, &l, &finishPolicy)
 					} else {
 						s.Wait(cond, &l)
 					}
@@ -56,18 +56,18 @@ func TestWaitSoonSpins(t *testing.T) {
 	}
 }
 
-// The shared-memory schedules mark as soon only the waits for the others' finishes that follow every member's
-// arrival (waitFinished), and only when the builder may spin (spinSoon): a scan's members wait for the ones before
-// them alone, and the ones after them may not have arrived.
+// The shared-memory schedules spin, when the builder may (spinSoon), on the others' arrivals (waitArrived) and on
+// their finishes once every member has arrived (waitFinished): not on a scan's, whose members wait for the ones
+// before them alone, while the ones after them may not have arrived.
 func TestSoonWaitsInSchedules(t *testing.T) {
 	for _, c := range []struct {
-		coll     string
-		spinSoon bool
-		want     bool
+		coll           string
+		spinSoon       bool
+		arrive, finish bool
 	}{
-		{"allreduce", true, true},
-		{"allreduce", false, false},
-		{"scan", true, false},
+		{"allreduce", true, true, true},
+		{"allreduce", false, false, false},
+		{"scan", true, false, false},
 	} {
 		a := &collectives.Call{Coll: c.coll, Send: make([]byte, 32<<10), Recv: make([]byte, 32<<10), Sz: 8,
 			Kernel: func(inout, in []byte) {}}
@@ -76,12 +76,14 @@ func TestSoonWaitsInSchedules(t *testing.T) {
 			c.spinSoon); err != nil {
 			t.Fatal(err)
 		}
-		soon := false
+		arrive, finish := false, false
 		for _, st := range s.Steps {
-			soon = soon || st.Soon
+			arrive = arrive || st.Soon == &arrivePolicy
+			finish = finish || st.Soon == &finishPolicy
 		}
-		if soon != c.want {
-			t.Errorf("%s, spinSoon %v: a soon wait: %v, want %v", c.coll, c.spinSoon, soon, c.want)
+		if arrive != c.arrive || finish != c.finish {
+			t.Errorf("%s, spinSoon %v: spins on arrivals %v, on finishes %v; want %v, %v", c.coll, c.spinSoon,
+				arrive, finish, c.arrive, c.finish)
 		}
 	}
 	if !soonOK(&collectives.Call{Coll: "alltoall", Blk: soonMax / 2}, 2) ||
