@@ -313,6 +313,16 @@ func (b *shmb) finish() {
 	}
 }
 
+// waitSoonIf is Wait, spinning a little first (arrivePolicy) where the members spin on each other (spinSoon): a
+// rooted call's root waiting for its readers, or a reader for its root.
+func (b *shmb) waitSoonIf(cond func() bool, list *watchlist) {
+	if b.spinSoon {
+		b.s.WaitSoon(cond, list, &arrivePolicy)
+		return
+	}
+	b.s.Wait(cond, list)
+}
+
 func (b *shmb) waitArrived() {
 	if b.spinSoon {
 		b.s.WaitSoon(b.allPublished, &b.sl.list, &arrivePolicy)
@@ -503,7 +513,7 @@ func (b *shmb) rooted(pub, own func() error, part func(root *member) error, inli
 			}
 			return nil
 		})
-		b.s.Wait(func() bool { return b.readersDone(&other) }, &b.sl.flist)
+		b.waitSoonIf(func() bool { return b.readersDone(&other) }, &b.sl.flist)
 		b.s.Do(func() error {
 			b.finish()
 			if other >= 0 && err == nil {
@@ -514,7 +524,7 @@ func (b *shmb) rooted(pub, own func() error, part func(root *member) error, inli
 		return
 	}
 	// A reader needs no acquire: the root publishes use u only after acquiring the slot for it.
-	b.s.Wait(func() bool { return b.sl.mem[root].gen.Load() >= b.u || b.rootReads(root) }, &b.sl.list)
+	b.waitSoonIf(func() bool { return b.sl.mem[root].gen.Load() >= b.u || b.rootReads(root) }, &b.sl.list)
 	b.s.Do(func() error {
 		m := &b.sl.mem[root]
 		var err error

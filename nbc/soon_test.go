@@ -56,9 +56,10 @@ func TestWaitSoonSpins(t *testing.T) {
 	}
 }
 
-// The shared-memory schedules spin, when the builder may (spinSoon), on the others' arrivals (waitArrived) and on
-// their finishes once every member has arrived (waitFinished): not on a scan's, whose members wait for the ones
-// before them alone, while the ones after them may not have arrived.
+// The shared-memory schedules spin, when the builder may (spinSoon), on the others' arrivals (waitArrived; a rooted
+// call's root on its readers and a reader on its root, waitSoonIf) and on their finishes once every member has
+// arrived (waitFinished): not on a scan's, whose members wait for the ones before them alone, while the ones after
+// them may not have arrived.
 func TestSoonWaitsInSchedules(t *testing.T) {
 	for _, c := range []struct {
 		coll           string
@@ -68,6 +69,7 @@ func TestSoonWaitsInSchedules(t *testing.T) {
 		{"allreduce", true, true, true},
 		{"allreduce", false, false, false},
 		{"scan", true, false, false},
+		{"bcast", true, true, false}, // rank 0, the root: its wait for its readers (waitSoonIf)
 	} {
 		a := &collectives.Call{Coll: c.coll, Send: make([]byte, 32<<10), Recv: make([]byte, 32<<10), Sz: 8,
 			Kernel: func(inout, in []byte) {}}

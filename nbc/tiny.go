@@ -74,14 +74,16 @@ const directCopyMax = 8 * directMax
 // the members' own would, while an operation's machinery and rounds cost more: up to directCopyMax there (8 ranks on 2
 // cores, against the shared-memory schedule: 1 KiB blocks Iallgather 2.29 -> 1.18x Allgather, Ialltoall 1.36 -> 0.93x;
 // 2 KiB 2.07 -> 1.21x, 1.30 -> 1.13x; with 4 KiB, 1.27 -> 0.99x and 1.27 -> 1.28x, and with 16 KiB 1.27 -> 1.52x and
-// 1.25 -> 2.45x, where the schedule's copies beside each other win). Where every rank has a processor, the members
-// of the shared-memory schedule copy beside each other, and once its starts ran their operations again through the
-// memo (memo.go), it won above 64 KiB of a gather's or scatter's blocks and 32 KiB of an allgather's. 2 ranks, one
-// process interleaving the two forms, 2 runs, direct against the schedule, in times the blocking form's: 128 KiB of
-// blocks Igather 1.75-1.77 against 1.37-1.38x, Iscatter 1.70-1.72 against 1.44-1.45x, Iallgather 1.78-1.82 against
-// 1.29-1.43x; 64 KiB Iallgather 1.82-1.95 against 1.64-1.65x, Igather 1.55-1.58 against 1.54-1.56x, Iscatter
-// 1.47-1.56 against 1.64-1.69x; 32 KiB Iallgather 1.55-1.60 against 1.67-1.74x, Igather and Iscatter 1.54-1.81
-// against 2.20-2.25x.
+// 1.25 -> 2.45x, where the schedule's copies beside each other win).
+//
+// Where every rank has a processor, the schedule's members copy beside each other, and it wins above 32 KiB of
+// blocks, now that its starts run their operations again through the memo (memo.go) and its members spin a little
+// on each other (spinSoon). 2 ranks, one process interleaving the two forms, direct against the schedule, in times
+// the blocking form's: 128 KiB of blocks Igather 1.75-1.77 against 1.37-1.38x, Iscatter 1.70-1.72 against
+// 1.44-1.45x, Iallgather 1.78-1.82 against 1.29-1.43x (2 runs); 64 KiB Iallgather 1.82-1.95 against 1.64-1.65x (2
+// runs), Igather 1.48-1.64 against 1.32-1.40x, Iscatter 1.50-1.53 against 1.38-1.41x (3 runs, once a rooted
+// schedule's root and readers spun on each other: shmb.waitSoonIf); 32 KiB about even (Igather and Iscatter
+// 1.60-1.71 against 1.57-1.86x; Iallgather 1.55-1.60 against 1.67-1.74x).
 func directOK(a *collectives.Call, n int, spare bool) bool {
 	if a.Object || a.RCounts != nil {
 		return false
@@ -97,7 +99,7 @@ func directOK(a *collectives.Call, n int, spare bool) bool {
 	case "scan", "exscan": // the runner combines up to n contributions for each member
 		return n*a.Bytes() <= directMax
 	case "gather", "scatter":
-		return n*a.Blk <= directCopyMax/2 || (!spare && n*a.Blk <= directCopyMax)
+		return n*a.Blk <= directCopyMax/4 || (!spare && n*a.Blk <= directCopyMax)
 	case "allgather":
 		return n*n*a.Blk <= directCopyMax/4 || (!spare && n*n*a.Blk <= directCopyMax)
 	case "alltoall":
