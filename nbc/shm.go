@@ -313,8 +313,8 @@ func (b *shmb) finish() {
 	}
 }
 
-// waitSoonIf is Wait, spinning a little first (arrivePolicy) where the members spin on each other (spinSoon): a
-// rooted call's root waiting for its readers, or a reader for its root.
+// waitSoonIf is Wait, spinning a little first (arrivePolicy) where the members spin on each other (spinSoon): for
+// the others' arrivals (waitArrived), a rooted call's root for its readers, or a reader for its root.
 func (b *shmb) waitSoonIf(cond func() bool, list *watchlist) {
 	if b.spinSoon {
 		b.s.WaitSoon(cond, list, &arrivePolicy)
@@ -323,13 +323,7 @@ func (b *shmb) waitSoonIf(cond func() bool, list *watchlist) {
 	b.s.Wait(cond, list)
 }
 
-func (b *shmb) waitArrived() {
-	if b.spinSoon {
-		b.s.WaitSoon(b.allPublished, &b.sl.list, &arrivePolicy)
-		return
-	}
-	b.s.Wait(b.allPublished, &b.sl.list)
-}
+func (b *shmb) waitArrived() { b.waitSoonIf(b.allPublished, &b.sl.list) }
 
 // waitFinished waits until every member has finished the use (a root waiting for its readers: readersDone). With
 // soon, every member has arrived and is doing its share (combining or copying), and the run spins a while before it
