@@ -193,6 +193,10 @@ func hideArg(p *any) any {
 	return ranks.Hide(p)
 }
 
+// HideArg is hideArg for package nbc, whose nonblocking gathers and allgathers take their arguments the same way
+// and keep only heap copies of their objects (nbc's heapObjects).
+func HideArg(p *any) any { return hideArg(p) }
+
 // contentKept is never set, and contentSink never written: escapeContent's store exists for escape analysis alone.
 var contentKept bool
 

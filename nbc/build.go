@@ -297,6 +297,9 @@ func buildObjects(s *Schedule, sp *spec) error {
 			}
 		}
 		b.binomialBcastObj(a.ObjRecv, 0)
+		if rank != 0 {
+			b.s.Do(keepArray(a.ObjRecv)) // in the round after the receive
+		}
 	case "scatter":
 		if err := collectives.ObjectPointer("scatter", a.ObjRecv); err != nil {
 			return err
@@ -321,6 +324,21 @@ func buildObjects(s *Schedule, sp *spec) error {
 		return fmt.Errorf("%w: nbc: %s of objects", ranks.ErrBuffer, a.Coll)
 	}
 	return nil
+}
+
+// keepArray returns a step that leaves the slice that p points to (a pointer to a slice, sized by
+// collectives.SliceTarget) in the array it has now, holding what was decoded into *p meanwhile: a receive decodes
+// into a fresh slice, and Iallgather's caller holds the array, not p (heapObjects).
+func keepArray(p any) func() error {
+	pv := reflect.ValueOf(p).Elem()
+	orig := reflect.ValueOf(pv.Interface()) // the slice as it is now: a copy, not a view of *p
+	return func() error {
+		if pv.Pointer() != orig.Pointer() || pv.Len() != orig.Len() {
+			reflect.Copy(orig, pv)
+			pv.Set(orig)
+		}
+		return nil
+	}
 }
 
 func (b p2pb) binomialBcastObj(buf any, root int) {

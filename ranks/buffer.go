@@ -193,6 +193,16 @@ func heapClone(v any) (any, error) {
 	return top.Interface(), nil
 }
 
+// HeapCopy returns a value of v's type whose top-level memory is on the heap (heapClone), for package nbc, whose
+// nonblocking gathers keep a value their caller may have boxed on its stack (see Hide).
+func HeapCopy(v any) (any, error) {
+	c, err := heapClone(v)
+	if c == nil || err != nil {
+		return c, err
+	}
+	return reflect.ValueOf(c).Elem().Interface(), nil // a copy of the heap value, on the heap too
+}
+
 func encodable(t reflect.Type) error {
 	switch t.Kind() {
 	case reflect.Chan, reflect.Func, reflect.UnsafePointer:
