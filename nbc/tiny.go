@@ -206,9 +206,7 @@ func startTiny(c *ranks.Comm, cc *commCache, a *collectives.Call) *ranks.Request
 	if early(a, r, cc.ring.spare) && !direct(tinySrc(a, r, n)) {
 		// Its request is made after the arrival: the others wait for the entry, not for this rank's request.
 		tinyArrive(c, sl, u, r, n, a, ranks.Target{}, byColl)
-		req := c.CollRequest()
-		ranks.CompleteColl(req, nil)
-		return req
+		return c.CollRequestDone()
 	}
 	req := c.CollRequest()
 	tinyArrive(c, sl, u, r, n, a, ranks.TargetOf(req), byColl)

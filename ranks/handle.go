@@ -196,8 +196,9 @@ type collReqs struct {
 // generation, active (so that the new handle is made under it), and what the rule of reuse asks (see reuse) holds
 // if no completion call is counted on rank rk now: one that still looked at h's run was counted before it read the
 // life word, which it read before report moved it on, which this load saw. The error is the reporter's to read
-// until it leaves, so it is reset only then.
-func (h *Request) spare(rk *Rank) *request {
+// until it leaves, so it is reset only then. A run that is over at its start (done) keeps the flag as its last run
+// left it, done, which nobody watches.
+func (h *Request) spare(rk *Rank, done bool) *request {
 	if h == nil {
 		return nil
 	}
@@ -205,21 +206,30 @@ func (h *Request) spare(rk *Rank) *request {
 	if s.life.Load() != lifeOf(nextGen(h.gen), lifeActive) || !s.done.Unwatched() || rk.completing.Load() != 0 {
 		return nil
 	}
-	s.done.Reset()
+	if !done || !s.done.Done() {
+		s.done.Reset()
+		if done {
+			s.done.Complete()
+		}
+	}
 	s.err = nil
 	return s
 }
 
-// take returns a state for the next small-collective run of the communicator whose share q is, on rank rk: the
+// takeRun returns a state for the next small-collective run of the communicator whose share q is, on rank rk: the
 // latest run's if spare (in a loop of one call and its Wait, the one just reported, its lines still in this core's
-// cache), else the oldest run's if spare, else a new one; and records the run's handle.
-func (q *collReqs) take(rk *Rank) *Request {
+// cache), else the oldest run's if spare, else a new one; and records the run's handle. A run that is over at its
+// start (done) gets its state with the flag done.
+func (q *collReqs) takeRun(rk *Rank, done bool) *Request {
 	i := q.last
-	s := q.recent[i].spare(rk)
+	s := q.recent[i].spare(rk, done)
 	if s == nil {
 		i = (i + 1) % collRecentLen
-		if s = q.recent[i].spare(rk); s == nil {
+		if s = q.recent[i].spare(rk, done); s == nil {
 			s = rk.newReq(kindColl)
+			if done {
+				s.done.Complete()
+			}
 		}
 	}
 	if q.hs == nil || q.used == handleChunkLen {
