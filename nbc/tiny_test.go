@@ -677,3 +677,78 @@ func TestGatherPush(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTinyReaderServesItself: a tiny bcast's or scatter's reader that arrives after its root has published serves
+// itself at its arrival (serve): it gets the root's data, its request is complete when its start returns, and a
+// reader that finds another collective in the root's entry fails with a collective mismatch. The root starts first
+// and only then tells the readers to start.
+func TestTinyReaderServesItself(t *testing.T) {
+	err := node.Run(node.Config{Ranks: 3}, func(c *ranks.Comm) error {
+		const root = 1
+		me := c.Rank()
+		for round := 0; round < 40; round++ {
+			// bcast, then scatter, then a scatter whose root started a bcast
+			for kind := 0; kind < 3; kind++ {
+				var r *ranks.Request
+				var err error
+				buf := []float64{0, 0}
+				blocks := []float64{10, 11, 20, 21, 30, 31}
+				if me == root {
+					if kind == 1 {
+						r, err = Iscatter(c, blocks, buf, root)
+					} else {
+						buf = []float64{float64(round), 7}
+						r, err = Ibcast(c, buf, root)
+					}
+					if err != nil {
+						return err
+					}
+					for j := 0; j < c.Size(); j++ {
+						if j != root {
+							if err := c.Send([]byte{1}, j, 5); err != nil {
+								return err
+							}
+						}
+					}
+					if _, err := r.Wait(); err != nil && kind != 2 {
+						return err
+					}
+					continue
+				}
+				if _, err := c.Recv(make([]byte, 1), root, 5); err != nil {
+					return err
+				}
+				if kind == 0 {
+					r, err = Ibcast(c, buf, root)
+				} else {
+					r, err = Iscatter(c, nil, buf, root)
+				}
+				if err != nil {
+					return err
+				}
+				_, done, err := r.Test()
+				if !done {
+					return fmt.Errorf("round %d kind %d: the reader's request is not complete at its start", round, kind)
+				}
+				switch kind {
+				case 0:
+					if err != nil || buf[0] != float64(round) || buf[1] != 7 {
+						return fmt.Errorf("round %d: bcast got %v, %v", round, buf, err)
+					}
+				case 1:
+					if err != nil || buf[0] != float64(10*(me+1)) || buf[1] != float64(10*(me+1)+1) {
+						return fmt.Errorf("round %d: scatter got %v, %v", round, buf, err)
+					}
+				case 2:
+					if !errors.Is(err, ranks.ErrArg) || !strings.Contains(err.Error(), "mismatch") {
+						return fmt.Errorf("round %d: a scatter's reader beside a bcast's root: %v", round, err)
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
