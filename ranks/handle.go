@@ -212,7 +212,9 @@ func (h *Request) spare(rk *Rank, done bool) *request {
 			s.done.Complete()
 		}
 	}
-	s.err = nil
+	if s.err != nil { // written only when set: a Wait that lost its report to another call may be reading it (waitColl)
+		s.err = nil
+	}
 	return s
 }
 

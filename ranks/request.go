@@ -441,6 +441,11 @@ func (r *Request) Wait() (Status, error) {
 	if r == nil {
 		return Status{}, errNilRequest()
 	}
+	if s := r.s; s != nil && s.kind == kindColl && s.ext == nil && s.owner != nil {
+		if st, ok, err := r.waitColl(); ok {
+			return st, err
+		}
+	}
 	defer leave(r.enter())
 	if ok, err := r.pending(); !ok {
 		return Status{}, err
@@ -451,6 +456,26 @@ func (r *Request) Wait() (Status, error) {
 		}
 	}
 	return r.reportOnce()
+}
+
+// waitColl is Wait's way for a small collective's run (CollRequest) that is done already (its member's part was
+// over at its start, or the run ended while the member computed): it reports the run with the one CAS, without
+// counting itself into the rank (enter); ok false sends Wait the general way. That count is what keeps a reported
+// state from being taken again (collReqs) while a completion call still reads it (see reuse). This one reads the
+// outcome before its CAS, and nothing after: the state is taken again only after a report, and a report by another
+// call (several goroutines completing the same request) fails this one's CAS, which then leaves what it read
+// unused. A loop of a done run's start and Wait (BenchmarkCollRequestDone): 51 -> 35 ns.
+func (r *Request) waitColl() (Status, bool, error) {
+	s := r.s
+	active := lifeOf(r.gen, lifeActive)
+	if r.gone() || s.life.Load() != active || !s.done.Done() {
+		return Status{}, false, nil
+	}
+	st, err := s.status(), s.err
+	if !s.life.CompareAndSwap(active, lifeOf(nextGen(r.gen), lifeActive)) {
+		return Status{}, false, nil
+	}
+	return st, true, err
 }
 
 // Test reports whether the request has completed, without blocking; when it has, it returns the status. A request
