@@ -208,6 +208,17 @@ func startTiny(c *ranks.Comm, cc *commCache, a *collectives.Call) *ranks.Request
 		tinyArrive(c, sl, u, r, n, a, ranks.Target{}, byColl)
 		return c.CollRequestDone()
 	}
+	if !served(a.Coll) && lastOf(sl, u, n) {
+		// The last to arrive runs the use in its arrival, as a node-aware phase's does (tinySub.arrive): its request
+		// is over before it is made, and the others' are completed sooner, without this one's taken first. (A bcast's
+		// or scatter's reader is served through its request.)
+		if err := tinyArrive(c, sl, u, r, n, a, ranks.Target{}, bySelf); err != nil {
+			req := c.CollRequest()
+			ranks.CompleteColl(req, err)
+			return req
+		}
+		return c.CollRequestDone()
+	}
 	req := c.CollRequest()
 	tinyArrive(c, sl, u, r, n, a, ranks.TargetOf(req), byColl)
 	return req

@@ -752,3 +752,57 @@ func TestTinyReaderServesItself(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTinyLastArrivalRunsItself: the last member to arrive at a tiny call runs it in its arrival and takes no
+// request for anyone to complete (startTiny, bySelf): its request is complete when its start returns, with the
+// result, and with a collective mismatch (the others' too) where it started another collective.
+func TestTinyLastArrivalRunsItself(t *testing.T) {
+	err := node.Run(node.Config{Ranks: 3}, func(c *ranks.Comm) error {
+		const last = 2
+		me := c.Rank()
+		for round := 0; round < 40; round++ {
+			for _, odd := range []bool{false, true} {
+				if me == last {
+					for j := 0; j < last; j++ {
+						if _, err := c.Recv(make([]byte, 1), j, 6); err != nil {
+							return err
+						}
+					}
+				}
+				out := []float64{0}
+				var r *ranks.Request
+				var err error
+				if me == last && odd {
+					r, err = Ibarrier(c)
+				} else {
+					r, err = Iallreduce(c, []float64{float64(me + round)}, out, collectives.Sum)
+				}
+				if err != nil {
+					return err
+				}
+				if me != last {
+					if err := c.Send([]byte{1}, last, 6); err != nil {
+						return err
+					}
+					_, err = r.Wait()
+				} else {
+					var done bool
+					if _, done, err = r.Test(); !done {
+						return fmt.Errorf("round %d: the last member's request is not complete at its start", round)
+					}
+				}
+				want := float64(0 + 1 + 2 + 3*round)
+				switch {
+				case odd && (!errors.Is(err, ranks.ErrArg) || !strings.Contains(err.Error(), "mismatch")):
+					return fmt.Errorf("round %d: rank %d beside another collective: %v", round, me, err)
+				case !odd && (err != nil || out[0] != want):
+					return fmt.Errorf("round %d: rank %d: allreduce got %v, %v; want %v", round, me, out[0], err, want)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
