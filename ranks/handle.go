@@ -18,8 +18,8 @@ import (
 //
 // A handle is 16 bytes, from its rank's block of handles (newHandle), or made with its state: a persistent
 // request's, whose state is never reused, and an operation's first run's (opRequest; its later runs get one of
-// their own, see OpRequest). An object receive's state is not reused either: its completer still looks at it after the flag
-// (completeObject).
+// their own, see OpRequest). An object receive's state is not reused either: its completer still looks at it after
+// the flag (completeObject).
 type Request struct {
 	s   *request
 	gen uint32 // the run of s this handle stands for (the generation in s.life)

@@ -124,8 +124,10 @@ type request struct {
 	remote   bool // may complete through the network device: its waiter drives the device (see World.waitPolicy)
 	// owner is the rank that made the request: its completion calls move the rank's operations on (ops.go).
 	owner *Rank
-	voff  int     // a View buffer's window starts at this element of its selection (read only for views)
-	box   *[]byte // scratch's pool holder (see bounce), given back when the device completes; 256 bytes in all (TestRequestLayout)
+	voff  int // a View buffer's window starts at this element of its selection (read only for views)
+	// box: scratch's pool holder (see bounce), given back when the device completes; 256 bytes in all
+	// (TestRequestLayout)
+	box *[]byte
 }
 
 // reqExt is the cold part of a request that is more than a one-shot point-to-point transfer. Nonblocking
