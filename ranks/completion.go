@@ -33,15 +33,19 @@ func (r *request) blocker() *queues.Completion {
 	return &r.done
 }
 
+// collRun reports whether r is a small collective's run of its communicator (CollRequest): its state is reported
+// with one CAS and taken again by the communicator's next run (collReqs).
+func (r *request) collRun() bool { return r.kind == kindColl && r.ext == nil && r.owner != nil }
+
 // report hands the outcome of a done request to the calling completion call and makes the request inactive. The
 // transition is a CAS, so that when several goroutines complete one request exactly one of them gets its outcome
 // (and decodes its object): the others see it inactive (ok false).
 func (h *Request) report() (st Status, ok bool, err error) {
 	r := h.s
-	if r.kind == kindColl && r.ext == nil && r.owner != nil {
+	if r.collRun() {
 		// A small collective's run (CollRequest), which has nothing to finish: one CAS reports it and moves its state
 		// on to its next generation, active, for its communicator's next run to take once nothing looks at it
-		// (collReqs.take). The error is this call's to read until it leaves (see spare).
+		// (collReqs.takeRun). The error is this call's to read until it leaves (see spare).
 		if !r.life.CompareAndSwap(lifeOf(h.gen, lifeActive), lifeOf(nextGen(h.gen), lifeActive)) {
 			return Status{}, false, nil
 		}

@@ -206,11 +206,10 @@ func (h *Request) spare(rk *Rank, done bool) *request {
 	if s.life.Load() != lifeOf(nextGen(h.gen), lifeActive) || !s.done.Unwatched() || rk.completing.Load() != 0 {
 		return nil
 	}
-	if !done || !s.done.Done() {
+	if !done {
 		s.done.Reset()
-		if done {
-			s.done.Complete()
-		}
+	} else if !s.done.Done() {
+		s.done.Complete()
 	}
 	if s.err != nil { // written only when set: a Wait that lost its report to another call may be reading it (waitColl)
 		s.err = nil

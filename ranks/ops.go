@@ -318,29 +318,27 @@ func (c *Comm) OpRequestAlone(op Operation) *Request {
 // last member to arrive runs for every member). Its waiters wait as for a point-to-point request of the node: there
 // is no operation to move on, and nothing of it goes through the network device. Only the communicator's collective
 // starts may call it (see collReqs).
-func (c *Comm) CollRequest() *Request {
-	if c.r == nil {
-		return &Request{s: &request{w: c.w, kind: kindColl}}
-	}
-	if c.colls == nil {
-		c.colls = new(collReqs)
-	}
-	return c.colls.takeRun(c.r, false)
-}
+func (c *Comm) CollRequest() *Request { return c.collRequest(false) }
 
-// CollRequestDone is CollRequest for a run that is over at its start, without error (package nbc's small collectives'
-// members whose part is done once their contribution is in: early). A reported state taken again keeps the flag
-// its last run left done, so the run costs neither its reset nor its completion, two locked instructions.
-func (c *Comm) CollRequestDone() *Request {
+// CollRequestDone is CollRequest for a run that is over at its start, without error (package nbc's small
+// collectives' members whose part is done once their contribution is in, and the member that arrives last and runs
+// the call). A reported state taken again keeps the flag its last run left done, so the run costs neither its reset
+// nor its completion, two locked instructions.
+func (c *Comm) CollRequestDone() *Request { return c.collRequest(true) }
+
+// collRequest is CollRequest, its run over at its start if done.
+func (c *Comm) collRequest(done bool) *Request {
 	if c.r == nil {
 		r := &Request{s: &request{w: c.w, kind: kindColl}}
-		r.s.done.Complete()
+		if done {
+			r.s.done.Complete()
+		}
 		return r
 	}
 	if c.colls == nil {
 		c.colls = new(collReqs)
 	}
-	return c.colls.takeRun(c.r, true)
+	return c.colls.takeRun(c.r, done)
 }
 
 // CompleteColl completes r, a request of CollRequest, with err; once. For package nbc. It reads nothing of r and

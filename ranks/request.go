@@ -443,7 +443,7 @@ func (r *Request) Wait() (Status, error) {
 	if r == nil {
 		return Status{}, errNilRequest()
 	}
-	if s := r.s; s != nil && s.kind == kindColl && s.ext == nil && s.owner != nil {
+	if s := r.s; s != nil && s.collRun() {
 		if st, ok, err := r.waitColl(); ok {
 			return st, err
 		}
@@ -466,7 +466,7 @@ func (r *Request) Wait() (Status, error) {
 // state from being taken again (collReqs) while a completion call still reads it (see reuse). This one reads the
 // outcome before its CAS, and nothing after: the state is taken again only after a report, and a report by another
 // call (several goroutines completing the same request) fails this one's CAS, which then leaves what it read
-// unused. A loop of a done run's start and Wait (BenchmarkCollRequestDone): 51 -> 35 ns.
+// unused. A loop of a done run's start and Wait (BenchmarkCollRequestDone): 51 -> 34 ns.
 func (r *Request) waitColl() (Status, bool, error) {
 	s := r.s
 	active := lifeOf(r.gen, lifeActive)
