@@ -20,6 +20,9 @@ func (r *request) poll() bool {
 	if r.kind == kindOp {
 		return r.pollOp()
 	}
+	if g, at := r.gateOf(); g != nil {
+		return r.pollGate(g, at)
+	}
 	return r.done.Done()
 }
 
@@ -29,6 +32,9 @@ func (r *request) poll() bool {
 func (r *request) blocker() *queues.Completion {
 	if r.kind == kindOp && !r.done.Done() && r.owner == nil {
 		return r.ext.op.Blocker()
+	}
+	if g, at := r.gateOf(); g != nil {
+		r.watchGate(g, at) // nobody completes the flag: the gate signals the rank's event
 	}
 	return &r.done
 }
@@ -116,7 +122,9 @@ var errStopped = errors.New("stopped")
 func (h *Request) await(stop <-chan struct{}) error {
 	r := h.s
 	w := r.w
-	if r.kind != kindOp && stop == nil && w.orphans.n.Load() == 0 && (r.owner == nil || r.owner.ops.n.Load() == 0) {
+	if g, _ := r.gateOf(); g == nil && r.kind != kindOp && stop == nil && w.orphans.n.Load() == 0 &&
+		(r.owner == nil || r.owner.ops.n.Load() == 0) {
+		// (A barrier's run, GateRequest, whose flag only its completion calls set, parks in awaitAny.)
 		if !r.done.WaitHelp(w.waitPolicy(r.remote), w.abortCh, r.owner.helper(r.remote)) {
 			return w.abortError()
 		}

@@ -27,6 +27,8 @@ import (
 // rankOps is a rank's active operation requests and their event.
 type rankOps struct {
 	ev queues.Event
+	// gateHook signals ev: what a completion call about to park on a barrier's run has its gate wake (gate.go)
+	gateHook *queues.Waker
 	n  atomic.Int32 // len(reqs), read without the lock: the common case is none
 	// workers counts runs of the rank's operations under way on the node's worker pool (EnterWorker): a completion
 	// call of the rank then parks rather than spins (awaitAny)
@@ -338,7 +340,11 @@ func (c *Comm) collRequest(done bool) *Request {
 	if c.colls == nil {
 		c.colls = new(collReqs)
 	}
-	return c.colls.takeRun(c.r, done)
+	h := c.colls.takeRun(c.r, done)
+	if h.s.target != nil { // the state's last run was a barrier's (GateRequest)
+		h.s.target, h.s.vn = nil, 0
+	}
+	return h
 }
 
 // CompleteColl completes r, a request of CollRequest, with err; once. For package nbc. It reads nothing of r and

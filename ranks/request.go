@@ -470,8 +470,17 @@ func (r *Request) Wait() (Status, error) {
 func (r *Request) waitColl() (Status, bool, error) {
 	s := r.s
 	active := lifeOf(r.gen, lifeActive)
-	if r.gone() || s.life.Load() != active || !s.done.Done() {
+	if r.gone() || s.life.Load() != active {
 		return Status{}, false, nil
+	}
+	if !s.done.Done() {
+		// A barrier's run (GateRequest) is done once its gate is: spin on that, as the blocking barrier spins on
+		// the count, and report the run without its flag, which nothing reads once it is reported, and which the
+		// state's next run resets (collReqs). Past the spin, the general way parks.
+		g, at := s.gateOf()
+		if g == nil || !s.w.Policy().SpinFor(func() bool { return g.Reached(at) }) {
+			return Status{}, false, nil
+		}
 	}
 	st, err := s.status(), s.err
 	if !s.life.CompareAndSwap(active, lifeOf(nextGen(r.gen), lifeActive)) {

@@ -203,7 +203,7 @@ func NewWorld(o Options) (*World, error) {
 		share = UnexpectedShare(o.UnexpectedLimit, len(w.ranks))
 	}
 	for i := range w.ranks {
-		r := &Rank{w: w, id: o.Lo + i, nextCtx: 1, share: share, ops: &rankOps{}, coop: newCoop()}
+		r := &Rank{w: w, id: o.Lo + i, nextCtx: 1, share: share, ops: newRankOps(), coop: newCoop()}
 		r.world = &Comm{r: r, w: w, rank: r.id, size: o.Size, ctx: 0}
 		w.ranks[i] = r
 	}
