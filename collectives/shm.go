@@ -119,6 +119,13 @@ type shmRank struct {
 	calls        uint64         // calls of the API on the communicator (started)
 	kind         ranks.CallKind // the latest one's, 0 before the first
 	root         int            // the latest one's root, 0 for the kinds that name none
+
+	// nonblocking barriers (gate.go)
+	s        *shmComm      // the communicator's shared state
+	lastAt   uint64        // the count its latest nonblocking barrier waits for
+	nbOut    bool          // a nonblocking barrier of its may be under way: its next blocking arrival checks first
+	seen     atomic.Uint64 // the highest count its completion calls have seen reached (Reached)
+	deferred atomic.Int64  // its nonblocking arrivals put off until the phase before theirs is through (deferral)
 }
 
 // call returns the member's latest call of the API as a ranks.CallWord, 0 before the first. A reduce's root is left
@@ -141,6 +148,10 @@ type event struct {
 	parked  atomic.Bool
 	mu      sync.Mutex
 	waiters []*queues.Waker // parked since the last notify; its memory is kept, grown to the most ever parked
+	// gates: the hooks of ranks whose completion calls are about to park on a nonblocking barrier's run (watch);
+	// apart from waiters, which count the members parked in a blocking call (parking): a rank's hook stays listed
+	// until the next notify, after its call may have gone on to other things
+	gates []*queues.Waker
 }
 
 func (e *event) notify() {
@@ -151,9 +162,24 @@ func (e *event) notify() {
 			e.waiters[i] = nil
 		}
 		e.waiters = e.waiters[:0]
+		hooks := e.gates // run outside the lock: a deferral's hook watches again, and may notify (gate.go)
+		e.gates = nil
 		e.parked.Store(false)
 		e.mu.Unlock()
+		for _, w := range hooks {
+			w.Wake()
+		}
 	}
+}
+
+// watch lists hook w to be woken at the next notify (once, however often it is listed before).
+func (e *event) watch(w *queues.Waker) {
+	e.mu.Lock()
+	e.parked.Store(true) // before the caller's look at what it waits for: a notifier that changed it sees the flag
+	if !slices.Contains(e.gates, w) {
+		e.gates = append(e.gates, w)
+	}
+	e.mu.Unlock()
 }
 
 // What event.wait ends with.
@@ -403,15 +429,27 @@ func (o shmOp) strayed() bool {
 
 // barrier: arrive at the next phase and wait until everyone has.
 func (o shmOp) barrier() error {
+	a := &o.s.arrivals
+	if o.me.nbOut {
+		// A nonblocking barrier of this member's may not be through, or not even counted (deferral): this arrival
+		// must not come before its phase's, nor count towards it.
+		me, prev := o.me, o.me.phase*uint64(o.s.n)
+		if me.deferred.Load() != 0 || a.Load() < prev {
+			if err := o.wait(func() bool { return me.deferred.Load() == 0 && a.Load() >= prev }); err != nil {
+				return err
+			}
+		}
+		me.nbOut = false
+	}
 	o.me.phase++
 	target := o.me.phase * uint64(o.s.n)
-	if o.s.arrivals.Add(1) == target {
-		o.s.ev.notify()
+	if a.Add(1) == target {
+		o.s.ev.notify() // wakes the parked waiters: blocking barriers', and nonblocking ones' (gate.go)
 		return nil
 	}
-	a := &o.s.arrivals
 	return o.wait(func() bool { return a.Load() >= target })
 }
+
 
 // next starts an operation and returns its sequence number.
 func (o shmOp) next() uint64 {
@@ -1224,3 +1262,4 @@ func (o shmOp) Scan(k kernel, src, dst []byte, exclusive bool) error {
 	}
 	return err
 }
+

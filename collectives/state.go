@@ -104,7 +104,7 @@ func newState(c *ranks.Comm, layout func(worldRank int) int) *commState {
 	}
 	n := s.size
 	s.shm = w.Shared(c, "github.com/gompj/gompj/collectives.shm", func() any { return newShmComm(n) }).(*shmComm)
-	s.me = &shmRank{acksExpected: make([]uint64, n)}
+	s.me = &shmRank{acksExpected: make([]uint64, n), s: s.shm}
 	return s
 }
 

@@ -1,0 +1,121 @@
+package collectives
+
+import (
+	"sync/atomic"
+
+	"github.com/gompj/gompj/queues"
+	"github.com/gompj/gompj/ranks"
+)
+
+// Nonblocking barriers inside a node.
+//
+// A communicator whose members are all on this node passes its barriers in shared memory on one count (shmComm.
+// arrivals): a member's k-th barrier phase is through once the count reaches k*n. A nonblocking barrier (package
+// nbc's Ibarrier) arrives on the same count, and its request waits on it (ranks.GateRequest, with the member's
+// shmRank as its gate): nobody writes anything of a waiter's, so a barrier of 2 ranks moves one line back and forth,
+// as the blocking one does.
+//
+// The count tells phases apart only while no member counts an arrival of a phase before the phase before it is
+// through: blocking barriers cannot, since they wait, but a member may start nonblocking barriers one after the
+// other. Such an arrival is put off (a deferral): it is counted as soon as the phase before it is through, by
+// whichever arrival completes that phase (its notify runs the deferral's hook), or by the member itself if the
+// phase went through as it put it off. A member's later arrivals, nonblocking or blocking, wait behind its deferred
+// ones (shmRank.deferred; shmOp.barrier), so that they are counted in the member's order. No member waits for a
+// deferral: its count comes from whoever completes the phase before.
+//
+// Knowing whether the phase before is through costs a look at the count before the arrival's add, an extra
+// transfer of the count's line where the member's latest nonblocking barrier was still under way. The member skips
+// it when its completion calls have seen that barrier through (seen), as in a loop of Ibarrier and Wait.
+
+// Reached implements ranks.Gate: the count has reached at. It notes the highest count seen reached, with which the
+// member's next arrival knows that the phase before it is through (arriveNB).
+func (me *shmRank) Reached(at uint64) bool {
+	if me.s.arrivals.Load() < at {
+		return false
+	}
+	if at > me.seen.Load() { // completion calls on other goroutines may race: at worst a later look at the count
+		me.seen.Store(at)
+	}
+	return true
+}
+
+// Watch implements ranks.Gate: the arrival that completes the count notifies the event (shmOp.arrive), which wakes w.
+func (me *shmRank) Watch(at uint64, w *queues.Waker) {
+	me.s.ev.watch(w)
+	if me.Reached(at) {
+		w.Wake()
+	}
+}
+
+// arriveNB counts the member's arrival at its next barrier phase for a nonblocking barrier, or puts it off (see
+// above), and returns the phase and the count that completes it, with done true when the count has reached it.
+func (o shmOp) arriveNB() (phase, at uint64, done bool) {
+	me, s := o.me, o.s
+	me.phase++
+	phase, at = me.phase, me.phase*uint64(s.n)
+	prev := at - uint64(s.n)
+	ahead := me.deferred.Load() != 0 || (me.lastAt > me.seen.Load() && s.arrivals.Load() < prev)
+	me.lastAt, me.nbOut = at, true
+	if ahead {
+		me.deferred.Add(1)
+		d := &deferral{s: s, me: me, prev: prev, at: at}
+		d.hook = queues.NewHook(d.try)
+		d.try()
+		return phase, at, me.Reached(at)
+	}
+	if s.arrivals.Add(1) == at {
+		s.ev.notify()
+		me.seen.Store(at)
+		return phase, at, true
+	}
+	return phase, at, me.Reached(at)
+}
+
+// A deferral is a member's nonblocking arrival put off until the phase before its own is through (see above).
+type deferral struct {
+	s        *shmComm
+	me       *shmRank
+	prev, at uint64 // the counts that complete the phase before, and its own
+	hook     *queues.Waker
+	done     atomic.Bool // counted, once: by the hook or by the member
+}
+
+// try counts the arrival if the phase before is through; otherwise it has the next notify run it again. It runs on
+// the member's goroutine when it is put off, then on those of the arrivals that complete phases (notify).
+func (d *deferral) try() {
+	for !d.done.Load() {
+		if d.s.arrivals.Load() < d.prev {
+			d.s.ev.watch(d.hook)
+			if d.s.arrivals.Load() < d.prev {
+				return // the arrival that completes the phase before sees the watch (its notify)
+			}
+			continue
+		}
+		if !d.done.CompareAndSwap(false, true) {
+			return
+		}
+		c := d.s.arrivals.Add(1)
+		d.me.deferred.Add(-1) // after the add: the member's later arrivals wait for both
+		if c == d.at {
+			d.s.ev.notify()
+		}
+		return
+	}
+}
+
+// ArriveBarrier counts member c's arrival at c's next barrier in shared memory, the one that Barrier, and the phases
+// of the shared-memory algorithms, pass (shmOp.barrier), for a nonblocking barrier (package nbc; BarrierGate must
+// hold). It returns the gate that the member's request waits on and the count to wait for, with done true when the
+// count has reached it. A member's barriers of either kind, and its algorithms' phases, take the count's phases in
+// the order of its calls, which MPI makes every member's order: so a nonblocking barrier may meet a blocking one, as
+// gompj lets the members of one call mix them. It also returns the barrier's phase (the member's barrier phases so
+// far, BarrierPhase).
+func ArriveBarrier(c *ranks.Comm) (g ranks.Gate, at, phase uint64, done bool) {
+	st := stateOf(c)
+	phase, at, done = st.shmOp(c).arriveNB()
+	return st.me, at, phase, done
+}
+
+// BarrierPhase returns the number of c's barrier phases in shared memory that member c has arrived at, blocking or
+// not (ArriveBarrier); only on the member's goroutine that calls its collectives.
+func BarrierPhase(c *ranks.Comm) uint64 { return stateOf(c).me.phase }
