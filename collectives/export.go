@@ -61,4 +61,3 @@ func NbcState(c *ranks.Comm, mk func() any) any {
 // BarrierGate reports whether a nonblocking barrier on c can arrive at the barrier that the blocking one passes in
 // shared memory (ArriveBarrier): every member of c is on this node. Every member finds the same.
 func BarrierGate(c *ranks.Comm) bool { return stateOf(c).shm != nil }
-

@@ -450,7 +450,6 @@ func (o shmOp) barrier() error {
 	return o.wait(func() bool { return a.Load() >= target })
 }
 
-
 // next starts an operation and returns its sequence number.
 func (o shmOp) next() uint64 {
 	o.me.seq++
@@ -1262,4 +1261,3 @@ func (o shmOp) Scan(k kernel, src, dst []byte, exclusive bool) error {
 	}
 	return err
 }
-

@@ -29,7 +29,7 @@ type rankOps struct {
 	ev queues.Event
 	// gateHook signals ev: what a completion call about to park on a barrier's run has its gate wake (gate.go)
 	gateHook *queues.Waker
-	n  atomic.Int32 // len(reqs), read without the lock: the common case is none
+	n        atomic.Int32 // len(reqs), read without the lock: the common case is none
 	// workers counts runs of the rank's operations under way on the node's worker pool (EnterWorker): a completion
 	// call of the rank then parks rather than spins (awaitAny)
 	workers atomic.Int32
