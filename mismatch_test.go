@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -535,7 +537,10 @@ func TestDisagreeingCallsInSharedMemory(t *testing.T) {
 // find: sizes that differ), and none may hang.
 func TestCallsLookModel(t *testing.T) {
 	const jobs, calls = 24, 40
-	seed := time.Now().UnixNano()
+	seed := time.Now().UnixNano() // GOMPJ_TEST_SEED replays a run
+	if s, err := strconv.ParseInt(os.Getenv("GOMPJ_TEST_SEED"), 10, 64); err == nil {
+		seed = s
+	}
 	t.Logf("seed %d", seed)
 	rnd := rand.New(rand.NewSource(seed))
 	for job := range jobs {

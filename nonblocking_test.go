@@ -807,7 +807,7 @@ func TestNonblockingProgressWithoutCalls(t *testing.T) {
 		}
 		if me != 0 {
 			for _, r := range reqs { // computing: no gompj call until every collective is done
-				for !ranks.CompletionOf(r).Done() {
+				for !ranks.Finished(r) {
 					runtime.Gosched()
 				}
 			}

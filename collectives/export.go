@@ -58,6 +58,12 @@ func NbcState(c *ranks.Comm, mk func() any) any {
 	return st.nbc
 }
 
-// BarrierGate reports whether a nonblocking barrier on c can arrive at the barrier that the blocking one passes in
-// shared memory (ArriveBarrier): every member of c is on this node. Every member finds the same.
-func BarrierGate(c *ranks.Comm) bool { return stateOf(c).shm != nil }
+// BarrierGate returns member c's gate for its nonblocking barriers' requests where they can arrive at the barrier
+// that the blocking one passes in shared memory (ArriveBarrier): every member of c is on this node (every member
+// finds the same); nil where not.
+func BarrierGate(c *ranks.Comm) ranks.Gate {
+	if st := stateOf(c); st.shm != nil {
+		return st.me
+	}
+	return nil
+}

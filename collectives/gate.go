@@ -23,24 +23,15 @@ import (
 // ones (shmRank.deferred; shmOp.barrier), so that they are counted in the member's order. No member waits for a
 // deferral: its count comes from whoever completes the phase before.
 //
-// Knowing whether the phase before is through costs a look at the count before the arrival's add, an extra
-// transfer of the count's line where the member's latest nonblocking barrier was still under way. The member skips
-// it when its completion calls have seen that barrier through (seen), as in a loop of Ibarrier and Wait.
+// Knowing whether the phase before is through costs a look at the count before the arrival's add: where the other
+// members have gone on to the next phase, one more transfer of the count's line. The member skips it when its
+// latest nonblocking barrier has been reported complete (settled), as in a loop of Ibarrier and Wait.
 
-// Reached implements ranks.Gate: the count has reached at. It notes the highest count seen reached, with which the
-// member's next arrival knows that the phase before it is through (arriveNB).
-func (me *shmRank) Reached(at uint64) bool {
-	if me.s.arrivals.Load() < at {
-		return false
-	}
-	if at > me.seen.Load() { // completion calls on other goroutines may race: at worst a later look at the count
-		me.seen.Store(at)
-	}
-	return true
-}
+// Reached implements ranks.Gate: the count has reached at.
+func (me *shmRank) Reached(at uint64) bool { return me.s.arrivals.Load() >= at }
 
 // Watch implements ranks.Gate: the arrival that completes the count notifies the event (shmOp.arrive), which wakes w.
-func (me *shmRank) Watch(at uint64, w *queues.Waker) {
+func (me *shmRank) Watch(at, _ uint64, w *queues.Waker) {
 	me.s.ev.watch(w)
 	if me.Reached(at) {
 		w.Wake()
@@ -49,13 +40,13 @@ func (me *shmRank) Watch(at uint64, w *queues.Waker) {
 
 // arriveNB counts the member's arrival at its next barrier phase for a nonblocking barrier, or puts it off (see
 // above), and returns the phase and the count that completes it, with done true when the count has reached it.
-func (o shmOp) arriveNB() (phase, at uint64, done bool) {
+func (o shmOp) arriveNB(settled bool) (phase, at uint64, done bool) {
 	me, s := o.me, o.s
 	me.phase++
 	phase, at = me.phase, me.phase*uint64(s.n)
 	prev := at - uint64(s.n)
-	ahead := me.deferred.Load() != 0 || (me.lastAt > me.seen.Load() && s.arrivals.Load() < prev)
-	me.lastAt, me.nbOut = at, true
+	ahead := me.deferred.Load() != 0 || (!settled && s.arrivals.Load() < prev)
+	me.nbOut = true
 	if ahead {
 		me.deferred.Add(1)
 		d := &deferral{s: s, me: me, prev: prev, at: at}
@@ -65,7 +56,6 @@ func (o shmOp) arriveNB() (phase, at uint64, done bool) {
 	}
 	if s.arrivals.Add(1) == at {
 		s.ev.notify()
-		me.seen.Store(at)
 		return phase, at, true
 	}
 	return phase, at, me.Reached(at)
@@ -105,17 +95,31 @@ func (d *deferral) try() {
 
 // ArriveBarrier counts member c's arrival at c's next barrier in shared memory, the one that Barrier, and the phases
 // of the shared-memory algorithms, pass (shmOp.barrier), for a nonblocking barrier (package nbc; BarrierGate must
-// hold). It returns the gate that the member's request waits on and the count to wait for, with done true when the
+// hold). settled says that the member's latest nonblocking barrier has been reported complete (or that it has had
+// none). It returns the gate that the member's request waits on and the count to wait for, with done true when the
 // count has reached it. A member's barriers of either kind, and its algorithms' phases, take the count's phases in
 // the order of its calls, which MPI makes every member's order: so a nonblocking barrier may meet a blocking one, as
 // gompj lets the members of one call mix them. It also returns the barrier's phase (the member's barrier phases so
 // far, BarrierPhase).
-func ArriveBarrier(c *ranks.Comm) (g ranks.Gate, at, phase uint64, done bool) {
+func ArriveBarrier(c *ranks.Comm, settled bool) (g ranks.Gate, at, phase uint64, done bool) {
 	st := stateOf(c)
-	phase, at, done = st.shmOp(c).arriveNB()
+	phase, at, done = st.shmOp(c).arriveNB(settled)
 	return st.me, at, phase, done
+}
+
+// NotifyBarrier wakes what waits on c's barrier in shared memory: the completion calls parked on its nonblocking
+// barriers look again (package nbc, when a member arrives in a slot where another may have called Ibarrier).
+func NotifyBarrier(c *ranks.Comm) {
+	if st := stateOf(c); st.shm != nil {
+		st.shm.ev.notify()
+	}
 }
 
 // BarrierPhase returns the number of c's barrier phases in shared memory that member c has arrived at, blocking or
 // not (ArriveBarrier); only on the member's goroutine that calls its collectives.
-func BarrierPhase(c *ranks.Comm) uint64 { return stateOf(c).me.phase }
+func BarrierPhase(c *ranks.Comm) uint64 {
+	if me := stateOf(c).me; me != nil {
+		return me.phase
+	}
+	return 0
+}

@@ -72,7 +72,7 @@ func TestGateModel(t *testing.T) {
 							continue
 						}
 						before := me.deferred.Load()
-						g, at, _, done := ArriveBarrier(c)
+						g, at, _, done := ArriveBarrier(c, false)
 						if me.deferred.Load() > before {
 							deferred.Add(1)
 						}
@@ -80,7 +80,7 @@ func TestGateModel(t *testing.T) {
 						if done {
 							r = c.CollRequestDone()
 						} else {
-							r = c.GateRequest(g, at)
+							r = c.GateRequest(g, at, 0)
 						}
 						out = append(out, pending{r, b})
 					}
@@ -123,12 +123,12 @@ type watchedGate struct {
 	watched chan struct{}
 }
 
-func (g watchedGate) Watch(at uint64, w *queues.Waker) {
+func (g watchedGate) Watch(at, tag uint64, w *queues.Waker) {
 	select {
 	case g.watched <- struct{}{}:
 	default:
 	}
-	g.Gate.Watch(at, w)
+	g.Gate.Watch(at, tag, w)
 }
 
 // TestGateParkedWaiter: a member that waits for a nonblocking barrier parks (it watched the gate first: the last
@@ -138,11 +138,11 @@ func TestGateParkedWaiter(t *testing.T) {
 	watched := make(chan struct{}, 1)
 	err := node.Run(node.Config{Ranks: 2}, func(c *ranks.Comm) error {
 		if c.Rank() == 0 {
-			g, at, _, done := ArriveBarrier(c)
+			g, at, _, done := ArriveBarrier(c, false)
 			if done {
 				return fmt.Errorf("the first arrival completed the barrier")
 			}
-			r := c.GateRequest(watchedGate{g, watched}, at)
+			r := c.GateRequest(watchedGate{g, watched}, at, 0)
 			if _, err := r.Wait(); err != nil {
 				return err
 			}
@@ -153,9 +153,9 @@ func TestGateParkedWaiter(t *testing.T) {
 			return err
 		}
 		// Rank 0 is in its blocking Barrier, or on its way there: arrive without blocking and wait.
-		g, at, _, done := ArriveBarrier(c)
+		g, at, _, done := ArriveBarrier(c, false)
 		if !done {
-			_, err := c.GateRequest(g, at).Wait()
+			_, err := c.GateRequest(g, at, 0).Wait()
 			return err
 		}
 		return nil

@@ -121,11 +121,9 @@ type shmRank struct {
 	root         int            // the latest one's root, 0 for the kinds that name none
 
 	// nonblocking barriers (gate.go)
-	s        *shmComm      // the communicator's shared state
-	lastAt   uint64        // the count its latest nonblocking barrier waits for
-	nbOut    bool          // a nonblocking barrier of its may be under way: its next blocking arrival checks first
-	seen     atomic.Uint64 // the highest count its completion calls have seen reached (Reached)
-	deferred atomic.Int64  // its nonblocking arrivals put off until the phase before theirs is through (deferral)
+	s        *shmComm     // the communicator's shared state
+	nbOut    bool         // a nonblocking barrier of its may be under way: its next blocking arrival checks first
+	deferred atomic.Int64 // its nonblocking arrivals put off until the phase before theirs is through (deferral)
 }
 
 // call returns the member's latest call of the API as a ranks.CallWord, 0 before the first. A reduce's root is left

@@ -239,6 +239,13 @@ func start(c *ranks.Comm, a *collectives.Call, err error, va *collectives.ViewAr
 	if err != nil {
 		return nil, err
 	}
+	if algo == "shm" && a.Coll == "barrier" && c.HasRank() && collectives.BarrierGate(c) != nil {
+		cc := cacheOf(c)
+		if k != nil && k.ok {
+			cc.memo[k.kind] = memo{key: *k, gate: true, forces: forces}
+		}
+		return gateBarrier(c, cc), nil
+	}
 	if algo == "shm" && va == nil && smallOK(c, a) {
 		ac := new(collectives.Call) // the members' entries point at it until the use is over; the memo keeps it
 		*ac = *a

@@ -42,6 +42,7 @@ type commCache struct {
 	nextBig int
 	ring    *ring
 	memo    [numKinds]memo // the last call of each kind (memo.go)
+	bar     *barGate       // its Ibarriers' gate, on a communicator inside the node (gate.go)
 }
 
 func cacheOf(c *ranks.Comm) *commCache {
@@ -168,6 +169,7 @@ func (o *op) retarget(c *ranks.Comm, cc *commCache) {
 		old := o.shm.sl
 		sl, u := slotFor(c, cc)
 		o.shm.moveTo(sl, u, o)
+		o.shm.onRing(c)
 		relist(o.m.s, old, sl)
 		return
 	}
@@ -186,6 +188,7 @@ func (o *op) retarget(c *ranks.Comm, cc *commCache) {
 		old := p.shm.sl
 		sl, u := slotFor(p.c, cacheOf(p.c))
 		p.shm.moveTo(sl, u, o)
+		p.shm.onRing(p.c)
 		relist(p.s, old, sl)
 	}
 }

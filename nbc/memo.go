@@ -66,6 +66,7 @@ type memo struct {
 	o      *op
 	weakOp weak.Pointer[op]
 	tiny   *collectives.Call
+	gate   bool   // a barrier through the barrier in shared memory (gate.go)
 	forces uint32 // collectives.Forces when it was chosen
 }
 
@@ -131,6 +132,10 @@ func againWith(c *ranks.Comm, k *callKey, counts []int) *ranks.Request {
 	m := &cc.memo[k.kind]
 	if m.key != *k || m.forces != collectives.Forces(c) || (counts != nil && !slices.Equal(m.counts(), counts)) {
 		return nil
+	}
+	if m.gate {
+		c.StartCall() // the call takes place, as in start
+		return gateBarrier(c, cc)
 	}
 	if m.tiny != nil {
 		c.StartCall() // the call takes place, as in start

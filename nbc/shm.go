@@ -60,6 +60,8 @@ type ring struct {
 	// spare: every rank of the node has a processor of its own (spareProcs), so a tiny bcast's or scatter's root
 	// does not take one from its readers by going on at once (tiny.go: early)
 	spare bool
+	// gated: some member has called Ibarrier on the communicator (gate.go)
+	gated atomic.Bool
 }
 
 type paddedCount struct {
@@ -130,7 +132,9 @@ type member struct {
 	tiny bool
 	how  reqHow
 	call *collectives.Call
-	_    [24]byte // to 512 bytes: every member of the array starts at the same offset in a line (576 with reading)
+	// bphase: the member's barrier phase at its call, where some member has called Ibarrier (gate.go)
+	bphase uint64
+	_      [16]byte // to 512 bytes: every member of the array starts at the same offset in a line (576 with reading)
 	// reading: a rooted use's reader's declaration, the use (rootReads), in a line of its own that nobody writes
 	// often: its readers poll their root's. In gen's line (member.served) or in a line that the root writes at each
 	// use (displs), it took a 4 KiB Iscatter of 2 ranks 20-40 % longer.
@@ -143,9 +147,22 @@ func newSlot(n int) *slot { return &slot{mem: make([]member, n)} }
 // slotFor returns the slot and use of the next shared-memory operation of this rank on c's ring (cc: its nbc
 // state on c).
 func slotFor(c *ranks.Comm, cc *commCache) (*slot, uint64) {
-	n, rank := c.Size(), c.Rank()
+	rg := ringOf(c, cc)
+	k := rg.ops[c.Rank()].n
+	rg.ops[c.Rank()].n++
+	return rg.at(k)
+}
+
+// at returns the slot and use of position k of the ring.
+func (rg *ring) at(k uint64) (*slot, uint64) {
+	return rg.slots[k%uint64(len(rg.slots))], k/uint64(len(rg.slots)) + 1
+}
+
+// ringOf returns the ring of c's members (cc: this member's nbc state on c).
+func ringOf(c *ranks.Comm, cc *commCache) *ring {
 	rg := cc.ring
 	if rg == nil { // the first time on c: the members' shared ring, found once and kept (World.Shared locks)
+		n := c.Size()
 		rg = c.World().Shared(c, ringKey, func() any {
 			k := c.World().NbcSlots()
 			if k <= 0 {
@@ -159,9 +176,7 @@ func slotFor(c *ranks.Comm, cc *commCache) (*slot, uint64) {
 		}).(*ring)
 		cc.ring = rg
 	}
-	k := rg.ops[rank].n
-	rg.ops[rank].n++
-	return rg.slots[k%uint64(len(rg.slots))], k/uint64(len(rg.slots)) + 1
+	return rg
 }
 
 // persistentSlot returns a persistent collective's own slot (its id names it), and the function that gives it up
@@ -197,6 +212,11 @@ type shmb struct {
 	// finishes (waitFinished), since every rank of the node has a processor (spareProcs) and the call is at most
 	// soonMax
 	spinSoon bool
+	// on the ring of communicator c (not a persistent op's slot of its own): where an arrival wakes the members
+	// parked on an Ibarrier (gate.go), and the member's barrier phase at the call's start, for its entry
+	c      *ranks.Comm
+	rg     *ring
+	bphase uint64
 }
 
 // acquire waits until the slot's previous use is over. While it waits it helps this member's operation of that use
@@ -232,7 +252,7 @@ func (b *shmb) allFinished(from *int, u uint64) bool {
 // erroneous program, whose members' sizes fall either side of the tiny limit), it fails their requests
 // (tinyMismatch).
 func (b *shmb) publish() {
-	b.me.coll, b.me.tiny = b.a.Coll, false
+	b.me.coll, b.me.tiny, b.me.bphase = b.a.Coll, false, b.bphase
 	b.me.gen.Store(b.u)
 	b.count()
 }
@@ -243,6 +263,17 @@ func (b *shmb) publish() {
 func (b *shmb) count() {
 	if countArrival(b.sl, b.u, b.n) {
 		tinyMismatch(b.sl, b.u, b.r, -1) // this member went the shared-memory way: its schedule sees for itself
+	} else if b.rg != nil {
+		arrived(b.c, b.rg) // gate.go
+	}
+}
+
+// onRing notes, at the start of a call (on its member's goroutine), that the schedule runs on c's ring, and the
+// member's barrier phase, for count.
+func (b *shmb) onRing(c *ranks.Comm) {
+	b.c, b.rg = c, cacheOf(c).ring
+	if b.rg.gated.Load() {
+		b.bphase = collectives.BarrierPhase(c)
 	}
 }
 
@@ -355,7 +386,13 @@ func buildShm(s *Schedule, sp *spec, c *ranks.Comm, o *op, persistent bool) erro
 	} else {
 		sl, u = slotFor(c, cacheOf(c))
 	}
-	return buildShmSlot(s, sp, sl, u, o, persistent, spareProcs(c) && soonOK(sp.a, sp.n))
+	if err := buildShmSlot(s, sp, sl, u, o, persistent, spareProcs(c) && soonOK(sp.a, sp.n)); err != nil {
+		return err
+	}
+	if !persistent && o != nil {
+		o.shm.onRing(c)
+	}
+	return nil
 }
 
 // buildShmSlot appends the schedule of sp's call at use u of slot sl; spinSoon: see shmb.

@@ -203,9 +203,16 @@ func startTiny(c *ranks.Comm, cc *commCache, a *collectives.Call) *ranks.Request
 		return startLate(c, a, sl, u)
 	}
 	r, n := c.Rank(), c.Size()
+	gated := cc.ring.gated.Load()
+	if gated {
+		sl.mem[r].bphase = collectives.BarrierPhase(c) // for a member parked on an Ibarrier here (gate.go)
+	}
 	if early(a, r, cc.ring.spare) && !direct(tinySrc(a, r, n)) {
 		// Its request is made after the arrival: the others wait for the entry, not for this rank's request.
 		tinyArrive(c, sl, u, r, n, a, ranks.Target{}, byColl)
+		if gated {
+			arrived(c, cc.ring)
+		}
 		return c.CollRequestDone()
 	}
 	if !served(a.Coll) && lastOf(sl, u, n) {
@@ -221,6 +228,9 @@ func startTiny(c *ranks.Comm, cc *commCache, a *collectives.Call) *ranks.Request
 	}
 	req := c.CollRequest()
 	tinyArrive(c, sl, u, r, n, a, ranks.TargetOf(req), byColl)
+	if gated {
+		arrived(c, cc.ring)
+	}
 	return req
 }
 
@@ -495,8 +505,11 @@ func startLate(c *ranks.Comm, a *collectives.Call, sl *slot, u uint64) *ranks.Re
 	b.moveTo(sl, u, o)
 	o.shm = b
 	b.acquire()
+	rg, phase := cacheOf(c).ring, collectives.BarrierPhase(c)
 	s.Do(func() error {
+		b.me.bphase = phase // for a member parked on an Ibarrier here (gate.go)
 		tinyArrive(c, b.sl, b.u, b.r, b.n, a, ranks.TargetOf(o.req), byOp)
+		arrived(c, rg)
 		return nil
 	})
 	o.m = Machine{s: s}

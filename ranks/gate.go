@@ -21,21 +21,27 @@ type Gate interface {
 	// Reached reports whether the count has reached at.
 	Reached(at uint64) bool
 	// Watch has the gate wake w once the count has reached at, or at once if it has: a waiter of the gate's request
-	// is about to park. Every park watches again; a wake-up may come late, or for an earlier watch.
-	Watch(at uint64, w *queues.Waker)
+	// is about to park. Every park watches again; a wake-up may come late, or for an earlier watch. tag is the
+	// request's (GateRequest).
+	Watch(at, tag uint64, w *queues.Waker)
 }
 
 // GateRequest returns a new active request of c's rank that completes once gate g has reached at: a barrier's
-// member that has arrived and waits for the others (package nbc). Like CollRequest, only the communicator's
-// collective starts may call it. A request of a communicator handle that has no rank (a world's own) cannot park on
-// its rank's event, so c must have one (HasRank).
-func (c *Comm) GateRequest(g Gate, at uint64) *Request {
+// member that has arrived and waits for the others (package nbc). tag is the gate's, for its watches (Gate.Watch).
+// Like CollRequest, only the communicator's collective starts may call it. A request of a communicator handle that
+// has no rank (a world's own) cannot park on its rank's event, so c must have one (HasRank).
+func (c *Comm) GateRequest(g Gate, at, tag uint64) *Request {
 	h := c.collRequest(false)
-	// A small collective's run has no receive buffer or object target: the gate takes their fields (see gateOf),
-	// which keeps the request within its 256 bytes (TestRequestLayout).
-	h.s.target, h.s.vn = g, int(at)
+	// A small collective's run has no receive buffer, object target or view: the gate takes their fields (see
+	// gateOf), which keeps the request within its 256 bytes (TestRequestLayout).
+	h.s.target, h.s.vn, h.s.voff = g, int(at), int(tag)
 	return h
 }
+
+// Reported reports whether h's run has been reported complete by a completion call (or h freed): a barrier's
+// member that knows its latest barrier through need not look whether the phase before its next one is (package
+// collectives, ArriveBarrier).
+func Reported(h *Request) bool { return h.s.life.Load() != lifeOf(h.gen, lifeActive) }
 
 // HasRank reports whether c is a handle of one of the node's ranks, whose requests park on its rank's event.
 func (c *Comm) HasRank() bool { return c.r != nil }
@@ -66,7 +72,7 @@ func (r *request) pollGate(g Gate, at uint64) bool {
 // watchGate is blocker's part for a barrier's run: the gate signals the rank's event once it is reached.
 func (r *request) watchGate(g Gate, at uint64) {
 	if r.owner != nil {
-		g.Watch(at, r.owner.ops.gateHook)
+		g.Watch(at, uint64(r.voff), r.owner.ops.gateHook)
 	}
 }
 

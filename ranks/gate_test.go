@@ -18,7 +18,7 @@ type countGate struct {
 
 func (g *countGate) Reached(at uint64) bool { return g.n.Load() >= at }
 
-func (g *countGate) Watch(at uint64, w *queues.Waker) {
+func (g *countGate) Watch(at, _ uint64, w *queues.Waker) {
 	g.mu.Lock()
 	g.waiters = append(g.waiters, w)
 	g.mu.Unlock()
@@ -53,7 +53,7 @@ func TestGateRequestWait(t *testing.T) {
 	c := world(t, 1).Comm(0)
 	g := &countGate{watched: make(chan uint64, 4)}
 
-	r := c.GateRequest(g, 2)
+	r := c.GateRequest(g, 2, 0)
 	if _, ok, err := r.Test(); ok || err != nil {
 		t.Fatalf("Test before the gate: %v, %v", ok, err)
 	}
@@ -82,7 +82,7 @@ func TestGateRequestWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r = c.GateRequest(g, 4)
+	r = c.GateRequest(g, 4, 0)
 	go func() {
 		i, _, err := Waitany(never, r)
 		if err == nil && i != 1 {
@@ -103,7 +103,7 @@ func TestGateRequestWait(t *testing.T) {
 	}
 
 	// Reached at the start: Wait reports it at once, and the state's next run is a plain one.
-	r = c.GateRequest(g, 4)
+	r = c.GateRequest(g, 4, 0)
 	if _, err := r.Wait(); err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestGateRequestAllocs(t *testing.T) {
 	var at uint64
 	if n := testing.AllocsPerRun(200, func() {
 		at++
-		r := c.GateRequest(g, at)
+		r := c.GateRequest(g, at, 0)
 		g.n.Add(1)
 		if _, err := r.Wait(); err != nil {
 			t.Fatal(err)

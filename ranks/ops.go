@@ -342,7 +342,7 @@ func (c *Comm) collRequest(done bool) *Request {
 	}
 	h := c.colls.takeRun(c.r, done)
 	if h.s.target != nil { // the state's last run was a barrier's (GateRequest)
-		h.s.target, h.s.vn = nil, 0
+		h.s.target, h.s.vn, h.s.voff = nil, 0, 0
 	}
 	return h
 }

@@ -1,0 +1,104 @@
+package nbc
+
+import (
+	"fmt"
+
+	"github.com/gompj/gompj/collectives"
+	"github.com/gompj/gompj/queues"
+	"github.com/gompj/gompj/ranks"
+)
+
+// Ibarrier on a communicator inside the node arrives at the barrier in shared memory that Barrier passes
+// (collectives.ArriveBarrier), and its request waits on that barrier's count (ranks.GateRequest): a loop of
+// Ibarrier and Wait on 2 ranks moves the count's line back and forth and nothing else, as Barrier does, where the
+// tiny protocol (tiny.go) moved a slot's arrival word, both members' entries and the waiter's request (0.19 us a
+// call, against Barrier's 0.12). It takes no operation id and no position on the ring (slotFor), as Barrier takes
+// none: a member may mix the two in one call.
+//
+// A member whose barrier another member skipped (an erroneous program: that member called another collective where
+// this one called Ibarrier) would wait for ever, and so would the other, in the slot of the ring where this member
+// never arrives. The tiny protocol caught that: both arrived in the same slot. Here a member's entry in a slot
+// carries its barrier phase at its call (member.bphase), and a member about to park on an Ibarrier, at barrier phase
+// m and position p of the ring (the request's tag), looks at the slot of position p (barGate.Watch): a member that
+// arrived there with a phase short of m called something else where this one called Ibarrier (its own Ibarrier of
+// phase m would have come first, and a blocking barrier of phase m would still be waiting). A member that arrives
+// in a slot of a communicator where some member has called Ibarrier (ring.gated), and does not complete the
+// arrivals, wakes the parked ones (collectives.NotifyBarrier), which look again: the parked member has watched
+// before it looked, and the arriving one publishes before it wakes, so one of them sees the other. The finder ends
+// the job with ErrArg naming both calls, as a disagreement in the blocking calls' shared memory does. A member that
+// skips a barrier and calls Ibarrier later has its later barrier meet the others' (the phases pair up shifted, and
+// nothing hangs); its call in the others' Ibarrier's place meets their next call in its slot, as two different
+// calls do.
+
+// barGate is a member's gate for its Ibarriers' requests: its barrier's gate (collectives), with the look for a
+// skipped barrier before each park. It does not hold the communicator: its requests' states do (the rank's block of
+// requests holds them, and would keep a freed communicator alive).
+type barGate struct {
+	ranks.Gate
+	w         *ranks.World
+	worldRank int
+	rg        *ring
+	rank      int
+	n         uint64
+	last      *ranks.Request // the member's latest Ibarrier's request (collectives.ArriveBarrier's settled)
+}
+
+// gateBarrier starts an Ibarrier on c, whose members are all on this node, through its barrier in shared memory.
+func gateBarrier(c *ranks.Comm, cc *commCache) *ranks.Request {
+	bg := cc.bar
+	if bg == nil {
+		rg := ringOf(c, cc)
+		bg = &barGate{Gate: collectives.BarrierGate(c), w: c.World(), worldRank: c.WorldRank(c.Rank()), rg: rg,
+			rank: c.Rank(), n: uint64(c.Size())}
+		cc.bar = bg
+		rg.gated.Store(true)
+	}
+	pos := bg.rg.ops[bg.rank].n // the position of the member's next call on the ring, which it does not take
+	_, at, _, done := collectives.ArriveBarrier(c, bg.last == nil || ranks.Reported(bg.last))
+	if done {
+		bg.last = c.CollRequestDone()
+	} else {
+		bg.last = c.GateRequest(bg, at, pos+1)
+	}
+	return bg.last
+}
+
+// Watch implements ranks.Gate: before the member's completion call parks on an Ibarrier, it looks for members that
+// skipped it (see above). tag is the Ibarrier's position on the ring, plus one.
+func (bg *barGate) Watch(at, tag uint64, w *queues.Waker) {
+	if tag != 0 && !bg.Reached(at) {
+		if err := bg.skipped(at/bg.n, tag-1); err != nil {
+			endJobAs(bg.w, bg.worldRank, err)
+		}
+	}
+	bg.Gate.Watch(at, tag, w)
+}
+
+// skipped returns the error naming a member that arrived at position pos of the ring, for another call, at a
+// barrier phase short of phase, this member's Ibarrier's there; nil if none did.
+func (bg *barGate) skipped(phase, pos uint64) error {
+	sl, u := bg.rg.at(pos)
+	for j := range sl.mem {
+		m := &sl.mem[j]
+		if j != bg.rank && m.gen.Load() == u && m.bphase < phase {
+			return fmt.Errorf("%w: collective mismatch: rank %d started barrier where rank %d started %s (a member "+
+				"skipped a collective call that the other made)", ranks.ErrArg, bg.rank, j, m.coll)
+		}
+	}
+	return nil
+}
+
+// arrived is what a member that arrived in a slot of c's ring (rg), without completing its arrivals, does where some
+// member has called Ibarrier: it wakes the members parked on one, which look whether it is in their place.
+func arrived(c *ranks.Comm, rg *ring) {
+	if rg.gated.Load() {
+		collectives.NotifyBarrier(c)
+	}
+}
+
+// endJobAs ends the job with err, found by the rank of world rank wr.
+func endJobAs(w *ranks.World, wr int, err error) {
+	if !w.Aborted() {
+		w.Abort(&ranks.RankError{Rank: wr, Err: err})
+	}
+}

@@ -1,0 +1,140 @@
+package nbc
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gompj/gompj/collectives"
+	"github.com/gompj/gompj/internal/hang"
+	"github.com/gompj/gompj/node"
+	"github.com/gompj/gompj/ranks"
+)
+
+// TestIbarrierSkipped: rank 0 calls Ibarrier where the others call Iallreduce (an erroneous program): small (the
+// tiny protocol) and large (a shared-memory schedule), with rank 0 starting first (parked before the others arrive:
+// their arrivals wake it to look again) and last (it finds their arrivals before it parks). Nobody hangs: the job
+// ends with ErrArg naming the barrier and the other call. Then a correct program on the same sizes: every member
+// calls Ibarrier and then the Iallreduce, the Ibarrier waited on last, which must never be taken for a skip.
+func TestIbarrierSkipped(t *testing.T) {
+	for _, np := range []int{2, 3} {
+		for _, n := range []int{1, 1 << 14} {
+			for _, barrierFirst := range []bool{true, false} {
+				name := fmt.Sprintf("np=%d n=%d barrier first=%v", np, n, barrierFirst)
+				started := make(chan struct{})
+				err := hang.Within(t, name, time.Minute, func() error {
+					return node.Run(node.Config{Ranks: np}, func(c *ranks.Comm) error {
+						if c.Rank() == 0 {
+							if !barrierFirst {
+								for i := 1; i < np; i++ {
+									<-started
+								}
+							}
+							r, err := Ibarrier(c)
+							if err != nil {
+								return err
+							}
+							if barrierFirst {
+								close(started)
+							}
+							_, err = r.Wait()
+							return err
+						}
+						if barrierFirst {
+							<-started
+						}
+						r, err := Iallreduce(c, make([]float64, n), make([]float64, n), collectives.Sum)
+						if err != nil {
+							return err
+						}
+						if !barrierFirst {
+							started <- struct{}{}
+						}
+						_, err = r.Wait()
+						return err
+					})
+				})
+				if !errors.Is(err, ranks.ErrArg) || !strings.Contains(err.Error(), "started barrier where rank") ||
+					!strings.Contains(err.Error(), "allreduce") {
+					t.Errorf("%s: %v; want ErrArg naming the barrier and the allreduce", name, err)
+				}
+			}
+		}
+	}
+	for _, n := range []int{1, 1 << 14} {
+		err := node.Run(node.Config{Ranks: 3}, func(c *ranks.Comm) error {
+			for round := 0; round < 50; round++ {
+				b, err := Ibarrier(c)
+				if err != nil {
+					return err
+				}
+				in, out := make([]float64, n), make([]float64, n)
+				in[0] = float64(c.Rank())
+				r, err := Iallreduce(c, in, out, collectives.Sum)
+				if err != nil {
+					return err
+				}
+				if _, err := r.Wait(); err != nil || out[0] != 3 {
+					return fmt.Errorf("round %d: allreduce %v, %v", round, out[0], err)
+				}
+				if _, err := b.Wait(); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("n=%d: %v", n, err)
+		}
+	}
+}
+
+// TestIbarrierBesideBarrier: the members of one barrier may mix Ibarrier and Barrier (the call check counts them
+// as one kind): rank 0 calls Ibarrier, several at once, where the others call Barrier, and the barriers pair up in
+// order. Rank 1 counts its Barriers through; rank 0 must not see its k-th Ibarrier through before rank 1 has
+// started its k-th Barrier.
+func TestIbarrierBesideBarrier(t *testing.T) {
+	const rounds, batch = 30, 4
+	started := make([]chan struct{}, rounds*batch)
+	for i := range started {
+		started[i] = make(chan struct{})
+	}
+	err := node.Run(node.Config{Ranks: 3}, func(c *ranks.Comm) error {
+		for r := 0; r < rounds; r++ {
+			if c.Rank() != 0 {
+				for i := 0; i < batch; i++ {
+					if c.Rank() == 1 {
+						close(started[r*batch+i])
+					}
+					if err := collectives.Barrier(c); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			reqs := make([]*ranks.Request, batch)
+			for i := range reqs {
+				var err error
+				if reqs[i], err = Ibarrier(c); err != nil {
+					return err
+				}
+			}
+			for i, q := range reqs {
+				if _, err := q.Wait(); err != nil {
+					return err
+				}
+				select {
+				case <-started[r*batch+i]:
+				default:
+					return fmt.Errorf("round %d: Ibarrier %d through before rank 1 started its Barrier", r, i)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
