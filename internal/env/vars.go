@@ -133,4 +133,6 @@ var (
 		Meaning: "internal/harness: the node process's id, for messages"})
 	NetdevChild = def(Var{Name: "GOMPJ_NETDEV_CHILD", Kind: String, Role: Test, Group: Tests,
 		Meaning: "netdev's fault tests: the address a child process connects to"})
+	TestSeed = def(Var{Name: "GOMPJ_TEST_SEED", Kind: Int, Role: Test, Group: Tests,
+		Meaning: "randomised tests that log their seed (TestCallsLookModel): replay that seed"})
 )
