@@ -30,13 +30,21 @@ import (
 // Reached implements ranks.Gate: the count has reached at.
 func (me *shmRank) Reached(at uint64) bool { return me.s.arrivals.Load() >= at }
 
-// Watch implements ranks.Gate: the arrival that completes the count notifies the event (shmOp.arrive), which wakes w.
-func (me *shmRank) Watch(at, _ uint64, w *queues.Waker) {
+// Watch implements ranks.Gate: the arrival that completes the count notifies the event (shmOp.barrier, arriveNB),
+// which wakes w. First it runs the look that package nbc gave (WatchBarrier), if any.
+func (me *shmRank) Watch(at, tag uint64, w *queues.Waker) {
+	if me.look != nil {
+		me.look(at, tag)
+	}
 	me.s.ev.watch(w)
 	if me.Reached(at) {
 		w.Wake()
 	}
 }
+
+// WatchBarrier has member c's gate (BarrierGate) run look at each watch, before the completion call parks: package
+// nbc's look for a member that skipped the barrier. The member sets it once, before its first nonblocking barrier.
+func WatchBarrier(c *ranks.Comm, look func(at, tag uint64)) { stateOf(c).me.look = look }
 
 // arriveNB counts the member's arrival at its next barrier phase for a nonblocking barrier, or puts it off (see
 // above), and returns the phase and the count that completes it, with done true when the count has reached it.

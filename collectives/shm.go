@@ -121,9 +121,10 @@ type shmRank struct {
 	root         int            // the latest one's root, 0 for the kinds that name none
 
 	// nonblocking barriers (gate.go)
-	s        *shmComm     // the communicator's shared state
-	nbOut    bool         // a nonblocking barrier of its may be under way: its next blocking arrival checks first
-	deferred atomic.Int64 // its nonblocking arrivals put off until the phase before theirs is through (deferral)
+	s        *shmComm             // the communicator's shared state
+	look     func(at, tag uint64) // package nbc's look before a nonblocking barrier's waiter parks (WatchBarrier)
+	nbOut    bool                 // a nonblocking barrier of its may be under way: its next blocking arrival checks first
+	deferred atomic.Int64         // its nonblocking arrivals put off until the phase before theirs is through (deferral)
 }
 
 // call returns the member's latest call of the API as a ranks.CallWord, 0 before the first. A reduce's root is left

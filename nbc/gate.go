@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/gompj/gompj/collectives"
-	"github.com/gompj/gompj/queues"
 	"github.com/gompj/gompj/ranks"
 )
 
@@ -19,7 +18,7 @@ import (
 // this one called Ibarrier) would wait for ever, and so would the other, in the slot of the ring where this member
 // never arrives. The tiny protocol caught that: both arrived in the same slot. Here a member's entry in a slot
 // carries its barrier phase at its call (member.bphase), and a member about to park on an Ibarrier, at barrier phase
-// m and position p of the ring (the request's tag), looks at the slot of position p (barGate.Watch): a member that
+// m and position p of the ring (the request's tag), looks at the slot of position p (barGate.look): a member that
 // arrived there with a phase short of m called something else where this one called Ibarrier (its own Ibarrier of
 // phase m would have come first, and a blocking barrier of phase m would still be waiting). A member that arrives
 // in a slot of a communicator where some member has called Ibarrier (ring.gated), and does not complete the
@@ -30,11 +29,12 @@ import (
 // nothing hangs); its call in the others' Ibarrier's place meets their next call in its slot, as two different
 // calls do.
 
-// barGate is a member's gate for its Ibarriers' requests: its barrier's gate (collectives), with the look for a
-// skipped barrier before each park. It does not hold the communicator: its requests' states do (the rank's block of
-// requests holds them, and would keep a freed communicator alive).
+// barGate is a member's state for its Ibarriers: its barrier's gate (collectives), which its requests wait on, and
+// what the look for a skipped barrier before each park needs (look, which the gate runs at each watch). It does not
+// hold the communicator: the gate is its requests' (the rank's block of requests holds their states, and would keep
+// a freed communicator alive).
 type barGate struct {
-	ranks.Gate
+	gate      ranks.Gate
 	w         *ranks.World
 	worldRank int
 	rg        *ring
@@ -48,8 +48,9 @@ func gateBarrier(c *ranks.Comm, cc *commCache) *ranks.Request {
 	bg := cc.bar
 	if bg == nil {
 		rg := ringOf(c, cc)
-		bg = &barGate{Gate: collectives.BarrierGate(c), w: c.World(), worldRank: c.WorldRank(c.Rank()), rg: rg,
+		bg = &barGate{gate: collectives.BarrierGate(c), w: c.World(), worldRank: c.WorldRank(c.Rank()), rg: rg,
 			rank: c.Rank(), n: uint64(c.Size())}
+		collectives.WatchBarrier(c, bg.look)
 		cc.bar = bg
 		rg.gated.Store(true)
 	}
@@ -58,20 +59,19 @@ func gateBarrier(c *ranks.Comm, cc *commCache) *ranks.Request {
 	if done {
 		bg.last = c.CollRequestDone()
 	} else {
-		bg.last = c.GateRequest(bg, at, pos+1)
+		bg.last = c.GateRequest(bg.gate, at, pos+1)
 	}
 	return bg.last
 }
 
-// Watch implements ranks.Gate: before the member's completion call parks on an Ibarrier, it looks for members that
-// skipped it (see above). tag is the Ibarrier's position on the ring, plus one.
-func (bg *barGate) Watch(at, tag uint64, w *queues.Waker) {
-	if tag != 0 && !bg.Reached(at) {
+// look is what the member's completion call does before it parks on an Ibarrier whose count is at (the gate's
+// watch): it looks for members that skipped it (see above). tag is the Ibarrier's position on the ring, plus one.
+func (bg *barGate) look(at, tag uint64) {
+	if tag != 0 && !bg.gate.Reached(at) {
 		if err := bg.skipped(at/bg.n, tag-1); err != nil {
 			endJobAs(bg.w, bg.worldRank, err)
 		}
 	}
-	bg.Gate.Watch(at, tag, w)
 }
 
 // skipped returns the error naming a member that arrived at position pos of the ring, for another call, at a

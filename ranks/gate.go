@@ -33,10 +33,25 @@ type Gate interface {
 func (c *Comm) GateRequest(g Gate, at, tag uint64) *Request {
 	h := c.collRequest(false)
 	// A small collective's run has no receive buffer, object target or view: the gate takes their fields (see
-	// gateOf), which keeps the request within its 256 bytes (TestRequestLayout).
-	h.s.target, h.s.vn, h.s.voff = g, int(at), int(tag)
+	// gateOf), which keeps the request within its 256 bytes (TestRequestLayout). The target holds the gate behind a
+	// pointer of a type of this package's, which gateOf's look at every poll tells by its type word alone (a look for
+	// an interface type would search for its method table).
+	var ref *gateRef
+	if c.colls != nil {
+		ref = c.colls.gate
+	}
+	if ref == nil || ref.g != g {
+		ref = &gateRef{g: g}
+		if c.colls != nil {
+			c.colls.gate = ref
+		}
+	}
+	h.s.target, h.s.vn, h.s.voff = ref, int(at), int(tag)
 	return h
 }
+
+// gateRef is a barrier's gate as its requests' states hold it (GateRequest).
+type gateRef struct{ g Gate }
 
 // Reported reports whether h's run has been reported complete by a completion call (or h freed): a barrier's
 // member that knows its latest barrier through need not look whether the phase before its next one is (package
@@ -51,8 +66,10 @@ func (r *request) gateOf() (Gate, uint64) {
 	if r.kind != kindColl || r.target == nil {
 		return nil, 0
 	}
-	g, _ := r.target.(Gate)
-	return g, uint64(r.vn)
+	if ref, ok := r.target.(*gateRef); ok {
+		return ref.g, uint64(r.vn)
+	}
+	return nil, 0
 }
 
 // pollGate is poll for a barrier's run: once the gate is reached, it completes the run's flag (more than one

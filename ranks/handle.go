@@ -188,7 +188,8 @@ type collReqs struct {
 	recent [collRecentLen]*Request
 	last   int // recent[last] is the latest run's handle
 	hs     *[handleChunkLen]Request
-	used   int // of hs
+	used   int      // of hs
+	gate   *gateRef // the gate of the latest barrier's run (GateRequest), for the next
 }
 
 // spare returns the state of h (a handle in recent; nil for none) for the communicator's next run, reset, if h's

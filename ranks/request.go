@@ -491,7 +491,11 @@ func (r *Request) waitColl() (Status, bool, error) {
 			return Status{}, false, nil
 		}
 	}
-	st, err := s.status(), s.err
+	var st Status
+	if s.target == nil { // a barrier's run (GateRequest) has no status: nothing was received
+		st = s.status()
+	}
+	err := s.err
 	if !s.life.CompareAndSwap(active, lifeOf(nextGen(r.gen), lifeActive)) {
 		return Status{}, false, nil
 	}
