@@ -25,7 +25,12 @@ import (
 //
 // Knowing whether the phase before is through costs a look at the count before the arrival's add: where the other
 // members have gone on to the next phase, one more transfer of the count's line. The member skips it when its
-// latest nonblocking barrier has been reported complete (settled), as in a loop of Ibarrier and Wait.
+// latest nonblocking barrier has been reported complete (settled), as in a loop of Ibarrier and Wait; so does its
+// next blocking barrier.
+
+// settled reports whether the member's latest nonblocking barrier, if any, has been reported complete: then every
+// phase it has arrived at is through, and none of its arrivals is put off.
+func (me *shmRank) settled() bool { return !me.unnamed && (me.last == nil || ranks.Reported(me.last)) }
 
 // Reached implements ranks.Gate: the count has reached at.
 func (me *shmRank) Reached(at uint64) bool { return me.s.arrivals.Load() >= at }
@@ -48,13 +53,13 @@ func WatchBarrier(c *ranks.Comm, look func(at, tag uint64)) { stateOf(c).me.look
 
 // arriveNB counts the member's arrival at its next barrier phase for a nonblocking barrier, or puts it off (see
 // above), and returns the phase and the count that completes it, with done true when the count has reached it.
-func (o shmOp) arriveNB(settled bool) (phase, at uint64, done bool) {
+func (o shmOp) arriveNB() (phase, at uint64, done bool) {
 	me, s := o.me, o.s
 	me.phase++
 	phase, at = me.phase, me.phase*uint64(s.n)
 	prev := at - uint64(s.n)
-	ahead := me.deferred.Load() != 0 || (!settled && s.arrivals.Load() < prev)
-	me.nbOut = true
+	ahead := !me.settled() && (me.deferred.Load() != 0 || s.arrivals.Load() < prev)
+	me.nbOut, me.unnamed = true, true // until BarrierRequest names its request
 	if ahead {
 		me.deferred.Add(1)
 		d := &deferral{s: s, me: me, prev: prev, at: at}
@@ -103,16 +108,22 @@ func (d *deferral) try() {
 
 // ArriveBarrier counts member c's arrival at c's next barrier in shared memory, the one that Barrier, and the phases
 // of the shared-memory algorithms, pass (shmOp.barrier), for a nonblocking barrier (package nbc; BarrierGate must
-// hold). settled says that the member's latest nonblocking barrier has been reported complete (or that it has had
-// none). It returns the gate that the member's request waits on and the count to wait for, with done true when the
-// count has reached it. A member's barriers of either kind, and its algorithms' phases, take the count's phases in
+// hold); the caller then names its request (BarrierRequest). It returns the gate that the member's request waits on
+// and the count to wait for, with done true when the count has reached it. A member's barriers of either kind, and its algorithms' phases, take the count's phases in
 // the order of its calls, which MPI makes every member's order: so a nonblocking barrier may meet a blocking one, as
 // gompj lets the members of one call mix them. It also returns the barrier's phase (the member's barrier phases so
 // far, BarrierPhase).
-func ArriveBarrier(c *ranks.Comm, settled bool) (g ranks.Gate, at, phase uint64, done bool) {
+func ArriveBarrier(c *ranks.Comm) (g ranks.Gate, at, phase uint64, done bool) {
 	st := stateOf(c)
-	phase, at, done = st.shmOp(c).arriveNB(settled)
+	phase, at, done = st.shmOp(c).arriveNB()
 	return st.me, at, phase, done
+}
+
+// BarrierRequest names r as the request of member c's latest nonblocking barrier (ArriveBarrier): once r is
+// reported complete, the member's next barrier need not look whether the phases before it are through.
+func BarrierRequest(c *ranks.Comm, r *ranks.Request) {
+	me := stateOf(c).me
+	me.last, me.unnamed = r, false
 }
 
 // NotifyBarrier wakes what waits on c's barrier in shared memory: the completion calls parked on its nonblocking

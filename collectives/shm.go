@@ -124,6 +124,8 @@ type shmRank struct {
 	s        *shmComm             // the communicator's shared state
 	look     func(at, tag uint64) // package nbc's look before a nonblocking barrier's waiter parks (WatchBarrier)
 	nbOut    bool                 // a nonblocking barrier of its may be under way: its next blocking arrival checks first
+	last     *ranks.Request       // its latest nonblocking barrier's request (BarrierRequest)
+	unnamed  bool                 // it has arrived at a nonblocking barrier whose request is not named yet
 	deferred atomic.Int64         // its nonblocking arrivals put off until the phase before theirs is through (deferral)
 }
 
@@ -431,9 +433,10 @@ func (o shmOp) barrier() error {
 	a := &o.s.arrivals
 	if o.me.nbOut {
 		// A nonblocking barrier of this member's may not be through, or not even counted (deferral): this arrival
-		// must not come before its phase's, nor count towards it.
+		// must not come before its phase's, nor count towards it. Where its latest was reported complete, none is
+		// pending; a look at the count would cost a transfer of its line more, the other members gone on.
 		me, prev := o.me, o.me.phase*uint64(o.s.n)
-		if me.deferred.Load() != 0 || a.Load() < prev {
+		if !me.settled() && (me.deferred.Load() != 0 || a.Load() < prev) {
 			if err := o.wait(func() bool { return me.deferred.Load() == 0 && a.Load() >= prev }); err != nil {
 				return err
 			}

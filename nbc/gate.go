@@ -40,7 +40,6 @@ type barGate struct {
 	rg        *ring
 	rank      int
 	n         uint64
-	last      *ranks.Request // the member's latest Ibarrier's request (collectives.ArriveBarrier's settled)
 }
 
 // gateBarrier starts an Ibarrier on c, whose members are all on this node, through its barrier in shared memory.
@@ -55,13 +54,15 @@ func gateBarrier(c *ranks.Comm, cc *commCache) *ranks.Request {
 		rg.gated.Store(true)
 	}
 	pos := bg.rg.ops[bg.rank].n // the position of the member's next call on the ring, which it does not take
-	_, at, _, done := collectives.ArriveBarrier(c, bg.last == nil || ranks.Reported(bg.last))
+	_, at, _, done := collectives.ArriveBarrier(c)
+	var r *ranks.Request
 	if done {
-		bg.last = c.CollRequestDone()
+		r = c.CollRequestDone()
 	} else {
-		bg.last = c.GateRequest(bg.gate, at, pos+1)
+		r = c.GateRequest(bg.gate, at, pos+1)
 	}
-	return bg.last
+	collectives.BarrierRequest(c, r)
+	return r
 }
 
 // look is what the member's completion call does before it parks on an Ibarrier whose count is at (the gate's
