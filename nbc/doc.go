@@ -26,7 +26,8 @@
 // A small call on a communicator within one node (each member's contribution fits in its slot entry) has no op:
 // its members publish their contributions in a slot and the last to arrive does the whole collective for all and
 // completes every member's request (tiny.go). So does a small persistent one at each Start, and a node-aware op's
-// small phase inside the node.
+// small phase inside the node. An Ibarrier on such a communicator has no slot either: it arrives at the barrier
+// that Barrier passes in shared memory, and its request waits on that barrier's count (gate.go).
 //
 // A persistent op is built once by its Init call, with persistent child requests and a shared-memory slot of its
 // own, and run again by each Start without allocating; a nonblocking op is kept and reused when the same call comes
