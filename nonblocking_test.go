@@ -980,9 +980,9 @@ func TestNonblockingReuseAllocations(t *testing.T) {
 // TestNonblockingLargeCallsFreed: nonblocking collectives too large to be kept for reuse (nbc's cache: Iallreduce,
 // Ialltoall, Ibcast) are built afresh at every call, and each must be garbage once it has completed. A
 // shared-memory op held its predecessor on its slot, which held its own: the live heap grew by about 15 KB per
-// Iallreduce of 128 KiB on 4 ranks, without bound, and the growing heap made every collection slower. The live heap after a collection must not grow between
-// a first window of calls and a second one three times as long. Measured by each node process's lowest rank while
-// the others wait in a barrier.
+// Iallreduce of 128 KiB on 4 ranks, without bound, and the growing heap made every collection slower. The live heap
+// after a collection must not grow between a first window of calls and a second one three times as long. Measured
+// by each node process's lowest rank while the others wait in a barrier.
 func TestNonblockingLargeCallsFreed(t *testing.T) {
 	body := func(c *Comm) error {
 		node, err := c.SplitNode()

@@ -109,10 +109,10 @@ func (d *deferral) try() {
 // ArriveBarrier counts member c's arrival at c's next barrier in shared memory, the one that Barrier, and the phases
 // of the shared-memory algorithms, pass (shmOp.barrier), for a nonblocking barrier (package nbc; BarrierGate must
 // hold); the caller then names its request (BarrierRequest). It returns the gate that the member's request waits on
-// and the count to wait for, with done true when the count has reached it. A member's barriers of either kind, and its algorithms' phases, take the count's phases in
-// the order of its calls, which MPI makes every member's order: so a nonblocking barrier may meet a blocking one, as
-// gompj lets the members of one call mix them. It also returns the barrier's phase (the member's barrier phases so
-// far, BarrierPhase).
+// and the count to wait for, with done true when the count has reached it. A member's barriers of either kind, and
+// its algorithms' phases, take the count's phases in the order of its calls, which MPI makes every member's order:
+// so a nonblocking barrier may meet a blocking one, as gompj lets the members of one call mix them. It also returns
+// the barrier's phase (the member's barrier phases so far, BarrierPhase).
 func ArriveBarrier(c *ranks.Comm) (g ranks.Gate, at, phase uint64, done bool) {
 	st := stateOf(c)
 	phase, at, done = st.shmOp(c).arriveNB()

@@ -34,7 +34,8 @@ func TestGateModel(t *testing.T) {
 				mix := rand.New(rand.NewSource(int64(100 + c.Rank()))) // the waits: each rank's own
 				me := stateOf(c).me
 				k := 0
-				through := func(b int) error { // barrier b is complete for this member: everyone started it and all before
+				// through: barrier b is complete for this member; everyone must have started it and all before it
+				through := func(b int) error {
 					for j := 0; j <= b; j++ {
 						if n := started[j].Load(); int(n) != np {
 							return fmt.Errorf("rank %d: barrier %d complete (through %d) with %d of %d members started",

@@ -123,10 +123,10 @@ type shmRank struct {
 	// nonblocking barriers (gate.go)
 	s        *shmComm             // the communicator's shared state
 	look     func(at, tag uint64) // package nbc's look before a nonblocking barrier's waiter parks (WatchBarrier)
-	nbOut    bool                 // a nonblocking barrier of its may be under way: its next blocking arrival checks first
+	nbOut    bool                 // a nonblocking barrier of its may be under way: its next blocking one checks first
 	last     *ranks.Request       // its latest nonblocking barrier's request (BarrierRequest)
 	unnamed  bool                 // it has arrived at a nonblocking barrier whose request is not named yet
-	deferred atomic.Int64         // its nonblocking arrivals put off until the phase before theirs is through (deferral)
+	deferred atomic.Int64         // its nonblocking arrivals put off until the phase before is through (deferral)
 }
 
 // call returns the member's latest call of the API as a ranks.CallWord, 0 before the first. A reduce's root is left

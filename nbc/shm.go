@@ -39,9 +39,9 @@ import (
 // the others are not held back.
 //
 // What the paper's protocol lacked: the root's completion counted itself ambiguously (here readers are counted, and
-// the root waits for the n-1 others' fins); the tag and the slot's states shared one integer space (here uses are numbered
-// apart from the state); a full ring threw an exception (here operations queue); nothing moved without the owner's
-// Test or Wait (here kicks and workers move it).
+// the root waits for the n-1 others' fins); the tag and the slot's states shared one integer space (here uses are
+// numbered apart from the state); a full ring threw an exception (here operations queue); nothing moved without the
+// owner's Test or Wait (here kicks and workers move it).
 
 const (
 	inlineMax = 256 - 16 // a contribution up to this size is copied into the slot
