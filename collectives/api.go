@@ -75,13 +75,14 @@ func Barrier(c *ranks.Comm) error {
 	}
 	st := stateOf(c)
 	startedOn(c, st, ranks.CallBarrier, 0) // the arguments passed: the call takes place (ranks, callcheck.go)
-	return barrierOn(c, st)
+	return barrierOn(c, st, true)
 }
 
-func barrier(c *ranks.Comm) error { return barrierOn(c, stateOf(c)) }
+func barrier(c *ranks.Comm) error { return barrierOn(c, stateOf(c), false) }
 
-// barrierOn is barrier with c's state st.
-func barrierOn(c *ranks.Comm, st *commState) error {
+// barrierOn is barrier with c's state st; api: the program's Barrier, whose wait in shared memory looks for a
+// member that called a small nonblocking collective in its place (gate.go).
+func barrierOn(c *ranks.Comm, st *commState, api bool) error {
 	if st.size == 1 {
 		return nil
 	}
@@ -91,6 +92,9 @@ func barrierOn(c *ranks.Comm, st *commState) error {
 	}
 	switch algo {
 	case "shm":
+		if api {
+			return st.shmOp(c).barrierOf(true)
+		}
 		return st.shmOp(c).Barrier()
 	case "hier":
 		return leaderDone(st, hierBarrier(c, st))

@@ -47,9 +47,14 @@ func (me *shmRank) Watch(at, tag uint64, w *queues.Waker) {
 	}
 }
 
-// WatchBarrier has member c's gate (BarrierGate) run look at each watch, before the completion call parks: package
-// nbc's look for a member that skipped the barrier. The member sets it once, before its first nonblocking barrier.
+// WatchBarrier has member c's gate (BarrierGate) run look at each watch, before the completion call parks, and its
+// Barrier before it parks in shared memory (tag 0): package nbc's look for a member that skipped the barrier. The
+// member sets it once, on its goroutine that calls the collectives.
 func WatchBarrier(c *ranks.Comm, look func(at, tag uint64)) { stateOf(c).me.look = look }
+
+// BarrierLook, which package nbc sets as it loads, has member c of a communicator inside the node set its look
+// (WatchBarrier): its Barrier calls it before it first parks. Nil where package nbc is not linked in.
+var BarrierLook func(c *ranks.Comm)
 
 // arriveNB counts the member's arrival at its next barrier phase for a nonblocking barrier, or puts it off (see
 // above), and returns the phase and the count that completes it, with done true when the count has reached it.

@@ -334,6 +334,31 @@ func (o shmOp) wait(cond func() bool) error {
 	})
 }
 
+// waitLooking is wait for the program's Barrier, whose count is at: before each park it runs package nbc's look
+// for a member that called a small nonblocking collective in its place (BarrierLook, gate.go), which ends the job
+// if it finds one.
+func (o shmOp) waitLooking(cond func() bool, at uint64) error {
+	if o.w.Policy().SpinFor(cond) {
+		return nil
+	}
+	if o.me.look == nil {
+		BarrierLook(o.c)
+	}
+	look := o.me.look
+	other, theirs := -1, uint64(0)
+	return o.waitOr(cond, nil, func(n int) bool {
+		if look != nil {
+			look(at, 0)
+		}
+		return o.parking(n, &other, &theirs)
+	}, func() error {
+		if other != -1 {
+			return o.disagree(other, theirs)
+		}
+		return o.pathsDiffer()
+	})
+}
+
 // disagree ends the job, naming member other's call theirs, declared where this member's differs (parking), or
 // saying that none can go on (other is deadlocked).
 func (o shmOp) disagree(other int, theirs uint64) error {
@@ -429,7 +454,11 @@ func (o shmOp) strayed() bool {
 }
 
 // barrier: arrive at the next phase and wait until everyone has.
-func (o shmOp) barrier() error {
+func (o shmOp) barrier() error { return o.barrierOf(false) }
+
+// barrierOf is barrier; look: the program's Barrier, whose wait runs the look for a member that called a small
+// nonblocking collective in its place before it parks (BarrierLook).
+func (o shmOp) barrierOf(look bool) error {
 	a := &o.s.arrivals
 	if o.me.nbOut {
 		// A nonblocking barrier of this member's may not be through, or not even counted (deferral): this arrival
@@ -448,6 +477,9 @@ func (o shmOp) barrier() error {
 	if a.Add(1) == target {
 		o.s.ev.notify() // wakes the parked waiters: blocking barriers', and nonblocking ones' (gate.go)
 		return nil
+	}
+	if look && BarrierLook != nil {
+		return o.waitLooking(func() bool { return a.Load() >= target }, target)
 	}
 	return o.wait(func() bool { return a.Load() >= target })
 }

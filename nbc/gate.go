@@ -42,16 +42,25 @@ type barGate struct {
 	n         uint64
 }
 
-// gateBarrier starts an Ibarrier on c, whose members are all on this node, through its barrier in shared memory.
-func gateBarrier(c *ranks.Comm, cc *commCache) *ranks.Request {
-	bg := cc.bar
-	if bg == nil {
-		rg := ringOf(c, cc)
-		bg = &barGate{gate: collectives.BarrierGate(c), w: c.World(), worldRank: c.WorldRank(c.Rank()), rg: rg,
-			rank: c.Rank(), n: uint64(c.Size())}
+func init() { collectives.BarrierLook = func(c *ranks.Comm) { barGateOf(c, cacheOf(c)) } }
+
+// barGateOf returns member c's barGate, made on first use, which gives the member's barrier its look
+// (collectives.WatchBarrier).
+func barGateOf(c *ranks.Comm, cc *commCache) *barGate {
+	if cc.bar == nil {
+		bg := &barGate{gate: collectives.BarrierGate(c), w: c.World(), worldRank: c.WorldRank(c.Rank()),
+			rg: ringOf(c, cc), rank: c.Rank(), n: uint64(c.Size())}
 		collectives.WatchBarrier(c, bg.look)
 		cc.bar = bg
-		rg.gated.Store(true)
+	}
+	return cc.bar
+}
+
+// gateBarrier starts an Ibarrier on c, whose members are all on this node, through its barrier in shared memory.
+func gateBarrier(c *ranks.Comm, cc *commCache) *ranks.Request {
+	bg := barGateOf(c, cc)
+	if !bg.rg.gated.Load() {
+		bg.rg.gated.Store(true)
 	}
 	pos := bg.rg.ops[bg.rank].n // the position of the member's next call on the ring, which it does not take
 	_, at, _, done := collectives.ArriveBarrier(c)
@@ -66,10 +75,19 @@ func gateBarrier(c *ranks.Comm, cc *commCache) *ranks.Request {
 }
 
 // look is what the member's completion call does before it parks on an Ibarrier whose count is at (the gate's
-// watch): it looks for members that skipped it (see above). tag is the Ibarrier's position on the ring, plus one.
+// watch), and its Barrier before it parks (tag 0): it looks for members that skipped it (see above). tag is the
+// Ibarrier's position on the ring, plus one; a Barrier's is the member's next position, and the Barrier makes its
+// members' arrivals wake it, as an Ibarrier does (ring.gated, before it looks: see above).
 func (bg *barGate) look(at, tag uint64) {
-	if tag != 0 && !bg.gate.Reached(at) {
-		if err := bg.skipped(at/bg.n, tag-1); err != nil {
+	pos := tag - 1
+	if tag == 0 {
+		pos = bg.rg.ops[bg.rank].n // on the member's goroutine: its Barrier
+		if !bg.rg.gated.Load() {
+			bg.rg.gated.Store(true)
+		}
+	}
+	if !bg.gate.Reached(at) {
+		if err := bg.skipped(at/bg.n, pos); err != nil {
 			endJobAs(bg.w, bg.worldRank, err)
 		}
 	}

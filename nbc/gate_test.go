@@ -138,3 +138,55 @@ func TestIbarrierBesideBarrier(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestBarrierBesideSmallCall: rank 0 calls Barrier where the others call a small Iallreduce (an erroneous program),
+// rank 0 first (about to park before the others arrive, told by its first look's set-up: their arrivals wake it)
+// and last (it finds their arrivals before it parks). Rank 0 has made no nonblocking call on the communicator. Nobody hangs: the job ends with ErrArg naming the
+// barrier and the allreduce. Such a pair hung before: the blocking barrier's declaration of its call at its park
+// met no declaration from the small call's waiter.
+func TestBarrierBesideSmallCall(t *testing.T) {
+	for _, np := range []int{2, 3} {
+		for _, barrierFirst := range []bool{true, false} {
+			name := fmt.Sprintf("np=%d barrier first=%v", np, barrierFirst)
+			started := make(chan struct{}, np)
+			look := collectives.BarrierLook
+			collectives.BarrierLook = func(c *ranks.Comm) { // rank 0's Barrier is about to park: the others start
+				look(c)
+				if barrierFirst {
+					for i := 1; i < np; i++ {
+						started <- struct{}{}
+					}
+				}
+			}
+			err := hang.Within(t, name, time.Minute, func() error {
+				return node.Run(node.Config{Ranks: np}, func(c *ranks.Comm) error {
+					if c.Rank() == 0 {
+						if !barrierFirst {
+							for i := 1; i < np; i++ {
+								<-started
+							}
+						}
+						return collectives.Barrier(c)
+					}
+					if barrierFirst {
+						<-started
+					}
+					r, err := Iallreduce(c, []float64{1}, []float64{0}, collectives.Sum)
+					if err != nil {
+						return err
+					}
+					if !barrierFirst {
+						started <- struct{}{}
+					}
+					_, err = r.Wait()
+					return err
+				})
+			})
+			collectives.BarrierLook = look
+			if !errors.Is(err, ranks.ErrArg) || !strings.Contains(err.Error(), "started barrier where rank") ||
+				!strings.Contains(err.Error(), "allreduce") {
+				t.Errorf("%s: %v; want ErrArg naming the barrier and the allreduce", name, err)
+			}
+		}
+	}
+}

@@ -203,16 +203,13 @@ func startTiny(c *ranks.Comm, cc *commCache, a *collectives.Call) *ranks.Request
 		return startLate(c, a, sl, u)
 	}
 	r, n := c.Rank(), c.Size()
-	gated := cc.ring.gated.Load()
-	if gated {
+	if cc.ring.gated.Load() {
 		sl.mem[r].bphase = collectives.BarrierPhase(c) // for a member parked on an Ibarrier here (gate.go)
 	}
 	if early(a, r, cc.ring.spare) && !direct(tinySrc(a, r, n)) {
 		// Its request is made after the arrival: the others wait for the entry, not for this rank's request.
 		tinyArrive(c, sl, u, r, n, a, ranks.Target{}, byColl)
-		if gated {
-			arrived(c, cc.ring)
-		}
+		arrived(c, cc.ring) // gated again, after the arrival: a Barrier may have parked meanwhile (gate.go)
 		return c.CollRequestDone()
 	}
 	if !served(a.Coll) && lastOf(sl, u, n) {
@@ -228,9 +225,7 @@ func startTiny(c *ranks.Comm, cc *commCache, a *collectives.Call) *ranks.Request
 	}
 	req := c.CollRequest()
 	tinyArrive(c, sl, u, r, n, a, ranks.TargetOf(req), byColl)
-	if gated {
-		arrived(c, cc.ring)
-	}
+	arrived(c, cc.ring)
 	return req
 }
 
