@@ -42,24 +42,10 @@ func TestIbarrierSkipped(t *testing.T) {
 							_, err = r.Wait()
 							return err
 						}
-						if barrierFirst {
-							<-started
-						}
-						r, err := Iallreduce(c, make([]float64, n), make([]float64, n), collectives.Sum)
-						if err != nil {
-							return err
-						}
-						if !barrierFirst {
-							started <- struct{}{}
-						}
-						_, err = r.Wait()
-						return err
+						return allreduceBeside(c, n, barrierFirst, started)
 					})
 				})
-				if !errors.Is(err, ranks.ErrArg) || !strings.Contains(err.Error(), "started barrier where rank") ||
-					!strings.Contains(err.Error(), "allreduce") {
-					t.Errorf("%s: %v; want ErrArg naming the barrier and the allreduce", name, err)
-				}
+				wantSkipped(t, name, err)
 			}
 		}
 	}
@@ -168,25 +154,37 @@ func TestBarrierBesideSmallCall(t *testing.T) {
 						}
 						return collectives.Barrier(c)
 					}
-					if barrierFirst {
-						<-started
-					}
-					r, err := Iallreduce(c, []float64{1}, []float64{0}, collectives.Sum)
-					if err != nil {
-						return err
-					}
-					if !barrierFirst {
-						started <- struct{}{}
-					}
-					_, err = r.Wait()
-					return err
+					return allreduceBeside(c, 1, barrierFirst, started)
 				})
 			})
 			collectives.BarrierLook = look
-			if !errors.Is(err, ranks.ErrArg) || !strings.Contains(err.Error(), "started barrier where rank") ||
-				!strings.Contains(err.Error(), "allreduce") {
-				t.Errorf("%s: %v; want ErrArg naming the barrier and the allreduce", name, err)
-			}
+			wantSkipped(t, name, err)
 		}
+	}
+}
+
+// allreduceBeside is the others' part in the skipped-barrier tests: an Iallreduce of n elements, started once rank 0
+// has started its barrier (barrierFirst) or before rank 0 starts it (told on started), and waited for.
+func allreduceBeside(c *ranks.Comm, n int, barrierFirst bool, started chan struct{}) error {
+	if barrierFirst {
+		<-started
+	}
+	r, err := Iallreduce(c, make([]float64, n), make([]float64, n), collectives.Sum)
+	if err != nil {
+		return err
+	}
+	if !barrierFirst {
+		started <- struct{}{}
+	}
+	_, err = r.Wait()
+	return err
+}
+
+// wantSkipped fails t unless err is the ErrArg naming rank 0's barrier and the others' allreduce.
+func wantSkipped(t *testing.T, name string, err error) {
+	t.Helper()
+	if !errors.Is(err, ranks.ErrArg) || !strings.Contains(err.Error(), "started barrier where rank") ||
+		!strings.Contains(err.Error(), "allreduce") {
+		t.Errorf("%s: %v; want ErrArg naming the barrier and the allreduce", name, err)
 	}
 }
