@@ -20,10 +20,12 @@ import (
 // carries its barrier phase at its call (member.bphase), and a member about to park on an Ibarrier, at barrier phase
 // m and position p of the ring (the request's tag), looks at the slot of position p (barGate.look): a member that
 // arrived there with a phase short of m called something else where this one called Ibarrier (its own Ibarrier of
-// phase m would have come first, and a blocking barrier of phase m would still be waiting). A member that arrives
-// in a slot of a communicator where some member has called Ibarrier (ring.gated), and does not complete the
-// arrivals, wakes the parked ones (collectives.NotifyBarrier), which look again: the parked member has watched
-// before it looked, and the arriving one publishes before it wakes, so one of them sees the other. The finder ends
+// phase m would have come first, and a blocking barrier of phase m would still be waiting). A program's Barrier
+// about to park looks the same way, at its next position (collectives.BarrierLook), so that a small call in the
+// place of a Barrier does not hang either. A member that arrives in a slot of a communicator where some member has
+// called Ibarrier or parked in Barrier (ring.gated), and does not complete the arrivals, wakes the parked ones
+// (collectives.NotifyBarrier), which look again: the parked member has marked the ring and watched before it
+// looked, and the arriving one publishes before it reads the mark, so one of them sees the other. The finder ends
 // the job with ErrArg naming both calls, as a disagreement in the blocking calls' shared memory does. A member that
 // skips a barrier and calls Ibarrier later has its later barrier meet the others' (the phases pair up shifted, and
 // nothing hangs); its call in the others' Ibarrier's place meets their next call in its slot, as two different
