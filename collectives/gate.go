@@ -52,16 +52,27 @@ func (me *shmRank) Watch(at, tag uint64, w *queues.Waker) {
 // member sets it once, on its goroutine that calls the collectives.
 func WatchBarrier(c *ranks.Comm, look func(at, tag uint64)) { stateOf(c).me.look = look }
 
+// lookAt runs the member's look for its Barrier, whose count is at, before it parks; it has package nbc set the
+// look first (BarrierLook).
+func (o shmOp) lookAt(at uint64) {
+	if o.me.look == nil {
+		BarrierLook(o.c)
+	}
+	if o.me.look != nil {
+		o.me.look(at, 0)
+	}
+}
+
 // BarrierLook, which package nbc sets as it loads, has member c of a communicator inside the node set its look
 // (WatchBarrier): its Barrier calls it before it first parks. Nil where package nbc is not linked in.
 var BarrierLook func(c *ranks.Comm)
 
 // arriveNB counts the member's arrival at its next barrier phase for a nonblocking barrier, or puts it off (see
-// above), and returns the phase and the count that completes it, with done true when the count has reached it.
-func (o shmOp) arriveNB() (phase, at uint64, done bool) {
+// above), and returns the count that completes the phase, with done true when the count has reached it.
+func (o shmOp) arriveNB() (at uint64, done bool) {
 	me, s := o.me, o.s
 	me.phase++
-	phase, at = me.phase, me.phase*uint64(s.n)
+	at = me.phase * uint64(s.n)
 	prev := at - uint64(s.n)
 	ahead := !me.settled() && (me.deferred.Load() != 0 || s.arrivals.Load() < prev)
 	me.nbOut, me.unnamed = true, true // until BarrierRequest names its request
@@ -70,13 +81,13 @@ func (o shmOp) arriveNB() (phase, at uint64, done bool) {
 		d := &deferral{s: s, me: me, prev: prev, at: at}
 		d.hook = queues.NewHook(d.try)
 		d.try()
-		return phase, at, me.Reached(at)
+		return at, me.Reached(at)
 	}
 	if s.arrivals.Add(1) == at {
 		s.ev.notify()
-		return phase, at, true
+		return at, true
 	}
-	return phase, at, me.Reached(at)
+	return at, me.Reached(at)
 }
 
 // A deferral is a member's nonblocking arrival put off until the phase before its own is through (see above).
@@ -113,15 +124,13 @@ func (d *deferral) try() {
 
 // ArriveBarrier counts member c's arrival at c's next barrier in shared memory, the one that Barrier, and the phases
 // of the shared-memory algorithms, pass (shmOp.barrier), for a nonblocking barrier (package nbc; BarrierGate must
-// hold); the caller then names its request (BarrierRequest). It returns the gate that the member's request waits on
-// and the count to wait for, with done true when the count has reached it. A member's barriers of either kind, and
-// its algorithms' phases, take the count's phases in the order of its calls, which MPI makes every member's order:
-// so a nonblocking barrier may meet a blocking one, as gompj lets the members of one call mix them. It also returns
-// the barrier's phase (the member's barrier phases so far, BarrierPhase).
-func ArriveBarrier(c *ranks.Comm) (g ranks.Gate, at, phase uint64, done bool) {
+// hold); the caller then names its request (BarrierRequest). It returns the count that the member's request waits
+// for on its gate (BarrierGate), with done true when the count has reached it. A member's barriers of either kind,
+// and its algorithms' phases, take the count's phases in the order of its calls, which MPI makes every member's
+// order: so a nonblocking barrier may meet a blocking one, as gompj lets the members of one call mix them.
+func ArriveBarrier(c *ranks.Comm) (at uint64, done bool) {
 	st := stateOf(c)
-	phase, at, done = st.shmOp(c).arriveNB()
-	return st.me, at, phase, done
+	return st.shmOp(c).arriveNB()
 }
 
 // BarrierRequest names r as the request of member c's latest nonblocking barrier (ArriveBarrier): once r is

@@ -74,7 +74,8 @@ func TestGateModel(t *testing.T) {
 							continue
 						}
 						before := me.deferred.Load()
-						g, at, _, done := ArriveBarrier(c)
+						g := BarrierGate(c)
+						at, done := ArriveBarrier(c)
 						if me.deferred.Load() > before {
 							deferred.Add(1)
 						}
@@ -143,7 +144,8 @@ func TestGateParkedWaiter(t *testing.T) {
 	watched := make(chan struct{}, 1)
 	err := node.Run(node.Config{Ranks: 2}, func(c *ranks.Comm) error {
 		if c.Rank() == 0 {
-			g, at, _, done := ArriveBarrier(c)
+			g := BarrierGate(c)
+			at, done := ArriveBarrier(c)
 			if done {
 				return fmt.Errorf("the first arrival completed the barrier")
 			}
@@ -158,7 +160,8 @@ func TestGateParkedWaiter(t *testing.T) {
 			return err
 		}
 		// Rank 0 is in its blocking Barrier, or on its way there: arrive without blocking and wait.
-		g, at, _, done := ArriveBarrier(c)
+		g := BarrierGate(c)
+		at, done := ArriveBarrier(c)
 		if !done {
 			_, err := c.GateRequest(g, at, 0).Wait()
 			return err

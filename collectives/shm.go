@@ -316,7 +316,12 @@ func (o shmOp) aborted() error {
 	return fmt.Errorf("%w: %v", ranks.ErrAborted, o.w.AbortCause())
 }
 
-func (o shmOp) wait(cond func() bool) error {
+func (o shmOp) wait(cond func() bool) error { return o.waitLooking(cond, 0) }
+
+// waitLooking is wait for the program's Barrier, whose count is at (0: wait itself): each time before it parks it
+// looks for a member that called a small nonblocking collective in its place (lookAt, gate.go), which ends the job if
+// it finds one.
+func (o shmOp) waitLooking(cond func() bool, at uint64) error {
 	// The spin first, so that the closures below are made only for a wait that parks.
 	if o.w.Policy().SpinFor(cond) {
 		return nil
@@ -326,29 +331,9 @@ func (o shmOp) wait(cond func() bool) error {
 		stuck = o.strayed
 	}
 	other, theirs := -1, uint64(0)
-	return o.waitOr(cond, stuck, func(n int) bool { return o.parking(n, &other, &theirs) }, func() error {
-		if other != -1 {
-			return o.disagree(other, theirs)
-		}
-		return o.pathsDiffer()
-	})
-}
-
-// waitLooking is wait for the program's Barrier, whose count is at: before each park it runs package nbc's look
-// for a member that called a small nonblocking collective in its place (BarrierLook, gate.go), which ends the job
-// if it finds one.
-func (o shmOp) waitLooking(cond func() bool, at uint64) error {
-	if o.w.Policy().SpinFor(cond) {
-		return nil
-	}
-	if o.me.look == nil {
-		BarrierLook(o.c)
-	}
-	look := o.me.look
-	other, theirs := -1, uint64(0)
-	return o.waitOr(cond, nil, func(n int) bool {
-		if look != nil {
-			look(at, 0)
+	return o.waitOr(cond, stuck, func(n int) bool {
+		if at != 0 {
+			o.lookAt(at)
 		}
 		return o.parking(n, &other, &theirs)
 	}, func() error {
@@ -478,10 +463,11 @@ func (o shmOp) barrierOf(look bool) error {
 		o.s.ev.notify() // wakes the parked waiters: blocking barriers', and nonblocking ones' (gate.go)
 		return nil
 	}
+	cond := func() bool { return a.Load() >= target }
 	if look && BarrierLook != nil {
-		return o.waitLooking(func() bool { return a.Load() >= target }, target)
+		return o.waitLooking(cond, target)
 	}
-	return o.wait(func() bool { return a.Load() >= target })
+	return o.wait(cond)
 }
 
 // next starts an operation and returns its sequence number.

@@ -61,11 +61,9 @@ func barGateOf(c *ranks.Comm, cc *commCache) *barGate {
 // gateBarrier starts an Ibarrier on c, whose members are all on this node, through its barrier in shared memory.
 func gateBarrier(c *ranks.Comm, cc *commCache) *ranks.Request {
 	bg := barGateOf(c, cc)
-	if !bg.rg.gated.Load() {
-		bg.rg.gated.Store(true)
-	}
+	bg.rg.gate()
 	pos := bg.rg.ops[bg.rank].n // the position of the member's next call on the ring, which it does not take
-	_, at, _, done := collectives.ArriveBarrier(c)
+	at, done := collectives.ArriveBarrier(c)
 	var r *ranks.Request
 	if done {
 		r = c.CollRequestDone()
@@ -84,9 +82,7 @@ func (bg *barGate) look(at, tag uint64) {
 	pos := tag - 1
 	if tag == 0 {
 		pos = bg.rg.ops[bg.rank].n // on the member's goroutine: its Barrier
-		if !bg.rg.gated.Load() {
-			bg.rg.gated.Store(true)
-		}
+		bg.rg.gate()
 	}
 	if !bg.gate.Reached(at) {
 		if err := bg.skipped(at/bg.n, pos); err != nil {
@@ -107,6 +103,14 @@ func (bg *barGate) skipped(phase, pos uint64) error {
 		}
 	}
 	return nil
+}
+
+// gate marks the ring: a member has called Ibarrier, or parks in Barrier (see above). A store only the first time:
+// every arrival reads the flag.
+func (rg *ring) gate() {
+	if !rg.gated.Load() {
+		rg.gated.Store(true)
+	}
 }
 
 // arrived is what a member that arrived in a slot of c's ring (rg), without completing its arrivals, does where some

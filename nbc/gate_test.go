@@ -188,3 +188,60 @@ func wantSkipped(t *testing.T, name string, err error) {
 		t.Errorf("%s: %v; want ErrArg naming the barrier and the allreduce", name, err)
 	}
 }
+
+// TestIbarrierFreedActive: a member that frees its Ibarrier while it is under way (MPI_Request_free) and starts
+// another has not seen the first through, so its second arrival waits for the first's phase (a deferral): counted
+// at once, it would complete the first phase without rank 1. Rank 2 arrives at the first barrier after rank 0's
+// two calls and tests it many times before rank 1 is let in: it must not be through.
+func TestIbarrierFreedActive(t *testing.T) {
+	zero, checked := make(chan struct{}), make(chan struct{})
+	err := node.Run(node.Config{Ranks: 3}, func(c *ranks.Comm) error {
+		switch c.Rank() {
+		case 0:
+			r1, err := Ibarrier(c)
+			if err != nil {
+				return err
+			}
+			if err := r1.Free(); err != nil {
+				return err
+			}
+			r2, err := Ibarrier(c)
+			if err != nil {
+				return err
+			}
+			close(zero)
+			_, err = r2.Wait()
+			return err
+		case 2:
+			<-zero
+			q, err := Ibarrier(c)
+			if err != nil {
+				return err
+			}
+			for i := 0; i < 200; i++ {
+				if _, done, err := q.Test(); err != nil || done {
+					close(checked)
+					return fmt.Errorf("the first barrier through before rank 1 arrived (test %d: %v)", i, err)
+				}
+			}
+			close(checked)
+			if _, err := q.Wait(); err != nil {
+				return err
+			}
+		default:
+			<-checked
+			if _, err := Ibarrier(c); err != nil {
+				return err
+			}
+		}
+		q, err := Ibarrier(c) // rank 1's second, rank 2's second
+		if err != nil {
+			return err
+		}
+		_, err = q.Wait()
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

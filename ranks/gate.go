@@ -53,10 +53,10 @@ func (c *Comm) GateRequest(g Gate, at, tag uint64) *Request {
 // gateRef is a barrier's gate as its requests' states hold it (GateRequest).
 type gateRef struct{ g Gate }
 
-// Reported reports whether h's run has been reported complete by a completion call (or h freed): a barrier's
-// member that knows its latest barrier through need not look whether the phase before its next one is (package
-// collectives, ArriveBarrier).
-func Reported(h *Request) bool { return h.s.life.Load() != lifeOf(h.gen, lifeActive) }
+// Reported reports whether h's run has been reported complete by a completion call: a barrier's member that knows
+// its latest barrier through need not look whether the phase before its next one is (package collectives,
+// ArriveBarrier). A run freed while active (MPI_Request_free) goes on, and is not reported.
+func Reported(h *Request) bool { return h.stale() || h.is(lifeInactive) }
 
 // HasRank reports whether c is a handle of one of the node's ranks, whose requests park on its rank's event.
 func (c *Comm) HasRank() bool { return c.r != nil }
