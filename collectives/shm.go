@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/gompj/gompj/queues"
 	"github.com/gompj/gompj/ranks"
@@ -127,7 +128,19 @@ type shmRank struct {
 	last     *ranks.Request       // its latest nonblocking barrier's request (BarrierRequest)
 	unnamed  bool                 // it has arrived at a nonblocking barrier whose request is not named yet
 	deferred atomic.Int64         // its nonblocking arrivals put off until the phase before is through (deferral)
+	_        [shmRankPad]byte
 }
+
+// shmRankPad makes shmRank 256 bytes, a size class whose objects start on a 256-byte boundary: a member writes its
+// shmRank at every barrier, and at 200 bytes (unpadded) it could share a line with another member's, allocated from
+// the same span when the two ranks ran on one processor in turn. The two arrays below fail the build unless the
+// size is 256 exactly.
+const shmRankPad = 256 - 200
+
+var (
+	_ [unsafe.Sizeof(shmRank{}) - 256]byte
+	_ [256 - unsafe.Sizeof(shmRank{})]byte
+)
 
 // call returns the member's latest call of the API as a ranks.CallWord, 0 before the first. A reduce's root is left
 // out: members that disagree about it are told by the reduce itself, where it matters, and the job goes on

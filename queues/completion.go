@@ -48,9 +48,13 @@ func (c *Completion) wake() {
 	}
 }
 
-// Reset makes the flag pending again. Only for a completion nobody else can still see.
+// Reset makes the flag pending again. Only for a completion nobody else can still see. It stores only what is not
+// reset already: an atomic store is a locked exchange, a fence, and a barrier's run (ranks.GateRequest) leaves its
+// flag pending for the next run to take.
 func (c *Completion) Reset() {
-	c.state.Store(statePending)
+	if c.state.Load() != statePending {
+		c.state.Store(statePending)
+	}
 	if c.waker.Load() != nil {
 		c.waker.Store(nil)
 	}

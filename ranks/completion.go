@@ -55,7 +55,7 @@ func (h *Request) report() (st Status, ok bool, err error) {
 		if !r.life.CompareAndSwap(lifeOf(h.gen, lifeActive), lifeOf(nextGen(h.gen), lifeActive)) {
 			return Status{}, false, nil
 		}
-		return r.status(), true, r.err
+		return Status{}, true, r.err // nothing was received: no status (see waitColl)
 	}
 	if !h.cas(lifeActive, lifeBusy) {
 		return Status{}, false, nil

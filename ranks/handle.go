@@ -2,6 +2,7 @@ package ranks
 
 import (
 	"sync/atomic"
+	"unsafe"
 )
 
 // Request is the handle of a nonblocking operation: a send, a receive, or an Operation; persistent or not.
@@ -190,7 +191,18 @@ type collReqs struct {
 	hs     *[handleChunkLen]Request
 	used   int      // of hs
 	gate   *gateRef // the gate of the latest barrier's run (GateRequest), for the next
+	_      [collReqsPad]byte
 }
+
+// collReqsPad makes collReqs 128 bytes, a size class whose objects start on a 128-byte boundary, so that no other
+// object shares its lines: every run writes it, and 96 bytes (its size unpadded) put it beside another rank's in
+// the lines of their size class. The two arrays below fail the build unless the size is 128 exactly.
+const collReqsPad = 128 - collRecentLen*8 - 4*8
+
+var (
+	_ [unsafe.Sizeof(collReqs{}) - 128]byte
+	_ [128 - unsafe.Sizeof(collReqs{})]byte
+)
 
 // spare returns the state of h (a handle in recent; nil for none) for the communicator's next run, reset, if h's
 // run was reported and nothing can look at the state any more; else nil. report moved it on to the next
