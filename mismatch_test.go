@@ -346,6 +346,7 @@ func TestMismatchedCallsAcrossNodes(t *testing.T) {
 	}{
 		{"reduce", 1, false}, {"gather", 1, false}, {"bcast", 1 << 17, false}, {"scatter", 1 << 17, false},
 		{"ibcast", 1 << 17, false}, {"ireduce", 1, false}, {"skip-barrier", 1, false}, {"dup-allreduce", 1, false},
+		{"skip-ibarrier", 1, false}, {"ibarrier-iallreduce", 1, false}, {"skip-ibarrier", 1, true},
 		{"reduce", 1, true}, {"bcast", 1 << 17, true},
 	} {
 		t.Run(fmt.Sprintf("%s/%d/hostshm=%v", tc.coll, tc.n, tc.hostSHM), func(t *testing.T) {
@@ -385,6 +386,22 @@ func TestMismatchedCallsAcrossNodes(t *testing.T) {
 						if err == nil {
 							err = c.Allreduce(buf, all[:tc.n], gompj.Sum)
 						}
+					case "skip-ibarrier": // the node-aware Ibarrier, whose node phases wait on the node's count
+						if c.Rank() != 3 {
+							if req, err = c.Ibarrier(); err == nil {
+								_, err = req.Wait()
+							}
+							req = nil
+						}
+						if err == nil {
+							err = c.Allreduce(buf, all[:tc.n], gompj.Sum)
+						}
+					case "ibarrier-iallreduce": // rank 1, not its node's leader, calls another collective
+						if c.Rank() == 1 {
+							req, err = c.Iallreduce(buf, all[:tc.n], gompj.Sum)
+						} else {
+							req, err = c.Ibarrier()
+						}
 					}
 					if err == nil && req != nil {
 						_, err = req.Wait()
@@ -399,7 +416,8 @@ func TestMismatchedCallsAcrossNodes(t *testing.T) {
 				})
 			out, failed := outcome(t, j)
 			want := "disagree about the root"
-			if tc.coll == "skip-barrier" || tc.coll == "dup-allreduce" {
+			if tc.coll == "skip-barrier" || tc.coll == "dup-allreduce" || tc.coll == "skip-ibarrier" ||
+				tc.coll == "ibarrier-iallreduce" {
 				want = "disagree about the collective"
 			}
 			if failed != 2 || !strings.Contains(out, want) {

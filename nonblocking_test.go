@@ -9,7 +9,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	. "github.com/gompj/gompj"
 	"github.com/gompj/gompj/collectives"
@@ -769,6 +772,138 @@ func TestNodeAwareChains(t *testing.T) {
 		})
 	}
 }
+
+// TestNodeAwareIbarrierModel: the node-aware Ibarrier, whose node phases wait on the node's barrier count and the
+// leader's release (nbc: hiergate.go), in random batches on 3 node processes of 2 or 3 ranks: several Ibarriers
+// outstanding at once, Barriers and small Iallreduces between them (whose node phases share the count and the
+// slots), completed in an order of each rank's own, some ranks starting late. A completed barrier must have been
+// started by every member: each rank counts its starts where the ranks of its node process read them, and checks
+// its node's ranks after each completion (the other nodes' starts are what the leaders' barrier over the network
+// stands for, which the results of the Iallreduces beside it check). With and without the worker pool.
+func TestNodeAwareIbarrierModel(t *testing.T) {
+	body := func(c *Comm) error {
+		node, err := c.SplitNode()
+		if err != nil {
+			return err
+		}
+		wrs := make([]int64, node.Size()) // the node's ranks' ranks in c, the world
+		if err := node.Allgather([]int64{int64(c.Rank())}, wrs); err != nil {
+			return err
+		}
+		locals := make([]*ibarStarts, node.Size())
+		ibarStartsMu.Lock()
+		for i := range locals {
+			wr := int(wrs[i])
+			if ibarStartsOf[wr] == nil {
+				ibarStartsOf[wr] = new(ibarStarts)
+			}
+			locals[i] = ibarStartsOf[wr]
+		}
+		ibarStartsMu.Unlock()
+		me := locals[node.Rank()]
+		if err := c.Barrier(); err != nil { // every local rank's counter is made
+			return err
+		}
+		rng := rand.New(rand.NewSource(int64(7)))            // the same batches on every rank
+		own := rand.New(rand.NewSource(int64(c.Rank() + 1))) // each rank's own completion order
+		started := 0
+		// When this rank started each Ibarrier, and saw each complete (at most 3 a batch), by the wall clock, which
+		// the node processes share.
+		var starts []int64
+		dones := make([]int64, 3*300)
+		for it := 0; it < 300; it++ {
+			type pending struct {
+				r    *Request
+				k    int // the barrier's number; 0 for an Iallreduce
+				x, y []int64
+			}
+			var reqs []pending
+			nb := 1 + rng.Intn(3)
+			for j := 0; j < nb; j++ {
+				if rng.Intn(3) == 0 {
+					if err := c.Barrier(); err != nil {
+						return err
+					}
+				}
+				if (c.Rank()+it+j)%4 == 0 {
+					for i := 0; i < 10; i++ {
+						runtime.Gosched() // start late: not for synchronisation, the checks do not depend on it
+					}
+				}
+				if (c.Rank()+it+j)%7 == 0 {
+					for t0 := time.Now(); time.Since(t0) < 100*time.Microsecond; {
+						// start later still (not for synchronisation): a member released early would be seen
+					}
+				}
+				started++
+				me.n.Store(int64(started))
+				starts = append(starts, time.Now().UnixNano())
+				r, err := c.Ibarrier()
+				if err != nil {
+					return err
+				}
+				reqs = append(reqs, pending{r: r, k: started})
+				if rng.Intn(2) == 0 {
+					x, y := []int64{int64(c.Rank() + it)}, make([]int64, 1)
+					r, err := c.Iallreduce(x, y, Sum)
+					if err != nil {
+						return err
+					}
+					reqs = append(reqs, pending{r: r, x: x, y: y})
+				}
+			}
+			own.Shuffle(len(reqs), func(i, j int) { reqs[i], reqs[j] = reqs[j], reqs[i] })
+			for _, p := range reqs {
+				if _, err := p.r.Wait(); err != nil {
+					return err
+				}
+				if p.k == 0 {
+					if want := int64(c.Size()*(c.Size()-1)/2 + c.Size()*it); p.y[0] != want {
+						return fmt.Errorf("rank %d, batch %d: Iallreduce gave %d, want %d", c.Rank(), it, p.y[0], want)
+					}
+					continue
+				}
+				dones[p.k-1] = time.Now().UnixNano()
+				for i, l := range locals {
+					if n := l.n.Load(); n < int64(p.k) {
+						return fmt.Errorf("rank %d, batch %d: Ibarrier %d completed before node rank %d started it "+
+							"(it has started %d)", c.Rank(), it, p.k, i, n)
+					}
+				}
+			}
+		}
+		// Every rank's starts against this one's completions: a completion seen before some member's start, by the
+		// shared clock, is a barrier that let a member through early (across nodes too).
+		all := make([]int64, started*c.Size())
+		if err := c.Allgather(starts, all); err != nil {
+			return err
+		}
+		for k := 0; k < started; k++ {
+			for r := 0; r < c.Size(); r++ {
+				if st := all[r*started+k]; dones[k] < st {
+					return fmt.Errorf("rank %d: Ibarrier %d completed %v before rank %d started it", c.Rank(), k+1,
+						time.Duration(st-dones[k]), r)
+				}
+			}
+		}
+		return nil
+	}
+	for _, async := range []string{"1", "0"} {
+		t.Run("async="+async, func(t *testing.T) {
+			harness.Procs(t, harness.Spec{Ranks: 8, Nodes: 3, Env: []string{env.AsyncProgress.Name + "=" + async}},
+				body).Check(t)
+		})
+	}
+}
+
+// ibarStarts is a rank's count of Ibarriers started, which the other ranks of its node process read
+// (TestNodeAwareIbarrierModel).
+type ibarStarts struct{ n atomic.Int64 }
+
+var (
+	ibarStartsMu sync.Mutex
+	ibarStartsOf = map[int]*ibarStarts{}
+)
 
 // TestNonblockingProgressWithoutCalls: collectives complete while ranks compute and call nothing. Every rank but
 // rank 0 starts them and then only watches their completion flags, which no gompj call of its own moves on; only

@@ -156,3 +156,73 @@ func BarrierPhase(c *ranks.Comm) uint64 {
 	}
 	return 0
 }
+
+// Node-aware nonblocking barriers. A nonblocking barrier of a communicator spread over several nodes (package nbc,
+// its node-aware schedule) passes each node's phases on its node communicator's count too: every member arrives
+// there (ArriveBarrier on the node's communicator), the node's leader waits for the phase to be through
+// (NodeCount), passes the barrier among the leaders over the network, then releases its node (NodeRelease.Release),
+// and the other members wait for that release. Where the blocking node-aware barrier takes a second phase on the
+// node to hold its members back until the leader comes back, the release does it, so the count sees one arrival
+// per member and per barrier, at its call, whatever the member's part: the count stays in step with the blocking
+// collectives' phases. The release holds counts: the node's leader releases the count that completed the node's
+// phase of its barrier, and a member waits for the count its own arrival completes.
+
+// NodeCount is a node communicator's barrier count as a gate that any goroutine may wait on: a node-aware
+// nonblocking barrier's leader has its operation wait on it for the node's phase (package nbc, on whichever
+// goroutine runs the operation; a member's own gate, BarrierGate, runs the member's look when watched).
+type NodeCount struct{ s *shmComm }
+
+// NodeCountOf returns c's count as a NodeCount; nil unless c's members are all on this node.
+func NodeCountOf(c *ranks.Comm) *NodeCount {
+	if st := stateOf(c); st.shm != nil {
+		return &NodeCount{st.shm}
+	}
+	return nil
+}
+
+// Reached implements ranks.Gate.
+func (g *NodeCount) Reached(at uint64) bool { return g.s.arrivals.Load() >= at }
+
+// Watch implements ranks.Gate: the arrival that completes the count notifies the event, which wakes w.
+func (g *NodeCount) Watch(at, _ uint64, w *queues.Waker) {
+	g.s.ev.watch(w)
+	if g.Reached(at) {
+		w.Wake()
+	}
+}
+
+// NodeRelease is what a node's members other than its leader wait on in a node-aware nonblocking barrier: the
+// count of the latest node phase that the leader has released, once the barrier among the leaders is through.
+type NodeRelease struct{ s *shmComm }
+
+// NodeReleaseOf returns c's release; nil unless c's members are all on this node.
+func NodeReleaseOf(c *ranks.Comm) *NodeRelease {
+	if st := stateOf(c); st.shm != nil {
+		return &NodeRelease{st.shm}
+	}
+	return nil
+}
+
+// Reached implements ranks.Gate: the leader has released count at, or a later one.
+func (g *NodeRelease) Reached(at uint64) bool { return g.s.release.Load() >= at }
+
+// Watch implements ranks.Gate: the leader's release notifies the event, which wakes w.
+func (g *NodeRelease) Watch(at, _ uint64, w *queues.Waker) {
+	g.s.ev.watch(w)
+	if g.Reached(at) {
+		w.Wake()
+	}
+}
+
+// Release releases count at, on any goroutine: the node's members whose arrivals counted up to at go on. The
+// leader's barriers may come back from the network out of order (a later one is through only once every member
+// has started the earlier ones too), so the release only grows.
+func (g *NodeRelease) Release(at uint64) {
+	for {
+		old := g.s.release.Load()
+		if old >= at || g.s.release.CompareAndSwap(old, at) {
+			break
+		}
+	}
+	g.s.ev.notify()
+}

@@ -90,6 +90,8 @@ type shmComm struct {
 	procs      int // GOMAXPROCS when the state was made: every member reads the same value (stagedAllreduce)
 	arrivals   atomic.Uint64
 	_          [cacheLine - 8]byte
+	release    atomic.Uint64 // the count of the latest node phase whose leader has come back (NodeRelease)
+	_          [cacheLine - 8]byte
 	ev         event
 	slots      []shmSlot
 }
@@ -166,6 +168,7 @@ type event struct {
 	// apart from waiters, which count the members parked in a blocking call (parking): a rank's hook stays listed
 	// until the next notify, after its call may have gone on to other things
 	gates []*queues.Waker
+	spare []*queues.Waker // the memory of a gates list that notify has run, for the next (no allocation a watch)
 }
 
 func (e *event) notify() {
@@ -177,12 +180,21 @@ func (e *event) notify() {
 		}
 		e.waiters = e.waiters[:0]
 		hooks := e.gates // run outside the lock: a deferral's hook watches again, and may notify (gate.go)
-		e.gates = nil
+		e.gates, e.spare = e.spare, nil
 		e.parked.Store(false)
 		e.mu.Unlock()
-		for _, w := range hooks {
-			w.Wake()
+		if len(hooks) == 0 {
+			return
 		}
+		for i, w := range hooks {
+			w.Wake()
+			hooks[i] = nil
+		}
+		e.mu.Lock()
+		if e.spare == nil {
+			e.spare = hooks[:0]
+		}
+		e.mu.Unlock()
 	}
 }
 

@@ -246,6 +246,19 @@ func start(c *ranks.Comm, a *collectives.Call, err error, va *collectives.ViewAr
 		}
 		return gateBarrier(c, cc), nil
 	}
+	if algo == "hier" && a.Coll == "barrier" && c.HasRank() {
+		cc := cacheOf(c)
+		hg, err := hierGateOf(c, cc)
+		if err != nil {
+			return nil, err
+		}
+		if hg != nil && !hg.leader { // the leader's op builds below (hier.go: gatedBarrier)
+			if k != nil && k.ok {
+				cc.memo[k.kind] = memo{key: *k, hgate: true, forces: forces}
+			}
+			return hg.arrive(c), nil
+		}
+	}
 	if algo == "shm" && va == nil && smallOK(c, a) {
 		ac := new(collectives.Call) // the members' entries point at it until the use is over; the memo keeps it
 		*ac = *a

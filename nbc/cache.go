@@ -43,6 +43,8 @@ type commCache struct {
 	ring    *ring
 	memo    [numKinds]memo // the last call of each kind (memo.go)
 	bar     *barGate       // its Ibarriers' gate, on a communicator inside the node (gate.go)
+	hgate   *hierGate      // its node-aware Ibarriers' node (hiergate.go), made on first use
+	hgateNo bool           // they do not take the node's count (hierGateOf)
 }
 
 func cacheOf(c *ranks.Comm) *commCache {
@@ -176,6 +178,9 @@ func (o *op) retarget(c *ranks.Comm, cc *commCache) {
 	retag(o.m.s, id)
 	for i := range o.phases {
 		p := &o.phases[i]
+		if p.gate {
+			continue // a node phase on the node's count (hiergate.go) takes no id
+		}
 		pid := collectives.NextOp(p.c)
 		if p.tiny != nil {
 			p.tiny.sl, p.tiny.u = slotFor(p.c, cacheOf(p.c))

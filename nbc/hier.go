@@ -188,6 +188,9 @@ func (hb *hierb) chainable() bool {
 }
 
 func (hb *hierb) barrier() error {
+	if !hb.persistent && nodeGated(hb.h) {
+		return hb.gatedBarrier()
+	}
 	if err := hb.phase(hb.h.Node, collectives.Call{Coll: "barrier"}); err != nil {
 		return err
 	}

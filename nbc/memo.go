@@ -67,6 +67,7 @@ type memo struct {
 	weakOp weak.Pointer[op]
 	tiny   *collectives.Call
 	gate   bool   // a barrier through the barrier in shared memory (gate.go)
+	hgate  bool   // a node-aware barrier's member other than its node's leader (hiergate.go)
 	forces uint32 // collectives.Forces when it was chosen
 }
 
@@ -136,6 +137,10 @@ func againWith(c *ranks.Comm, k *callKey, counts []int) *ranks.Request {
 	if m.gate {
 		c.StartCall() // the call takes place, as in start
 		return gateBarrier(c, cc)
+	}
+	if m.hgate {
+		c.StartCall()
+		return cc.hgate.arrive(c)
 	}
 	if m.tiny != nil {
 		c.StartCall() // the call takes place, as in start

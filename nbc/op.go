@@ -77,6 +77,7 @@ type phase struct {
 	s    *Schedule
 	shm  *shmb
 	tiny *tinySub // a tiny phase (tiny.go), which reuse moves to another slot
+	gate bool     // a node phase on the node's barrier count (hiergate.go), which takes no id or slot
 }
 
 const (

@@ -180,6 +180,8 @@ func (t *transport) ready(m *Machine) bool {
 			return s.tr.ready(&s.m)
 		case *tinySub:
 			return s.ready()
+		case *gateSub:
+			return s.ready()
 		}
 		return true // an unknown kind of sub-operation: let a run poll it
 	}
