@@ -44,8 +44,8 @@ func NewOp[T any](fn func(in, inout []T), commutative bool) Op {
 func ReduceLocal(in, inout any, op Op) error { return collectives.ReduceLocal(in, inout, op) }
 
 // InPlace, passed as the send buffer of Allreduce, Reduce (root), Gather(v) (root), Allgather(v), Alltoall,
-// ReduceScatter(Block), Scan and Exscan, or as the receive buffer of Scatter(v) (root), means the data is already in the other buffer
-// (MPI_IN_PLACE).
+// ReduceScatter(Block), Scan and Exscan, or as the receive buffer of Scatter(v) (root), means the data is already
+// in the other buffer (MPI_IN_PLACE).
 var InPlace = collectives.InPlace
 
 // Barrier blocks until every member of the communicator has called it.

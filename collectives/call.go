@@ -13,8 +13,8 @@ import (
 //
 // Buffers are memory: Send and Recv are the bytes of the send and receive buffers where they are significant on
 // this rank, nil otherwise. In place, a reduction's Send is its Recv (the contribution is there), and Send is nil
-// where this rank's block already sits in Recv (gather, allgather, alltoall), Recv nil at a scatter's root. Counts and displacements are in elements of
-// Sz bytes. Object calls (values that are not primitive slices, msgpack-encoded) have Object set and keep the
+// where this rank's block already sits in Recv (gather, allgather, alltoall), Recv nil at a scatter's root. Counts
+// and displacements are in elements of Sz bytes. Object calls (values that are not primitive slices, msgpack-encoded) have Object set and keep the
 // caller's values in ObjSend and ObjRecv.
 type Call struct {
 	Coll        string // the collective's name in the selection table
@@ -633,4 +633,33 @@ func ReduceLocal(in, inout any, op Op) error {
 		va.Unpack()
 	}
 	return nil
+}
+
+// CallKind returns the kind of the call check that a's collective counts as (ranks.CallKind), 0 for none.
+func (a *Call) CallKind() ranks.CallKind {
+	switch a.Coll {
+	case "barrier":
+		return ranks.CallBarrier
+	case "bcast":
+		return ranks.CallBcast
+	case "reduce":
+		return ranks.CallReduce
+	case "allreduce":
+		return ranks.CallAllreduce
+	case "gather", "gatherv":
+		return ranks.CallGather
+	case "scatter", "scatterv":
+		return ranks.CallScatter
+	case "allgather", "allgatherv":
+		return ranks.CallAllgather
+	case "alltoall", "alltoallv":
+		return ranks.CallAlltoall
+	case "reduce_scatter":
+		return ranks.CallReduceScatter
+	case "scan":
+		return ranks.CallScan
+	case "exscan":
+		return ranks.CallExscan
+	}
+	return 0
 }

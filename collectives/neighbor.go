@@ -3,6 +3,7 @@ package collectives
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -724,3 +725,11 @@ func ResolveNeighborAlltoallv(c *ranks.Comm, send any, sendCounts, sendDispls []
 }
 
 func withResolved(r nbrResolved, err error) (NbrCall, error) { return r.call(err) }
+
+// CallKind returns the kind of the call check that a counts as.
+func (a *NbrCall) CallKind() ranks.CallKind {
+	if strings.HasPrefix(a.Coll, "neighbor_allgather") {
+		return ranks.CallNeighborAllgather
+	}
+	return ranks.CallNeighborAlltoall
+}

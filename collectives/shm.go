@@ -53,7 +53,7 @@ type shmSlot struct {
 	stage    [2][]byte // small-message staging, double-buffered by barrier phase parity
 	rcounts  []int     // alltoallv: receive counts and displacements in elements
 	rdispls  []int
-	coll     string // a root's collective (bcast, scatter, gather): its readers check it (rootIs)
+	coll     string // the publisher's collective (bcast, scatter, gather, scan, alltoall): readers check it (rootIs)
 	_        [cacheLine]byte
 
 	// alltoall: blocks copied into this member's receive buffer and out of its send buffer, over all alltoalls
@@ -283,6 +283,25 @@ func (st *commState) shmOp(c *ranks.Comm) shmOp {
 // of it: the members of a correct program count the same calls.
 func started(c *ranks.Comm, k ranks.CallKind, root int) { startedOn(c, stateOf(c), k, root) }
 
+// Started is started for a nonblocking or persistent collective of package nbc: its calls count among the
+// member's calls of the API as the blocking ones do (so that their numbers agree whichever a member makes), and a
+// blocking call's wait can tell a member that made a nonblocking call in its place (CallLook).
+func Started(c *ranks.Comm, k ranks.CallKind, root int) { started(c, k, root) }
+
+// CallNumber returns the number of member c's latest call of the API on c, counted by started; 0 where c's members
+// are not all on this node (only there do waits in shared memory declare their calls). On the member's goroutine.
+func CallNumber(c *ranks.Comm) uint64 {
+	if me := stateOf(c).me; me != nil {
+		return me.calls
+	}
+	return 0
+}
+
+// CallLook, which package nbc sets as it loads, is what a wait in shared memory inside member c's call number call
+// of kind k does before it parks: a member that made a nonblocking call in its place never comes (the two do not
+// meet), and nbc's look ends the job if it finds one. Nil where package nbc is not linked in.
+var CallLook func(c *ranks.Comm, call uint64, k ranks.CallKind)
+
 // startedOn is started with c's state st.
 func startedOn(c *ranks.Comm, st *commState, k ranks.CallKind, root int) {
 	c.StartCall()
@@ -359,6 +378,8 @@ func (o shmOp) waitLooking(cond func() bool, at uint64) error {
 	return o.waitOr(cond, stuck, func(n int) bool {
 		if at != 0 {
 			o.lookAt(at)
+		} else if CallLook != nil && o.me.kind != 0 {
+			CallLook(o.c, o.me.calls, o.me.kind)
 		}
 		return o.parking(n, &other, &theirs)
 	}, func() error {
@@ -852,7 +873,7 @@ func (o shmOp) Alltoallv(send []byte, scounts, sdispls []int, recv []byte, rcoun
 	o.s.claimsOnce.Do(func() { o.s.claims = make([]atomic.Uint64, n*n) })
 	sl := &o.s.slots[o.rank]
 	sl.src, sl.counts, sl.displs, sl.blk = send, scounts, sdispls, blockBytes
-	sl.dst, sl.rcounts, sl.rdispls = recv, rcounts, rdispls
+	sl.dst, sl.rcounts, sl.rdispls, sl.coll = recv, rcounts, rdispls, "alltoall"
 	sl.call.Store(o.me.calls)
 	o.publish(g)
 	var err error
@@ -879,6 +900,8 @@ func (o shmOp) Alltoallv(send []byte, scounts, sdispls []int, recv []byte, rcoun
 		switch c := o.s.slots[peer].call.Load(); {
 		case c != o.me.calls:
 			err = o.outOfStep(peer, c)
+		case o.s.slots[peer].coll != "alltoall": // another collective, published in the same call (see rootIs)
+			err = Broken(o.c, Mismatch(o.rank, "alltoall", peer, o.s.slots[peer].coll))
 		case from.counts == nil && len(from.src) < n*from.blk:
 			err = errArg("alltoall: rank %d sends %d bytes, not %d blocks of %d", i, len(from.src), n, from.blk)
 		case to.rcounts == nil && len(to.dst) < n*to.blk:
@@ -1249,6 +1272,10 @@ func (o shmOp) ReduceScatter(k kernel, src, dst []byte, counts []int, sz int, in
 func (o shmOp) Scan(k kernel, src, dst []byte, exclusive bool) error {
 	n := o.s.n
 	g := o.next()
+	coll := "scan"
+	if exclusive {
+		coll = "exscan"
+	}
 	for j := 0; j < n-1; j++ {
 		o.expectAcks(j, 1)
 	}
@@ -1267,6 +1294,9 @@ func (o shmOp) Scan(k kernel, src, dst []byte, exclusive bool) error {
 			if err := o.waitPublished(o.rank-1, g); err != nil {
 				return err
 			}
+			if err := o.rootIs(o.rank-1, coll); err != nil {
+				return err // no acknowledgement: the job ends (rootIs)
+			}
 			prev := o.s.slots[o.rank-1].dst
 			if len(prev) != total {
 				err = errArg("scan: rank %d contributes %d bytes, rank %d %d", o.rank, total, o.rank-1, len(prev))
@@ -1280,6 +1310,9 @@ func (o shmOp) Scan(k kernel, src, dst []byte, exclusive bool) error {
 		mine = src
 		if o.rank > 0 {
 			if err := o.waitPublished(o.rank-1, g); err != nil {
+				return err
+			}
+			if err := o.rootIs(o.rank-1, coll); err != nil {
 				return err
 			}
 			prev := o.s.slots[o.rank-1].dst
@@ -1300,7 +1333,8 @@ func (o shmOp) Scan(k kernel, src, dst []byte, exclusive bool) error {
 		}
 	}
 	if o.rank < n-1 {
-		o.s.slots[o.rank].dst = mine
+		o.s.slots[o.rank].dst, o.s.slots[o.rank].coll = mine, coll
+		o.s.slots[o.rank].call.Store(o.me.calls)
 		o.publish(g)
 		err = firstErr(o.waitAcks(), err)
 	}

@@ -230,7 +230,7 @@ func start(c *ranks.Comm, a *collectives.Call, err error, va *collectives.ViewAr
 	if err != nil {
 		return nil, err
 	}
-	c.StartCall() // the arguments passed: the call takes place (ranks, callcheck.go)
+	collectives.Started(c, a.CallKind(), a.Root) // the arguments passed: the call takes place (ranks, callcheck.go)
 	var forces uint32
 	if k != nil && k.ok {
 		forces = collectives.Forces(c)

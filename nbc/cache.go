@@ -85,13 +85,21 @@ func (o *op) sameCall(a *collectives.Call, algo string) bool {
 // again runs the finished kept op o again, as the next operation on c, and reports whether it could: a worker's
 // run of it may still be under way.
 func (o *op) again(c *ranks.Comm, cc *commCache) bool {
-	// Hold the op as a run would: a worker's stale task may still look at it (and then finds it finished).
-	if !o.state.CompareAndSwap(opIdle, opRunning) {
+	if !o.hold() {
 		return false
 	}
+	o.againHeld(c, cc)
+	return true
+}
+
+// hold holds the finished op as a run would, and reports whether it could: a worker's stale task may still look at
+// it (and then finds it finished).
+func (o *op) hold() bool { return o.state.CompareAndSwap(opIdle, opRunning) }
+
+// againHeld is again once the caller holds the op (hold).
+func (o *op) againHeld(c *ranks.Comm, cc *commCache) {
 	o.retarget(c, cc)
 	o.rerun(c)
-	return true
 }
 
 // rerun runs again the op, which the caller holds and has retargeted.

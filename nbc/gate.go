@@ -127,3 +127,28 @@ func endJobAs(w *ranks.World, wr int, err error) {
 		w.Abort(&ranks.RankError{Rank: wr, Err: err})
 	}
 }
+
+func init() { collectives.CallLook = callLook }
+
+// callLook is what a wait in shared memory of member c's blocking call (the call-th of its calls of the API on c, of
+// kind k) does before it parks (collectives.CallLook): it looks at the slot of its next position on c's ring, where
+// the nonblocking calls go. A member that arrived there with the same call number made a nonblocking call where
+// this one made the blocking call, and the two never meet: it ends the job with ErrArg naming both. As the
+// Barrier's look does, it marks the ring first (ring.gate), so that a member that arrives there later wakes it
+// (arrived), and it looks again. A member that arrived at that position for a later call has a later number.
+func callLook(c *ranks.Comm, call uint64, k ranks.CallKind) {
+	cc := cacheOf(c)
+	rg := ringOf(c, cc)
+	rg.gate()
+	me := c.Rank()
+	sl, u := rg.at(rg.ops[me].n)
+	for j := range sl.mem {
+		m := &sl.mem[j]
+		if j != me && m.gen.Load() == u && m.callno == call {
+			endJobAs(c.World(), c.WorldRank(me), fmt.Errorf("%w: collective mismatch: rank %d started %s where "+
+				"rank %d started a nonblocking %s (its call %d on the communicator: a blocking call and a nonblocking "+
+				"one do not meet)", ranks.ErrArg, me, k, j, m.coll, call))
+			return
+		}
+	}
+}

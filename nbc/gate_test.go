@@ -127,8 +127,8 @@ func TestIbarrierBesideBarrier(t *testing.T) {
 
 // TestBarrierBesideSmallCall: rank 0 calls Barrier where the others call a small Iallreduce (an erroneous program),
 // rank 0 first (about to park before the others arrive, told by its first look's set-up: their arrivals wake it)
-// and last (it finds their arrivals before it parks). Rank 0 has made no nonblocking call on the communicator. Nobody hangs: the job ends with ErrArg naming the
-// barrier and the allreduce. Such a pair hung before: the blocking barrier's declaration of its call at its park
+// and last (it finds their arrivals before it parks). Rank 0 has made no nonblocking call on the communicator.
+// Nobody hangs: the job ends with ErrArg naming the barrier and the allreduce. Such a pair hung before: the blocking barrier's declaration of its call at its park
 // met no declaration from the small call's waiter.
 func TestBarrierBesideSmallCall(t *testing.T) {
 	for _, np := range []int{2, 3} {
@@ -243,5 +243,72 @@ func TestIbarrierFreedActive(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestBlockingBesideNonblocking: rank 0 makes a blocking call where the others make a nonblocking one (an erroneous
+// program: the two never meet, MPI's rule): an Allreduce beside a tiny Iallreduce and beside a large one (a
+// shared-memory schedule on the ring), an Alltoall beside an Ibcast. Rank 0 parks first (the others' arrivals wake
+// it to look again) or last (it finds their arrivals before it parks). Nobody hangs: the job ends with ErrArg naming
+// both calls (callLook).
+func TestBlockingBesideNonblocking(t *testing.T) {
+	for _, tc := range []struct {
+		name, theirs string
+		n            int
+	}{{"Allreduce", "allreduce", 1}, {"Allreduce", "allreduce", 1 << 14}, {"Alltoall", "bcast", 3}} {
+		for _, np := range []int{2, 3} {
+			for _, blockingFirst := range []bool{true, false} {
+				name := fmt.Sprintf("%s n=%d np=%d blocking first=%v", tc.name, tc.n, np, blockingFirst)
+				started := make(chan struct{}, np)
+				look := collectives.CallLook
+				collectives.CallLook = func(c *ranks.Comm, call uint64, k ranks.CallKind) {
+					look(c, call, k) // rank 0's call is about to park: the others start
+					if blockingFirst {
+						for i := 1; i < np; i++ {
+							started <- struct{}{}
+						}
+					}
+				}
+				err := hang.Within(t, name, time.Minute, func() error {
+					return node.Run(node.Config{Ranks: np}, func(c *ranks.Comm) error {
+						x, y := make([]float64, tc.n*np), make([]float64, tc.n*np)
+						if c.Rank() == 0 {
+							if !blockingFirst {
+								for i := 1; i < np; i++ {
+									<-started
+								}
+							}
+							if tc.name == "Alltoall" {
+								return collectives.Alltoall(c, x, y)
+							}
+							return collectives.Allreduce(c, x[:tc.n], y[:tc.n], collectives.Sum)
+						}
+						if blockingFirst {
+							<-started
+						}
+						var r *ranks.Request
+						var err error
+						if tc.theirs == "bcast" {
+							r, err = Ibcast(c, x[:tc.n], 1)
+						} else {
+							r, err = Iallreduce(c, x[:tc.n], y[:tc.n], collectives.Sum)
+						}
+						if err != nil {
+							return err
+						}
+						if !blockingFirst {
+							started <- struct{}{}
+						}
+						_, err = r.Wait()
+						return err
+					})
+				})
+				collectives.CallLook = look
+				if !errors.Is(err, ranks.ErrArg) || !strings.Contains(err.Error(), "started "+tc.name+" where rank") ||
+					!strings.Contains(err.Error(), "nonblocking "+tc.theirs) {
+					t.Errorf("%s: %v; want ErrArg naming the %s and the nonblocking %s", name, err, tc.name, tc.theirs)
+				}
+			}
+		}
 	}
 }

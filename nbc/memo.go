@@ -135,15 +135,15 @@ func againWith(c *ranks.Comm, k *callKey, counts []int) *ranks.Request {
 		return nil
 	}
 	if m.gate {
-		c.StartCall() // the call takes place, as in start
+		k.started(c) // the call takes place, as in start
 		return gateBarrier(c, cc)
 	}
 	if m.hgate {
-		c.StartCall()
+		k.started(c)
 		return cc.hgate.arrive(c)
 	}
 	if m.tiny != nil {
-		c.StartCall() // the call takes place, as in start
+		k.started(c)
 		return startTiny(c, cc, m.tiny)
 	}
 	o := m.op()
@@ -155,16 +155,27 @@ func againWith(c *ranks.Comm, k *callKey, counts []int) *ranks.Request {
 	if o.chain {
 		r := o.chainAgain(c, cc)
 		if r != nil {
-			c.StartCall()
+			k.started(c) // on a communicator spread over nodes: nothing counted in its shared memory goes before it
 		}
 		return r
 	}
-	if !o.again(c, cc) {
+	if !o.hold() {
 		return nil
 	}
-	c.StartCall()
+	k.started(c) // before the op's run: its entries on the ring carry the call's number (shmb.onRing)
+	o.againHeld(c, cc)
 	return o.req
 }
+
+// started counts the call of key k on c (collectives.Started), as start does for the full path.
+func (k *callKey) started(c *ranks.Comm) { collectives.Started(c, callKinds[k.kind], k.root) }
+
+// callKinds gives the call check's kind of each kind of call the memo serves.
+var callKinds = [numKinds]ranks.CallKind{kindBarrier: ranks.CallBarrier, kindBcast: ranks.CallBcast,
+	kindReduce: ranks.CallReduce, kindAllreduce: ranks.CallAllreduce, kindGather: ranks.CallGather,
+	kindScatter: ranks.CallScatter, kindAllgather: ranks.CallAllgather, kindAlltoall: ranks.CallAlltoall,
+	kindReduceScatterBlock: ranks.CallReduceScatter, kindReduceScatter: ranks.CallReduceScatter,
+	kindScan: ranks.CallScan, kindExscan: ranks.CallExscan}
 
 // counts returns the counts of m's call.
 func (m *memo) counts() []int {

@@ -67,7 +67,7 @@ func startNeighbor(c *ranks.Comm, a *collectives.NbrCall, err error) (*ranks.Req
 	if err != nil {
 		return nil, err
 	}
-	c.StartCall()
+	collectives.Started(c, a.CallKind(), 0)
 	gen := ranks.EnterOps(c) // as a starting call (api.go)
 	defer ranks.LeaveOps(c, gen)
 	o := buildNeighbor(c, a, collectives.NextOp(c)) // not kept for reuse (cache.go): its steps carry whole tags
@@ -82,7 +82,7 @@ func initNeighbor(c *ranks.Comm, a *collectives.NbrCall, err error) (*ranks.Requ
 	if err != nil {
 		return nil, err
 	}
-	c.StartCall()
+	collectives.Started(c, a.CallKind(), 0)
 	o := buildNeighbor(c, a, collectives.NextPersistent(c))
 	if err := o.tr.makePersistent(o.m.s); err != nil {
 		return nil, err

@@ -131,7 +131,7 @@ func initOp(c *ranks.Comm, a *collectives.Call, err error, va *collectives.ViewA
 	if err != nil {
 		return nil, err
 	}
-	c.StartCall()
+	collectives.Started(c, a.CallKind(), a.Root)
 	if va == nil && c.Size() > 1 && smallOK(c, a) {
 		if algo, err := chooseFor(c, a); err != nil {
 			return nil, err

@@ -134,7 +134,10 @@ type member struct {
 	call *collectives.Call
 	// bphase: the member's barrier phase at its call, where some member has called Ibarrier (gate.go)
 	bphase uint64
-	_      [16]byte // to 512 bytes: every member of the array starts at the same offset in a line (576 with reading)
+	// callno: the number of the member's call among its calls of the API on the communicator (collectives.
+	// CallNumber), for a member whose blocking call waits in shared memory (callLook)
+	callno uint64
+	_      [8]byte // to 512 bytes: every member of the array starts at the same offset in a line (576 with reading)
 	// reading: a rooted use's reader's declaration, the use (rootReads), in a line of its own that nobody writes
 	// often: its readers poll their root's. In gen's line (member.served) or in a line that the root writes at each
 	// use (displs), it took a 4 KiB Iscatter of 2 ranks 20-40 % longer.
@@ -217,6 +220,7 @@ type shmb struct {
 	c      *ranks.Comm
 	rg     *ring
 	bphase uint64
+	callno uint64 // the call's number (member.callno)
 }
 
 // acquire waits until the slot's previous use is over. While it waits it helps this member's operation of that use
@@ -252,7 +256,7 @@ func (b *shmb) allFinished(from *int, u uint64) bool {
 // erroneous program, whose members' sizes fall either side of the tiny limit), it fails their requests
 // (tinyMismatch).
 func (b *shmb) publish() {
-	b.me.coll, b.me.tiny, b.me.bphase = b.a.Coll, false, b.bphase
+	b.me.coll, b.me.tiny, b.me.bphase, b.me.callno = b.a.Coll, false, b.bphase, b.callno
 	b.me.gen.Store(b.u)
 	b.count()
 }
@@ -271,7 +275,7 @@ func (b *shmb) count() {
 // onRing notes, at the start of a call (on its member's goroutine), that the schedule runs on c's ring, and the
 // member's barrier phase, for count.
 func (b *shmb) onRing(c *ranks.Comm) {
-	b.c, b.rg = c, cacheOf(c).ring
+	b.c, b.rg, b.callno = c, cacheOf(c).ring, collectives.CallNumber(c)
 	if b.rg.gated.Load() {
 		b.bphase = collectives.BarrierPhase(c)
 	}

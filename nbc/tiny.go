@@ -203,6 +203,7 @@ func startTiny(c *ranks.Comm, cc *commCache, a *collectives.Call) *ranks.Request
 		return startLate(c, a, sl, u)
 	}
 	r, n := c.Rank(), c.Size()
+	sl.mem[r].callno = collectives.CallNumber(c) // for a member whose blocking call parks (callLook)
 	if cc.ring.gated.Load() {
 		sl.mem[r].bphase = collectives.BarrierPhase(c) // for a member parked on an Ibarrier here (gate.go)
 	}
@@ -500,9 +501,9 @@ func startLate(c *ranks.Comm, a *collectives.Call, sl *slot, u uint64) *ranks.Re
 	b.moveTo(sl, u, o)
 	o.shm = b
 	b.acquire()
-	rg, phase := cacheOf(c).ring, collectives.BarrierPhase(c)
+	rg, phase, callno := cacheOf(c).ring, collectives.BarrierPhase(c), collectives.CallNumber(c)
 	s.Do(func() error {
-		b.me.bphase = phase // for a member parked on an Ibarrier here (gate.go)
+		b.me.bphase, b.me.callno = phase, callno // for members parked on an Ibarrier or a blocking call (gate.go)
 		tinyArrive(c, b.sl, b.u, b.r, b.n, a, ranks.TargetOf(o.req), byOp)
 		arrived(c, rg)
 		return nil

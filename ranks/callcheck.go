@@ -39,8 +39,10 @@ import (
 // nothing: there a Barrier of 2 ranks was 8 % slower with its log.
 
 // CallKind names a collective call in the call check. The variants of one collective (Gather and Gatherv, an
-// I-call and its blocking form, Init) are one kind: gompj lets the members of one call mix them as long as their
-// counts agree. The constructors of communicators that every member of the communicator calls (Dup, Split, Create,
+// I-call and its blocking form, Init) are one kind: the check counts calls, and lets the members of one call mix
+// them as long as their counts agree. (MPI matches no blocking call with a nonblocking one. Inside a node gompj's
+// Barrier and Ibarrier meet all the same; a blocking call of another kind that waits in shared memory where a member
+// made the nonblocking form ends the job with ErrArg: package nbc, callLook.) The constructors of communicators that every member of the communicator calls (Dup, Split, Create,
 // the topologies) are one kind too.
 type CallKind uint8
 
