@@ -94,6 +94,7 @@ func (hb *hierb) gatedBarrier() error {
 	}
 	hb.s.Round()
 	hb.s.Run(&releaseSub{g: g, rel: collectives.NodeReleaseOf(node)})
+	hb.o.holdsNode = true
 	hb.o.phases = append(hb.o.phases, phase{c: node, s: &Schedule{}, gate: true})
 	return nil
 }

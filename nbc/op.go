@@ -68,6 +68,8 @@ type op struct {
 	shm    *shmb   // a shared-memory schedule's builder, which reuse moves to another slot
 	phases []phase // a node-aware op's phases, in the order they took their ids and slots
 	chain  bool    // it runs again as a chain of its tiny phases' arrivals (hier.go: chainable)
+	// holdsNode: a node-aware Ibarrier's leader op, whose node's members wait for its release (hiergate.go)
+	holdsNode bool
 }
 
 // phase is one phase of a node-aware op (hier.go): a schedule on a sub-communicator, with its shared-memory
@@ -228,6 +230,8 @@ func (o *op) step() {
 func (o *op) end(err error) {
 	if ow, ok := err.(*OwedError); ok { // a sub-operation's comes up as it is (Machine.Progress)
 		err = collectives.Broken(o.c, ow.Err) // peers wait on steps this rank will never run
+	} else if err != nil && o.holdsNode {
+		err = collectives.Broken(o.c, err) // its node's members wait for a release that will never come
 	}
 	o.err = err
 	o.unwatch()
