@@ -50,6 +50,15 @@ func (c *Comm) GateRequest(g Gate, at, tag uint64) *Request {
 	return h
 }
 
+// over reports whether a small collective's run is over: its flag is set, or its barrier's gate reached.
+func (s *request) over() bool {
+	if s.done.Done() {
+		return true
+	}
+	g, at := s.gateOf()
+	return g != nil && g.Reached(at)
+}
+
 // gateRef is a barrier's gate as its requests' states hold it (GateRequest).
 type gateRef struct{ g Gate }
 

@@ -1,6 +1,7 @@
 package ranks
 
 import (
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -139,5 +140,38 @@ func TestGateRequestAllocs(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Fatalf("%v allocations per barrier's run, want 0", n)
+	}
+}
+
+// TestGateRequestFreedActive: a barrier's run freed while active (MPI_Request_free) gives its state back for the
+// communicator's next runs (spare) once its gate is reached, and not before; so does a small collective's run, once
+// its flag is set. Before, each such run's state stayed behind for good. The freed handle's later uses fail.
+func TestGateRequestFreedActive(t *testing.T) {
+	c := world(t, 1).Comm(0)
+	g := &countGate{}
+	r := c.GateRequest(g, 1, 0)
+	if err := r.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if s := r.spare(c.r, false); s != nil {
+		t.Fatal("the state of a run freed before its gate was reached was given back")
+	}
+	g.n.Store(1)
+	if s := r.spare(c.r, false); s != r.s {
+		t.Fatal("the state of a freed run whose gate was reached was not given back")
+	}
+	if _, err := r.Wait(); !errors.Is(err, ErrRequest) {
+		t.Fatalf("Wait on the freed handle: %v, want ErrRequest", err)
+	}
+	d := c.CollRequest()
+	if err := d.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if s := d.spare(c.r, false); s != nil {
+		t.Fatal("the state of a freed small collective's run was given back before its flag was set")
+	}
+	CompleteColl(d, nil)
+	if s := d.spare(c.r, false); s != d.s {
+		t.Fatal("the state of a freed small collective's run, its flag set, was not given back")
 	}
 }

@@ -216,7 +216,14 @@ func (h *Request) spare(rk *Rank, done bool) *request {
 		return nil
 	}
 	s := h.s
-	if s.life.Load() != lifeOf(nextGen(h.gen), lifeActive) || !s.done.Unwatched() || rk.completing.Load() != 0 {
+	v := s.life.Load()
+	// A run freed while active (MPI_Request_free) is over once its flag is set, or its gate reached, and nobody
+	// reports it: its state is taken back from there (else each such run would leave its state behind for good).
+	freed := v == lifeOf(h.gen, lifeFreeing) && s.over()
+	if (v != lifeOf(nextGen(h.gen), lifeActive) && !freed) || !s.done.Unwatched() || rk.completing.Load() != 0 {
+		return nil
+	}
+	if freed && !s.life.CompareAndSwap(v, lifeOf(nextGen(h.gen), lifeActive)) {
 		return nil
 	}
 	if !done {

@@ -64,14 +64,22 @@ func TestCollStateReused(t *testing.T) {
 	if _, err := cur.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	// A run freed while active is never reused: its state is released instead, and the rank makes a new one.
+	// A run freed while active is taken back once its flag is set (nobody reports it), under its next generation:
+	// the freed handle's uses fail.
 	act := c.CollRequest()
 	if err := act.Free(); err != nil {
 		t.Fatal(err)
 	}
 	CompleteColl(act, nil)
-	if next := c.CollRequest(); next.s == act.s {
-		t.Fatal("a run freed while active was reused")
+	if next := c.CollRequest(); next.s != act.s {
+		t.Fatal("a run freed while active, and over, was not reused")
+	} else if _, err := act.Wait(); !errors.Is(err, ErrRequest) {
+		t.Fatalf("Wait on the freed handle: %v, want ErrRequest", err)
+	} else {
+		CompleteColl(next, nil)
+		if _, err := next.Wait(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

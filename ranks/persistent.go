@@ -379,6 +379,7 @@ func (h *Request) Free() error {
 			}
 		case lifeActive:
 			if h.cas(s, lifeFreeing) {
+				h.freed.Store(true) // the handle's later uses fail, even once the state serves another run
 				// If it is done, release it now. If not: a point-to-point request needs nobody once its flag is set,
 				// except an object receive, whose completer sees the state (completeObject); an operation must be
 				// progressed to its end.
