@@ -169,51 +169,47 @@ func BarrierPhase(c *ranks.Comm) uint64 {
 // collectives' phases. The release holds counts: the node's leader releases the count that completed the node's
 // phase of its barrier, and a member waits for the count its own arrival completes.
 
-// NodeCount is a node communicator's barrier count as a gate that any goroutine may wait on: a node-aware
-// nonblocking barrier's leader has its operation wait on it for the node's phase (package nbc, on whichever
-// goroutine runs the operation; a member's own gate, BarrierGate, runs the member's look when watched).
-type NodeCount struct{ s *shmComm }
+// nodeWord is a word of a node communicator's shared state that only grows, as a gate that any goroutine may wait
+// on (ranks.Gate): whoever raises it notifies the communicator's event, which wakes the watchers.
+type nodeWord struct {
+	w *atomic.Uint64
+	s *shmComm
+}
+
+// Reached implements ranks.Gate.
+func (g nodeWord) Reached(at uint64) bool { return g.w.Load() >= at }
+
+// Watch implements ranks.Gate.
+func (g nodeWord) Watch(at, _ uint64, w *queues.Waker) {
+	g.s.ev.watch(w)
+	if g.Reached(at) {
+		w.Wake()
+	}
+}
+
+// NodeCount is a node communicator's barrier count as a gate: a node-aware nonblocking barrier's leader has its
+// operation wait on it for the node's phase (package nbc, on whichever goroutine runs the operation; a member's
+// own gate, BarrierGate, runs the member's look when watched, on the member's goroutine).
+type NodeCount struct{ nodeWord }
 
 // NodeCountOf returns c's count as a NodeCount; nil unless c's members are all on this node.
 func NodeCountOf(c *ranks.Comm) *NodeCount {
 	if st := stateOf(c); st.shm != nil {
-		return &NodeCount{st.shm}
+		return &NodeCount{nodeWord{&st.shm.arrivals, st.shm}}
 	}
 	return nil
-}
-
-// Reached implements ranks.Gate.
-func (g *NodeCount) Reached(at uint64) bool { return g.s.arrivals.Load() >= at }
-
-// Watch implements ranks.Gate: the arrival that completes the count notifies the event, which wakes w.
-func (g *NodeCount) Watch(at, _ uint64, w *queues.Waker) {
-	g.s.ev.watch(w)
-	if g.Reached(at) {
-		w.Wake()
-	}
 }
 
 // NodeRelease is what a node's members other than its leader wait on in a node-aware nonblocking barrier: the
 // count of the latest node phase that the leader has released, once the barrier among the leaders is through.
-type NodeRelease struct{ s *shmComm }
+type NodeRelease struct{ nodeWord }
 
 // NodeReleaseOf returns c's release; nil unless c's members are all on this node.
 func NodeReleaseOf(c *ranks.Comm) *NodeRelease {
 	if st := stateOf(c); st.shm != nil {
-		return &NodeRelease{st.shm}
+		return &NodeRelease{nodeWord{&st.shm.release, st.shm}}
 	}
 	return nil
-}
-
-// Reached implements ranks.Gate: the leader has released count at, or a later one.
-func (g *NodeRelease) Reached(at uint64) bool { return g.s.release.Load() >= at }
-
-// Watch implements ranks.Gate: the leader's release notifies the event, which wakes w.
-func (g *NodeRelease) Watch(at, _ uint64, w *queues.Waker) {
-	g.s.ev.watch(w)
-	if g.Reached(at) {
-		w.Wake()
-	}
 }
 
 // Release releases count at, on any goroutine: the node's members whose arrivals counted up to at go on. The
@@ -221,8 +217,8 @@ func (g *NodeRelease) Watch(at, _ uint64, w *queues.Waker) {
 // has started the earlier ones too), so the release only grows.
 func (g *NodeRelease) Release(at uint64) {
 	for {
-		old := g.s.release.Load()
-		if old >= at || g.s.release.CompareAndSwap(old, at) {
+		old := g.w.Load()
+		if old >= at || g.w.CompareAndSwap(old, at) {
 			break
 		}
 	}
