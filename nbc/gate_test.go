@@ -166,14 +166,23 @@ func TestBarrierBesideSmallCall(t *testing.T) {
 // allreduceBeside is the others' part in the skipped-barrier tests: an Iallreduce of n elements, started once rank 0
 // has started its barrier (barrierFirst) or before rank 0 starts it (told on started), and waited for.
 func allreduceBeside(c *ranks.Comm, n int, barrierFirst bool, started chan struct{}) error {
-	if barrierFirst {
+	return startBeside(barrierFirst, started, func() (*ranks.Request, error) {
+		return Iallreduce(c, make([]float64, n), make([]float64, n), collectives.Sum)
+	})
+}
+
+// startBeside is the others' part in the tests of a call made in the place of another: the nonblocking call that
+// start starts, once rank 0 has started its own (rankFirst) or before rank 0 starts it (told on started), then
+// waited for.
+func startBeside(rankFirst bool, started chan struct{}, start func() (*ranks.Request, error)) error {
+	if rankFirst {
 		<-started
 	}
-	r, err := Iallreduce(c, make([]float64, n), make([]float64, n), collectives.Sum)
+	r, err := start()
 	if err != nil {
 		return err
 	}
-	if !barrierFirst {
+	if !rankFirst {
 		started <- struct{}{}
 	}
 	_, err = r.Wait()
@@ -283,24 +292,12 @@ func TestBlockingBesideNonblocking(t *testing.T) {
 							}
 							return collectives.Allreduce(c, x[:tc.n], y[:tc.n], collectives.Sum)
 						}
-						if blockingFirst {
-							<-started
-						}
-						var r *ranks.Request
-						var err error
-						if tc.theirs == "bcast" {
-							r, err = Ibcast(c, x[:tc.n], 1)
-						} else {
-							r, err = Iallreduce(c, x[:tc.n], y[:tc.n], collectives.Sum)
-						}
-						if err != nil {
-							return err
-						}
-						if !blockingFirst {
-							started <- struct{}{}
-						}
-						_, err = r.Wait()
-						return err
+						return startBeside(blockingFirst, started, func() (*ranks.Request, error) {
+							if tc.theirs == "bcast" {
+								return Ibcast(c, x[:tc.n], 1)
+							}
+							return Iallreduce(c, x[:tc.n], y[:tc.n], collectives.Sum)
+						})
 					})
 				})
 				collectives.CallLook = look
