@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -128,8 +129,8 @@ func TestIbarrierBesideBarrier(t *testing.T) {
 // TestBarrierBesideSmallCall: rank 0 calls Barrier where the others call a small Iallreduce (an erroneous program),
 // rank 0 first (about to park before the others arrive, told by its first look's set-up: their arrivals wake it)
 // and last (it finds their arrivals before it parks). Rank 0 has made no nonblocking call on the communicator.
-// Nobody hangs: the job ends with ErrArg naming the barrier and the allreduce. Such a pair hung before: the blocking barrier's declaration of its call at its park
-// met no declaration from the small call's waiter.
+// Nobody hangs: the job ends with ErrArg naming the barrier and the allreduce. Such a pair hung before: the blocking
+// barrier's declaration of its call at its park met no declaration from the small call's waiter.
 func TestBarrierBesideSmallCall(t *testing.T) {
 	for _, np := range []int{2, 3} {
 		for _, barrierFirst := range []bool{true, false} {
@@ -270,12 +271,15 @@ func TestBlockingBesideNonblocking(t *testing.T) {
 				name := fmt.Sprintf("%s n=%d np=%d blocking first=%v", tc.name, tc.n, np, blockingFirst)
 				started := make(chan struct{}, np)
 				look := collectives.CallLook
+				var once sync.Once // every park looks: the others start at the first
 				collectives.CallLook = func(c *ranks.Comm, call uint64, k ranks.CallKind) {
 					look(c, call, k) // rank 0's call is about to park: the others start
 					if blockingFirst {
-						for i := 1; i < np; i++ {
-							started <- struct{}{}
-						}
+						once.Do(func() {
+							for i := 1; i < np; i++ {
+								started <- struct{}{}
+							}
+						})
 					}
 				}
 				err := hang.Within(t, name, time.Minute, func() error {
