@@ -14,8 +14,8 @@ import (
 // Buffers are memory: Send and Recv are the bytes of the send and receive buffers where they are significant on
 // this rank, nil otherwise. In place, a reduction's Send is its Recv (the contribution is there), and Send is nil
 // where this rank's block already sits in Recv (gather, allgather, alltoall), Recv nil at a scatter's root. Counts
-// and displacements are in elements of Sz bytes. Object calls (values that are not primitive slices, msgpack-encoded) have Object set and keep the
-// caller's values in ObjSend and ObjRecv.
+// and displacements are in elements of Sz bytes. Object calls (values that are not primitive slices,
+// msgpack-encoded) have Object set and keep the caller's values in ObjSend and ObjRecv.
 type Call struct {
 	Coll        string // the collective's name in the selection table
 	Root        int

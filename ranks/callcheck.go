@@ -42,8 +42,8 @@ import (
 // I-call and its blocking form, Init) are one kind: the check counts calls, and lets the members of one call mix
 // them as long as their counts agree. (MPI matches no blocking call with a nonblocking one. Inside a node gompj's
 // Barrier and Ibarrier meet all the same; a blocking call of another kind that waits in shared memory where a member
-// made the nonblocking form ends the job with ErrArg: package nbc, callLook.) The constructors of communicators that every member of the communicator calls (Dup, Split, Create,
-// the topologies) are one kind too.
+// made the nonblocking form ends the job with ErrArg: package nbc, callLook.) The constructors of communicators that
+// every member of the communicator calls (Dup, Split, Create, the topologies) are one kind too.
 type CallKind uint8
 
 const (

@@ -66,9 +66,10 @@ func (c *Comm) topoOf(k Topo, what string) (*topology, error) {
 }
 
 // DimsCreate returns dims with its zero entries replaced so that the product of all entries is nnodes
-// (MPI_Dims_create). Non-zero entries are kept. The filled ones are as close to each other as possible (the largest as small as
-// it can be, then the next, and so on) and in non-increasing order. dims itself is not modified. Errors: ErrArg
-// for nnodes < 1, ErrDims for a negative entry or when the fixed entries' product does not divide nnodes.
+// (MPI_Dims_create). Non-zero entries are kept. The filled ones are as close to each other as possible (the
+// largest as small as it can be, then the next, and so on) and in non-increasing order. dims itself is not
+// modified. Errors: ErrArg for nnodes < 1, ErrDims for a negative entry or when the fixed entries' product does not
+// divide nnodes.
 func DimsCreate(nnodes int, dims []int) ([]int, error) {
 	if nnodes < 1 {
 		return nil, fmt.Errorf("%w: DimsCreate of %d nodes", ErrArg, nnodes)
