@@ -29,9 +29,7 @@ func TestIbarrierSkipped(t *testing.T) {
 					return node.Run(node.Config{Ranks: np}, func(c *ranks.Comm) error {
 						if c.Rank() == 0 {
 							if !barrierFirst {
-								for i := 1; i < np; i++ {
-									<-started
-								}
+								awaitOthers(started, np)
 							}
 							r, err := Ibarrier(c)
 							if err != nil {
@@ -149,9 +147,7 @@ func TestBarrierBesideSmallCall(t *testing.T) {
 				return node.Run(node.Config{Ranks: np}, func(c *ranks.Comm) error {
 					if c.Rank() == 0 {
 						if !barrierFirst {
-							for i := 1; i < np; i++ {
-								<-started
-							}
+							awaitOthers(started, np)
 						}
 						return collectives.Barrier(c)
 					}
@@ -170,6 +166,14 @@ func allreduceBeside(c *ranks.Comm, n int, barrierFirst bool, started chan struc
 	return startBeside(barrierFirst, started, func() (*ranks.Request, error) {
 		return Iallreduce(c, make([]float64, n), make([]float64, n), collectives.Sum)
 	})
+}
+
+// awaitOthers is rank 0's wait, in the tests of a call made in another's place, until the other np-1 ranks have
+// started theirs.
+func awaitOthers(started chan struct{}, np int) {
+	for i := 1; i < np; i++ {
+		<-started
+	}
 }
 
 // startBeside is the others' part in the tests of a call made in the place of another: the nonblocking call that
@@ -287,9 +291,7 @@ func TestBlockingBesideNonblocking(t *testing.T) {
 						x, y := make([]float64, tc.n*np), make([]float64, tc.n*np)
 						if c.Rank() == 0 {
 							if !blockingFirst {
-								for i := 1; i < np; i++ {
-									<-started
-								}
+								awaitOthers(started, np)
 							}
 							if tc.name == "Alltoall" {
 								return collectives.Alltoall(c, x, y)

@@ -56,7 +56,7 @@ func hierGateOf(c *ranks.Comm, cc *commCache) (*hierGate, error) {
 // node communicator has one (its members are all on this node), and the table runs its barriers in shared memory
 // (or it has one member). The same on every member of the node.
 func nodeGated(h *collectives.Hier) bool {
-	if h == nil || h.Node == nil || !h.Node.HasRank() || collectives.NodeReleaseOf(h.Node) == nil {
+	if h == nil || h.Node == nil || !h.Node.HasRank() || collectives.BarrierGate(h.Node) == nil {
 		return false
 	}
 	if h.Node.Size() == 1 {

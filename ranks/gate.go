@@ -50,7 +50,7 @@ func (c *Comm) GateRequest(g Gate, at, tag uint64) *Request {
 	return h
 }
 
-// over reports whether a small collective's run is over: its flag is set, or its barrier's gate reached.
+// over reports whether a run is over: its flag is set, or its barrier's gate reached (GateRequest).
 func (s *request) over() bool {
 	if s.done.Done() {
 		return true

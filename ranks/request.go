@@ -347,12 +347,7 @@ func CompletionOf(r *Request) *queues.Completion { return &r.s.done }
 
 // Finished reports whether r's run is over, without moving anything on or reporting it (a test's look, from a
 // goroutine that computes): its flag, or a barrier's gate (GateRequest), whose flag only completion calls set.
-func Finished(r *Request) bool {
-	if g, at := r.s.gateOf(); g != nil {
-		return r.s.done.Done() || g.Reached(at)
-	}
-	return r.s.done.Done()
-}
+func Finished(r *Request) bool { return r.s.over() }
 
 // opRequest is an operation's request and its extension in one allocation.
 type opRequest struct {
