@@ -774,12 +774,12 @@ func TestNodeAwareChains(t *testing.T) {
 }
 
 // TestNodeAwareIbarrierModel: the node-aware Ibarrier, whose node phases wait on the node's barrier count and the
-// leader's release (nbc: hiergate.go), in random batches on 3 node processes of 2 or 3 ranks: several Ibarriers
-// outstanding at once, Barriers and small Iallreduces between them (whose node phases share the count and the
-// slots), completed in an order of each rank's own, some ranks starting late. A completed barrier must have been
-// started by every member: each rank counts its starts where the ranks of its node process read them, and checks
-// its node's ranks after each completion (the other nodes' starts are what the leaders' barrier over the network
-// stands for, which the results of the Iallreduces beside it check). With and without the worker pool.
+// leader's release (nbc: hiergate.go, lead.go), in random batches on 3 node processes of 2 or 3 ranks, and on 2 of
+// 4: several Ibarriers outstanding at once, Barriers and small Iallreduces between them (whose node phases share
+// the count and the slots), completed in an order of each rank's own, some ranks starting late. A completed barrier
+// must have been started by every member: each rank counts its starts where the ranks of its node process read
+// them, and checks its node's ranks after each completion; across nodes, every rank's start times (a wall clock
+// that the node processes share) are checked against each completion at the end. With and without the worker pool.
 func TestNodeAwareIbarrierModel(t *testing.T) {
 	body := func(c *Comm) error {
 		node, err := c.SplitNode()
@@ -888,11 +888,14 @@ func TestNodeAwareIbarrierModel(t *testing.T) {
 		}
 		return nil
 	}
-	for _, async := range []string{"1", "0"} {
-		t.Run("async="+async, func(t *testing.T) {
-			harness.Procs(t, harness.Spec{Ranks: 8, Nodes: 3, Env: []string{env.AsyncProgress.Name + "=" + async}},
-				body).Check(t)
-		})
+	// 3 nodes: the leaders' operation (nbc: gatedBarrier); 2 nodes: the leaders' exchange without one (nbc: lead.go).
+	for _, nodes := range []int{3, 2} {
+		for _, async := range []string{"1", "0"} {
+			t.Run(fmt.Sprintf("nodes=%d/async=%s", nodes, async), func(t *testing.T) {
+				harness.Procs(t, harness.Spec{Ranks: 8, Nodes: nodes,
+					Env: []string{env.AsyncProgress.Name + "=" + async}}, body).Check(t)
+			})
+		}
 	}
 }
 

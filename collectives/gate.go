@@ -170,10 +170,10 @@ func BarrierPhase(c *ranks.Comm) uint64 {
 // phase of its barrier, and a member waits for the count its own arrival completes.
 
 // nodeWord is a word of a node communicator's shared state that only grows, as a gate that any goroutine may wait
-// on (ranks.Gate): whoever raises it notifies the communicator's event, which wakes the watchers.
+// on (ranks.Gate): whoever raises it notifies its event, which wakes the watchers.
 type nodeWord struct {
-	w *atomic.Uint64
-	s *shmComm
+	w  *atomic.Uint64
+	ev *event
 }
 
 // Reached implements ranks.Gate.
@@ -181,7 +181,7 @@ func (g nodeWord) Reached(at uint64) bool { return g.w.Load() >= at }
 
 // Watch implements ranks.Gate.
 func (g nodeWord) Watch(at, _ uint64, w *queues.Waker) {
-	g.s.ev.watch(w)
+	g.ev.watch(w)
 	if g.Reached(at) {
 		w.Wake()
 	}
@@ -195,7 +195,7 @@ type NodeCount struct{ nodeWord }
 // NodeCountOf returns c's count as a NodeCount; nil unless c's members are all on this node.
 func NodeCountOf(c *ranks.Comm) *NodeCount {
 	if st := stateOf(c); st.shm != nil {
-		return &NodeCount{nodeWord{&st.shm.arrivals, st.shm}}
+		return &NodeCount{nodeWord{&st.shm.arrivals, &st.shm.ev}}
 	}
 	return nil
 }
@@ -207,7 +207,7 @@ type NodeRelease struct{ nodeWord }
 // NodeReleaseOf returns c's release; nil unless c's members are all on this node.
 func NodeReleaseOf(c *ranks.Comm) *NodeRelease {
 	if st := stateOf(c); st.shm != nil {
-		return &NodeRelease{nodeWord{&st.shm.release, st.shm}}
+		return &NodeRelease{nodeWord{&st.shm.release, &st.shm.relEv}}
 	}
 	return nil
 }
@@ -222,5 +222,5 @@ func (g *NodeRelease) Release(at uint64) {
 			break
 		}
 	}
-	g.s.ev.notify()
+	g.ev.notify()
 }

@@ -91,9 +91,12 @@ type shmComm struct {
 	arrivals   atomic.Uint64
 	_          [cacheLine - 8]byte
 	release    atomic.Uint64 // the count of the latest node phase whose leader has come back (NodeRelease)
-	_          [cacheLine - 8]byte
-	ev         event
-	slots      []shmSlot
+	// relEv is the release's own event: it may be raised under the network device's lock (a receive's hook, package
+	// nbc), where a hook of ev (a node-aware leader's, which sends) must not run
+	relEv event
+	_     [cacheLine - 8]byte
+	ev    event
+	slots []shmSlot
 }
 
 // RankReturned implements ranks.ReturnWatcher: the waits parked here look again whether every member has parked

@@ -252,11 +252,11 @@ func start(c *ranks.Comm, a *collectives.Call, err error, va *collectives.ViewAr
 		if err != nil {
 			return nil, err
 		}
-		if hg != nil && !hg.leader { // the leader's op builds below (hier.go: gatedBarrier)
+		if hg != nil && (!hg.leader || hg.lead != nil) { // else the leader's op builds below (hier.go: gatedBarrier)
 			if k != nil && k.ok {
 				cc.memo[k.kind] = memo{key: *k, hgate: true, forces: forces}
 			}
-			return hg.arrive(c), nil
+			return hg.start(c), nil
 		}
 	}
 	if algo == "shm" && va == nil && smallOK(c, a) {

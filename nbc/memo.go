@@ -67,7 +67,7 @@ type memo struct {
 	weakOp weak.Pointer[op]
 	tiny   *collectives.Call
 	gate   bool   // a barrier through the barrier in shared memory (gate.go)
-	hgate  bool   // a node-aware barrier's member other than its node's leader (hiergate.go)
+	hgate  bool   // a node-aware barrier's member that runs no operation (hiergate.go)
 	forces uint32 // collectives.Forces when it was chosen
 }
 
@@ -140,7 +140,7 @@ func againWith(c *ranks.Comm, k *callKey, counts []int) *ranks.Request {
 	}
 	if m.hgate {
 		k.started(c)
-		return cc.hgate.arrive(c)
+		return cc.hgate.start(c)
 	}
 	if m.tiny != nil {
 		k.started(c)

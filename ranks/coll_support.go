@@ -133,6 +133,16 @@ func (k Child) Flag() *queues.Completion {
 	return &k.r.done
 }
 
+// Err returns the error k completed with; its flag must be set. Unlike Collect it leaves k as it is: a hook armed
+// on the flag (queues.Completion.OnComplete) may read it on the completing goroutine, and the operation collect k
+// later on its own.
+func (k Child) Err() error {
+	if k.r == nil {
+		return nil
+	}
+	return k.r.err
+}
+
 // Collect returns the outcome of k, whose flag is set, and recycles its state: k must not be used again. A state
 // still tied to something (a message held for decoding, a View's scratch) is left to the garbage collector.
 func (k Child) Collect() error {

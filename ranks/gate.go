@@ -30,8 +30,19 @@ type Gate interface {
 // member that has arrived and waits for the others (package nbc). tag is the gate's, for its watches (Gate.Watch).
 // Like CollRequest, only the communicator's collective starts may call it. A request of a communicator handle that
 // has no rank (a world's own) cannot park on its rank's event, so c must have one (HasRank).
-func (c *Comm) GateRequest(g Gate, at, tag uint64) *Request {
+func (c *Comm) GateRequest(g Gate, at, tag uint64) *Request { return c.gateRequest(g, at, tag, false) }
+
+// NetGateRequest is GateRequest for a gate that the network raises: a node-aware barrier's release, which comes
+// once the node's leader hears from the other nodes' (package nbc). Its waiters drive the network device as they
+// wait, and a test of it polls the device (World.waitPolicy, pollFor): a node's ranks may all wait on the release
+// while the message that raises it lies unread on the device.
+func (c *Comm) NetGateRequest(g Gate, at, tag uint64) *Request {
+	return c.gateRequest(g, at, tag, true)
+}
+
+func (c *Comm) gateRequest(g Gate, at, tag uint64, remote bool) *Request {
 	h := c.collRequest(false)
+	h.s.remote = remote // the state may have been another kind of run's
 	// A small collective's run has no receive buffer, object target or view: the gate takes their fields (see
 	// gateOf), which keeps the request within its 256 bytes (TestRequestLayout). The target holds the gate behind a
 	// pointer of a type of this package's, which gateOf's look at every poll tells by its type word alone (a look for

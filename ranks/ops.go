@@ -341,8 +341,8 @@ func (c *Comm) collRequest(done bool) *Request {
 		c.colls = new(collReqs)
 	}
 	h := c.colls.takeRun(c.r, done)
-	if h.s.target != nil { // the state's last run was a barrier's (GateRequest)
-		h.s.target, h.s.vn, h.s.voff = nil, 0, 0
+	if h.s.target != nil { // the state's last run was a barrier's (GateRequest, NetGateRequest)
+		h.s.target, h.s.vn, h.s.voff, h.s.remote = nil, 0, 0, false
 	}
 	return h
 }

@@ -482,7 +482,7 @@ func (r *Request) waitColl() (Status, bool, error) {
 		// the count, and report the run without its flag, which nothing reads once it is reported, and which the
 		// state's next run resets (collReqs). Past the spin, the general way parks.
 		g, at := s.gateOf()
-		if g == nil || !s.w.Policy().SpinFor(func() bool { return g.Reached(at) }) {
+		if g == nil || !s.w.waitPolicy(s.remote).SpinFor(func() bool { return g.Reached(at) }) {
 			return Status{}, false, nil
 		}
 	}
