@@ -27,7 +27,9 @@
 // its members publish their contributions in a slot and the last to arrive does the whole collective for all and
 // completes every member's request (tiny.go). So does a small persistent one at each Start, and a node-aware op's
 // small phase inside the node. An Ibarrier on such a communicator has no slot either: it arrives at the barrier
-// that Barrier passes in shared memory, and its request waits on that barrier's count (gate.go).
+// that Barrier passes in shared memory, and its request waits on that barrier's count (gate.go). Across nodes,
+// every member arrives at its node's count and waits for its leader's release (hiergate.go); between two nodes the
+// leader runs no op either, its exchange with the other leader carried out by hooks (lead.go).
 //
 // A persistent op is built once by its Init call, with persistent child requests and a shared-memory slot of its
 // own, and run again by each Start without allocating; a nonblocking op is kept and reused when the same call comes

@@ -23,7 +23,7 @@ import (
 // Before, each node phase was a tiny call (tiny.go): a slot's entries, the last arrival's run, the members'
 // requests, and the leader's operation run again by whichever member completed a phase. Among 4 ranks on 2 node
 // processes (a processor each), Ibarrier took 1.60x Barrier's time; with the count 1.35x, and without the leader's
-// operation 0.87x (8 and 5 alternated pairs, medians).
+// operation 0.87-0.91x (alternated pairs, medians).
 //
 // Every member of a node takes this path or none (nodeGated depends only on what they share), and both paths take
 // the same operation ids on the communicator and on the leaders' (the node phases take none here, on any member).
@@ -53,7 +53,7 @@ func hierGateOf(c *ranks.Comm, cc *commCache) (*hierGate, error) {
 	}
 	hg := &hierGate{node: h.Node, rel: collectives.NodeReleaseOf(h.Node), leader: h.Leaders != nil}
 	if hg.leader {
-		hg.lead = newLeadGate(c, h, hg.rel)
+		hg.lead = newLeadGate(h, hg.rel)
 	}
 	cc.hgate = hg
 	return hg, nil

@@ -30,7 +30,7 @@ import (
 //
 // Among 4 ranks on 2 node processes of one processor each, the leader's operation (its start, its machine, its
 // sub-operation among the leaders, its request on the rank's list of operations) cost Ibarrier 1.35-1.47x Barrier's
-// time; without it, 0.87x (OSU's pure time, 5 pairs alternated with the build before, medians).
+// time; without it, 0.87-0.91x (OSU's pure time, 5 and 8 pairs alternated with the build before, medians).
 //
 // More leaders take the operation (hier.go: gatedBarrier): a dissemination round after the first needs the receive
 // of the round before, and a send from a receive's hook would run under the device's lock.
@@ -45,9 +45,9 @@ type leadGate struct {
 	runs    []*leadRun // this leader's barriers, outstanding or done; reused once collected
 }
 
-// newLeadGate returns the leader's state for c's node-aware Ibarriers without an operation, or nil if they need one:
-// more than two leaders, or a leaders' algorithm that is not a message exchange.
-func newLeadGate(c *ranks.Comm, h *collectives.Hier, rel *collectives.NodeRelease) *leadGate {
+// newLeadGate returns a leader's state for its node-aware Ibarriers (hierarchy h) without an operation, or nil if
+// they need one: more than two leaders, or a leaders' algorithm that is not a message exchange.
+func newLeadGate(h *collectives.Hier, rel *collectives.NodeRelease) *leadGate {
 	if h.Leaders == nil || h.Leaders.Size() != 2 || rel == nil {
 		return nil
 	}
