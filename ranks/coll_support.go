@@ -134,7 +134,7 @@ func (k Child) Flag() *queues.Completion {
 }
 
 // Err returns the error k completed with; its flag must be set. Unlike Collect it leaves k as it is: a hook armed
-// on the flag (queues.Completion.OnComplete) may read it on the completing goroutine, and the operation collect k
+// on the flag (queues.Completion.OnComplete) may read it on the completing goroutine, and the operation collects k
 // later on its own.
 func (k Child) Err() error {
 	if k.r == nil {
