@@ -970,6 +970,13 @@ func TestNonblockingProgressWithoutCalls(t *testing.T) {
 		return nil
 	}
 	harness.Run(t, 4, body)
+	// Two node processes: the node-aware Ibarrier's leaders run no operation (nbc: lead.go), and a leader that
+	// computes has its message sent by its node's member and the other's read by the device's own loop.
+	for _, np := range []int{4, 2} {
+		t.Run(fmt.Sprintf("2nodes/np=%d", np), func(t *testing.T) {
+			harness.Procs(t, harness.Spec{Ranks: np, Nodes: 2}, body).Check(t)
+		})
+	}
 }
 
 // TestNonblockingThreadMultiple: several goroutines of each rank run nonblocking collectives at once, each on a
