@@ -60,16 +60,18 @@ func newLeadGate(h *collectives.Hier, rel *collectives.NodeRelease) *leadGate {
 }
 
 // leadRun is one of a leader's barriers (see above). The leader's call writes it while it is free; its hooks read
-// it from other goroutines once it is armed (sent false), so what they read is written before that.
+// it from other goroutines once it is armed (unsent set), so what they read is written before that.
 type leadRun struct {
 	g    *leadGate
 	at   atomic.Uint64 // the count that completes the node's phase, and that the release raises
 	tag  int
 	recv ranks.Child // the other leader's message
-	send ranks.Child // this leader's, once sent is set and left counts it
-	// sent: the send has gone (or is going), by the one call that set it; true while the run is free, so that a
-	// late count hook does nothing
-	sent atomic.Bool
+	send ranks.Child // this leader's, once it has gone and left counts it
+	// unsent is at while the run's message has not gone, else 0 (sent, or the run free). The call that sends
+	// claims it by swapping at for 0: a count hook listed for an earlier use of the run may run late, after the
+	// leader took the run again, and must not claim the new use with the old count, which every barrier's count
+	// tells apart.
+	unsent atomic.Uint64
 	// left counts what the release waits for: the send and the receive; whoever takes it to 0 releases
 	left                atomic.Int32
 	countHook, recvHook *queues.Waker
@@ -91,7 +93,7 @@ func (g *leadGate) start(c *ranks.Comm) (*ranks.Request, error) {
 	r.recv, r.send, r.tag = recv, ranks.Child{}, tag
 	r.at.Store(at)
 	r.left.Store(2)
-	r.sent.Store(false) // armed: the count hook may send from here on
+	r.unsent.Store(at) // armed: the count hook may send from here on
 	if f := recv.Flag(); f == nil || !f.OnComplete(r.recvHook) {
 		r.received() // the message was there
 	}
@@ -107,7 +109,6 @@ func (g *leadGate) free() *leadRun {
 		}
 	}
 	r := &leadRun{g: g}
-	r.sent.Store(true)
 	r.countHook = queues.NewHook(r.tryCount)
 	r.recvHook = queues.NewHook(r.received)
 	g.runs = append(g.runs, r)
@@ -128,15 +129,15 @@ func (r *leadRun) collect() bool {
 // tryCount sends the leader's message once the node's count is through, or has the count's next notify run it
 // again (the count hook). On the leader's goroutine in its call, or on that of a member whose arrival notified.
 func (r *leadRun) tryCount() {
-	if r.sent.Load() {
+	at := r.unsent.Load()
+	if at == 0 {
 		return
 	}
-	at := r.at.Load()
 	if !r.g.count.Reached(at) {
 		r.g.count.Watch(at, 0, r.countHook) // runs the hook at once if the count got there meanwhile
 		return
 	}
-	if !r.sent.CompareAndSwap(false, true) {
+	if !r.unsent.CompareAndSwap(at, 0) {
 		return
 	}
 	k, err := r.g.leaders.SendChild(ranks.BytesMem(nil), r.g.peer, r.tag)
