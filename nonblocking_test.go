@@ -774,12 +774,13 @@ func TestNodeAwareChains(t *testing.T) {
 }
 
 // TestNodeAwareIbarrierModel: the node-aware Ibarrier, whose node phases wait on the node's barrier count and the
-// leader's release (nbc: hiergate.go, lead.go), in random batches on 3 node processes of 2 or 3 ranks, and on 2 of
-// 4: several Ibarriers outstanding at once, Barriers and small Iallreduces between them (whose node phases share
-// the count and the slots), completed in an order of each rank's own, some ranks starting late. A completed barrier
-// must have been started by every member: each rank counts its starts where the ranks of its node process read
-// them, and checks its node's ranks after each completion; across nodes, every rank's start times (a wall clock
-// that the node processes share) are checked against each completion at the end. With and without the worker pool.
+// leader's release (nbc: hiergate.go, lead.go), in random batches on 3 node processes of 2 or 3 ranks, on 2 of 4,
+// and on one of 8: several Ibarriers outstanding at once (some of them persistent barriers' Starts), Barriers and
+// small Iallreduces between them (whose node phases share the count and the slots), completed in an order of each
+// rank's own, some ranks starting late. A completed barrier must have been started by every member: each rank
+// counts its starts where the ranks of its node process read them, and checks its node's ranks after each
+// completion; across nodes, every rank's start times (a wall clock that the node processes share) are checked
+// against each completion at the end. With and without the worker pool.
 func TestNodeAwareIbarrierModel(t *testing.T) {
 	body := func(c *Comm) error {
 		node, err := c.SplitNode()
@@ -803,6 +804,12 @@ func TestNodeAwareIbarrierModel(t *testing.T) {
 		me := locals[node.Rank()]
 		if err := c.Barrier(); err != nil { // every local rank's counter is made
 			return err
+		}
+		var pbs [3]*Request // persistent barriers, which a batch starts in some Ibarriers' places
+		for i := range pbs {
+			if pbs[i], err = c.BarrierInit(); err != nil {
+				return err
+			}
 		}
 		rng := rand.New(rand.NewSource(int64(7)))            // the same batches on every rank
 		own := rand.New(rand.NewSource(int64(c.Rank() + 1))) // each rank's own completion order
@@ -835,10 +842,16 @@ func TestNodeAwareIbarrierModel(t *testing.T) {
 						// start later still (not for synchronisation): a member released early would be seen
 					}
 				}
+				persistent := rng.Intn(3) == 0
 				started++
 				me.n.Store(int64(started))
 				starts = append(starts, time.Now().UnixNano())
-				r, err := c.Ibarrier()
+				var r *Request
+				if persistent {
+					r, err = pbs[j], pbs[j].Start()
+				} else {
+					r, err = c.Ibarrier()
+				}
 				if err != nil {
 					return err
 				}
@@ -872,6 +885,11 @@ func TestNodeAwareIbarrierModel(t *testing.T) {
 				}
 			}
 		}
+		for _, p := range pbs {
+			if err := p.Free(); err != nil {
+				return err
+			}
+		}
 		// Every rank's starts against this one's completions: a completion seen before some member's start, by the
 		// shared clock, is a barrier that let a member through early (across nodes too).
 		all := make([]int64, started*c.Size())
@@ -888,8 +906,9 @@ func TestNodeAwareIbarrierModel(t *testing.T) {
 		}
 		return nil
 	}
-	// 3 nodes: the leaders' operation (nbc: gatedBarrier); 2 nodes: the leaders' exchange without one (nbc: lead.go).
-	for _, nodes := range []int{3, 2} {
+	// 3 nodes: the leaders' operation (nbc: gatedBarrier; a persistent barrier's own); 2 nodes: the leaders'
+	// exchange without one (nbc: lead.go); 1 node: the count alone (nbc: gate.go).
+	for _, nodes := range []int{3, 2, 1} {
 		for _, async := range []string{"1", "0"} {
 			t.Run(fmt.Sprintf("nodes=%d/async=%s", nodes, async), func(t *testing.T) {
 				harness.Procs(t, harness.Spec{Ranks: 8, Nodes: nodes,

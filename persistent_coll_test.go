@@ -311,12 +311,16 @@ func TestPersistentCollectiveStartAllocations(t *testing.T) {
 					if err != nil {
 						return err
 					}
+					ba, err := c.BarrierInit() // on the barrier's count (nbc: gateStarter)
+					if err != nil {
+						return err
+					}
 					var runErr error
 					step := func() {
-						if err := Startall(ar, bc); err != nil {
+						if err := Startall(ar, bc, ba); err != nil {
 							runErr = err
 						}
-						if err := Waitall(ar, bc); err != nil {
+						if err := Waitall(ar, bc, ba); err != nil {
 							runErr = err
 						}
 					}

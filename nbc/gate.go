@@ -61,17 +61,26 @@ func barGateOf(c *ranks.Comm, cc *commCache) *barGate {
 // gateBarrier starts an Ibarrier on c, whose members are all on this node, through its barrier in shared memory.
 func gateBarrier(c *ranks.Comm, cc *commCache) *ranks.Request {
 	bg := barGateOf(c, cc)
-	bg.rg.gate()
-	pos := bg.rg.ops[bg.rank].n // the position of the member's next call on the ring, which it does not take
-	at, done := collectives.ArriveBarrier(c)
+	at, done, tag := bg.arrive(c)
 	var r *ranks.Request
 	if done {
 		r = c.CollRequestDone()
 	} else {
-		r = c.GateRequest(bg.gate, at, pos+1)
+		r = c.GateRequest(bg.gate, at, tag)
 	}
 	collectives.BarrierRequest(c, r)
 	return r
+}
+
+// arrive arrives at member c's next barrier in shared memory for an Ibarrier, or a persistent barrier's Start
+// (hiergate.go: gateStarter). It returns the count the request waits for, whether it has been reached, and the
+// request's tag for its gate: the position of the member's next call on the ring, which it does not take, plus one
+// (see look).
+func (bg *barGate) arrive(c *ranks.Comm) (at uint64, done bool, tag uint64) {
+	bg.rg.gate()
+	pos := bg.rg.ops[bg.rank].n
+	at, done = collectives.ArriveBarrier(c)
+	return at, done, pos + 1
 }
 
 // look is what the member's completion call does before it parks on an Ibarrier whose count is at (the gate's

@@ -206,13 +206,30 @@ func wantSkipped(t *testing.T, name string, err error) {
 // TestIbarrierFreedActive: a member that frees its Ibarrier while it is under way (MPI_Request_free) and starts
 // another has not seen the first through, so its second arrival waits for the first's phase (a deferral): counted
 // at once, it would complete the first phase without rank 1. Rank 2 arrives at the first barrier after rank 0's
-// two calls and tests it many times before rank 1 is let in: it must not be through.
+// two calls and tests it many times before rank 1 is let in: it must not be through. The first barrier is an
+// Ibarrier, or a persistent barrier's Start (its run waits on the count too: hiergate.go, gateStarter).
 func TestIbarrierFreedActive(t *testing.T) {
+	for _, persistent := range []bool{false, true} {
+		t.Run(fmt.Sprint("persistent=", persistent), func(t *testing.T) { ibarrierFreedActive(t, persistent) })
+	}
+}
+
+func ibarrierFreedActive(t *testing.T, persistent bool) {
 	zero, checked := make(chan struct{}), make(chan struct{})
 	err := node.Run(node.Config{Ranks: 3}, func(c *ranks.Comm) error {
+		var p *ranks.Request
+		first := func() (*ranks.Request, error) { return Ibarrier(c) }
+		if persistent {
+			var err error
+			if p, err = BarrierInit(c); err != nil {
+				return err
+			}
+			first = func() (*ranks.Request, error) { return p, p.Start() }
+		}
+		var late *ranks.Request // rank 1's first, waited for at the end
 		switch c.Rank() {
 		case 0:
-			r1, err := Ibarrier(c)
+			r1, err := first()
 			if err != nil {
 				return err
 			}
@@ -228,7 +245,7 @@ func TestIbarrierFreedActive(t *testing.T) {
 			return err
 		case 2:
 			<-zero
-			q, err := Ibarrier(c)
+			q, err := first()
 			if err != nil {
 				return err
 			}
@@ -244,7 +261,8 @@ func TestIbarrierFreedActive(t *testing.T) {
 			}
 		default:
 			<-checked
-			if _, err := Ibarrier(c); err != nil {
+			var err error
+			if late, err = first(); err != nil {
 				return err
 			}
 		}
@@ -252,8 +270,18 @@ func TestIbarrierFreedActive(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		_, err = q.Wait()
-		return err
+		if _, err = q.Wait(); err != nil {
+			return err
+		}
+		if late != nil {
+			if _, err := late.Wait(); err != nil {
+				return err
+			}
+		}
+		if p != nil {
+			return p.Free()
+		}
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)

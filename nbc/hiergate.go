@@ -35,6 +35,7 @@ type hierGate struct {
 	rel    *collectives.NodeRelease
 	leader bool
 	lead   *leadGate // the leader's way without an operation, when there are two leaders (lead.go); else nil
+	nodes  int       // how many nodes the communicator spans
 }
 
 // hierGateOf returns member c's hierGate, made on first use (collectively, as the node-aware op builds the
@@ -51,7 +52,8 @@ func hierGateOf(c *ranks.Comm, cc *commCache) (*hierGate, error) {
 		cc.hgateNo = true
 		return nil, nil
 	}
-	hg := &hierGate{node: h.Node, rel: collectives.NodeReleaseOf(h.Node), leader: h.Leaders != nil}
+	hg := &hierGate{node: h.Node, rel: collectives.NodeReleaseOf(h.Node), leader: h.Leaders != nil,
+		nodes: len(h.Members)}
 	if hg.leader {
 		hg.lead = newLeadGate(h, hg.rel)
 	}
@@ -172,3 +174,71 @@ func (r *releaseSub) Begin() error {
 
 // Poll implements Sub.
 func (r *releaseSub) Poll() (bool, error) { return true, nil }
+
+// Persistent barriers (BarrierInit) take the way of their communicator's Ibarriers where no member runs an
+// operation for them: inside a node (gate.go), and across two nodes (lead.go). Each Start arrives, and the request's
+// run waits on the gate, as an Ibarrier's request does (ranks.StartGate). With more nodes the node's leader would
+// run an operation, and a persistent one passes its node phases in slots of its own (hier.go: barrier), which the
+// members' arrivals would not meet: they all take the operation.
+//
+// Start and Wait on 2 ranks took 0.74-0.82 us through a slot (tiny.go), against 0.29 for Ibarrier and Wait; on 4
+// ranks in 2 node processes, 2.16-2.17 us through the operation, against 0.94.
+
+// gateStarter is a persistent barrier's starter (ranks.CollStarter) on the gates.
+type gateStarter struct {
+	c   *ranks.Comm
+	cc  *commCache
+	hg  *hierGate // across nodes; nil inside a node
+	tag int       // the leader's messages: its Init's id on the leaders'
+}
+
+// persistentGate returns member c's persistent barrier on the gates, or nil if it takes an operation. Made by
+// BarrierInit (collectively: every member of a node decides alike, on what they share).
+func persistentGate(c *ranks.Comm, a *collectives.Call) (*ranks.Request, error) {
+	if !c.HasRank() || c.Size() == 1 {
+		return nil, nil
+	}
+	algo, err := chooseFor(c, a)
+	if err != nil {
+		return nil, err
+	}
+	cc := cacheOf(c)
+	p := &gateStarter{c: c, cc: cc}
+	switch {
+	case algo == "shm" && collectives.BarrierGate(c) != nil:
+	case algo == "hier":
+		hg, err := hierGateOf(c, cc)
+		if err != nil {
+			return nil, err
+		}
+		if hg == nil || hg.nodes != 2 {
+			return nil, nil
+		}
+		p.hg = hg
+		if hg.lead != nil {
+			p.tag = collectives.Tag(collectives.NextPersistent(hg.lead.leaders), tagBarrier)
+		}
+	default:
+		return nil, nil
+	}
+	collectives.NextPersistent(c) // as the other ways' Init takes its id
+	return c.PersistentCollRequest(p, nil), nil
+}
+
+// StartColl implements ranks.CollStarter.
+func (p *gateStarter) StartColl(h *ranks.Request) error {
+	switch hg := p.hg; {
+	case hg == nil:
+		bg := barGateOf(p.c, p.cc)
+		at, _, tag := bg.arrive(p.c)
+		ranks.StartGate(h, bg.gate, at, tag, false)
+		collectives.BarrierRequest(p.c, h)
+	case hg.lead != nil:
+		return hg.lead.startRun(h, p.tag)
+	default:
+		at, _ := collectives.ArriveBarrier(hg.node)
+		ranks.StartGate(h, hg.rel, at, 0, true)
+		collectives.BarrierRequest(hg.node, h)
+	}
+	return nil
+}

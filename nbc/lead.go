@@ -46,13 +46,11 @@ type leadGate struct {
 }
 
 // newLeadGate returns a leader's state for its node-aware Ibarriers (hierarchy h) without an operation, or nil if
-// they need one: more than two leaders, or a leaders' algorithm that is not a message exchange.
+// they need one (more than two leaders). It depends on the number of nodes alone, which every member knows: the
+// leaders' barrier is the dissemination schedule whatever the table names for it, and two leaders are on two nodes,
+// where no shared-memory algorithm applies.
 func newLeadGate(h *collectives.Hier, rel *collectives.NodeRelease) *leadGate {
-	if h.Leaders == nil || h.Leaders.Size() != 2 || rel == nil {
-		return nil
-	}
-	algo, err := collectives.ChooseNonblocking(h.Leaders, &collectives.Call{Coll: "barrier"})
-	if err != nil || algo == "shm" || algo == "hier" {
+	if h.Leaders == nil || len(h.Members) != 2 || rel == nil {
 		return nil
 	}
 	return &leadGate{leaders: h.Leaders, peer: 1 - h.Leaders.Rank(), node: h.Node, count: collectives.NodeCountOf(h.Node),
@@ -81,24 +79,51 @@ type leadRun struct {
 // returns its request.
 func (g *leadGate) start(c *ranks.Comm) (*ranks.Request, error) {
 	collectives.NextOp(c)
-	tag := collectives.Tag(collectives.NextOp(g.leaders), tagBarrier)
-	r := g.free()
-	recv, err := g.leaders.RecvChild(ranks.BytesMem(nil), g.peer, tag)
+	r, err := g.begin(collectives.Tag(collectives.NextOp(g.leaders), tagBarrier))
 	if err != nil {
 		return nil, err
 	}
 	at, _ := collectives.ArriveBarrier(g.node)
 	req := c.NetGateRequest(g.rel, at, 0)
 	collectives.BarrierRequest(g.node, req)
+	r.arm(at)
+	return req, nil
+}
+
+// startRun starts a run of the leader's persistent barrier (hiergate.go: gateStarter) on its request h; its
+// messages take tag, its Init's.
+func (g *leadGate) startRun(h *ranks.Request, tag int) error {
+	r, err := g.begin(tag)
+	if err != nil {
+		return err
+	}
+	at, _ := collectives.ArriveBarrier(g.node)
+	ranks.StartGate(h, g.rel, at, 0, true)
+	collectives.BarrierRequest(g.node, h)
+	r.arm(at)
+	return nil
+}
+
+// begin takes a free run for a barrier whose messages take tag, and posts the receive of the other leader's.
+func (g *leadGate) begin(tag int) (*leadRun, error) {
+	r := g.free()
+	recv, err := g.leaders.RecvChild(ranks.BytesMem(nil), g.peer, tag)
+	if err != nil {
+		return nil, err
+	}
 	r.recv, r.send, r.tag = recv, ranks.Child{}, tag
+	return r, nil
+}
+
+// arm lets r's hooks go once the leader has arrived at count at: from here the run sends and releases.
+func (r *leadRun) arm(at uint64) {
 	r.at.Store(at)
 	r.left.Store(2)
-	r.unsent.Store(at) // armed: the count hook may send from here on
-	if f := recv.Flag(); f == nil || !f.OnComplete(r.recvHook) {
+	r.unsent.Store(at)
+	if f := r.recv.Flag(); f == nil || !f.OnComplete(r.recvHook) {
 		r.received() // the message was there
 	}
 	r.tryCount()
-	return req, nil
 }
 
 // free returns a run that no barrier uses, its children collected: a new one if every run is in use.

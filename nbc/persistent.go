@@ -132,6 +132,11 @@ func initOp(c *ranks.Comm, a *collectives.Call, err error, va *collectives.ViewA
 		return nil, err
 	}
 	collectives.Started(c, a.CallKind(), a.Root)
+	if a.Coll == "barrier" {
+		if r, err := persistentGate(c, a); r != nil || err != nil {
+			return r, err
+		}
+	}
 	if va == nil && c.Size() > 1 && smallOK(c, a) {
 		if algo, err := chooseFor(c, a); err != nil {
 			return nil, err

@@ -40,6 +40,21 @@ func (c *Comm) NetGateRequest(g Gate, at, tag uint64) *Request {
 	return c.gateRequest(g, at, tag, true)
 }
 
+// StartGate makes the run that a persistent collective's Start begins (CollStarter.StartColl's request) wait on
+// gate g reaching at, as GateRequest's does (remote: as NetGateRequest's): a persistent barrier's member that has
+// arrived (package nbc). Nobody completes the run's flag: its completion calls do, once the gate is reached.
+func StartGate(h *Request, g Gate, at, tag uint64, remote bool) {
+	s := h.s
+	p, _ := s.ext.persist.(*collRecipe)
+	if p == nil {
+		panic("ranks: StartGate on a request that is not a persistent collective's")
+	}
+	if p.gate == nil || p.gate.g != g {
+		p.gate = &gateRef{g: g} // once: a run's report clears the target, and the request's next runs take it again
+	}
+	s.target, s.vn, s.voff, s.remote = p.gate, int(at), int(tag), remote
+}
+
 func (c *Comm) gateRequest(g Gate, at, tag uint64, remote bool) *Request {
 	h := c.collRequest(false)
 	h.s.remote = remote // the state may have been another kind of run's

@@ -415,10 +415,11 @@ type CollStarter interface {
 
 // collRecipe is a CollStarter's recipe: its extension, the starter, and what Free calls, in one allocation.
 type collRecipe struct {
-	x   reqExt
-	s   CollStarter
-	rel func()
-	h   Request // the request's handle: a persistent request's state is never reused, so it has only this one
+	x    reqExt
+	s    CollStarter
+	rel  func()
+	gate *gateRef // the gate its runs wait on, if the starter gives them one (StartGate)
+	h    Request  // the request's handle: a persistent request's state is never reused, so it has only this one
 }
 
 func (p *collRecipe) start(*request) error { return p.s.StartColl(&p.h) }
