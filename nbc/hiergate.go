@@ -232,13 +232,17 @@ func (p *gateStarter) StartColl(h *ranks.Request) error {
 	case hg == nil:
 		bg := barGateOf(p.c, p.cc)
 		at, _, tag := bg.arrive(p.c)
-		ranks.StartGate(h, bg.gate, at, tag, false)
+		if err := ranks.StartGate(h, bg.gate, at, tag, false); err != nil {
+			return collectives.Broken(p.c, err) // arrived: the others would wait for a run nobody waits on
+		}
 		collectives.BarrierRequest(p.c, h)
 	case hg.lead != nil:
 		return hg.lead.startRun(h, p.tag)
 	default:
 		at, _ := collectives.ArriveBarrier(hg.node)
-		ranks.StartGate(h, hg.rel, at, 0, true)
+		if err := ranks.StartGate(h, hg.rel, at, 0, true); err != nil {
+			return collectives.Broken(p.c, err)
+		}
 		collectives.BarrierRequest(hg.node, h)
 	}
 	return nil

@@ -98,7 +98,9 @@ func (g *leadGate) startRun(h *ranks.Request, tag int) error {
 		return err
 	}
 	at, _ := collectives.ArriveBarrier(g.node)
-	ranks.StartGate(h, g.rel, at, 0, true)
+	if err := ranks.StartGate(h, g.rel, at, 0, true); err != nil {
+		return collectives.Broken(g.leaders, err) // arrived: the node's members wait for the release
+	}
 	collectives.BarrierRequest(g.node, h)
 	r.arm(at)
 	return nil

@@ -1,6 +1,10 @@
 package ranks
 
-import "github.com/gompj/gompj/queues"
+import (
+	"fmt"
+
+	"github.com/gompj/gompj/queues"
+)
 
 // Gates: a barrier's request that waits on a count rather than on a flag.
 //
@@ -42,17 +46,22 @@ func (c *Comm) NetGateRequest(g Gate, at, tag uint64) *Request {
 
 // StartGate makes the run that a persistent collective's Start begins (CollStarter.StartColl's request) wait on
 // gate g reaching at, as GateRequest's does (remote: as NetGateRequest's): a persistent barrier's member that has
-// arrived (package nbc). Nobody completes the run's flag: its completion calls do, once the gate is reached.
-func StartGate(h *Request, g Gate, at, tag uint64, remote bool) {
+// arrived (package nbc). Nobody completes the run's flag: its completion calls do, once the gate is reached. It
+// fails, setting nothing, on a request that is not a persistent collective's (PersistentCollRequest).
+func StartGate(h *Request, g Gate, at, tag uint64, remote bool) error {
 	s := h.s
-	p, _ := s.ext.persist.(*collRecipe)
+	var p *collRecipe
+	if s.ext != nil {
+		p, _ = s.ext.persist.(*collRecipe)
+	}
 	if p == nil {
-		panic("ranks: StartGate on a request that is not a persistent collective's")
+		return fmt.Errorf("%w: a gate for a request that is not a persistent collective's", ErrInternal)
 	}
 	if p.gate == nil || p.gate.g != g {
 		p.gate = &gateRef{g: g} // once: a run's report clears the target, and the request's next runs take it again
 	}
 	s.target, s.vn, s.voff, s.remote = p.gate, int(at), int(tag), remote
+	return nil
 }
 
 func (c *Comm) gateRequest(g Gate, at, tag uint64, remote bool) *Request {
