@@ -159,6 +159,19 @@ type Poller interface {
 	Leave(parking bool)
 }
 
+// Helper is background work that a device's progress goroutine does itself, between its rounds: the node's worker
+// pool, whose tasks are the next rounds of nonblocking collectives. The completions a round delivers queue them, and
+// the goroutine that delivered them, already running, takes them at once; a worker would first have to be woken, and
+// then to find a processor.
+//
+// A progress goroutine calls Round before it handles a round of events and Help after it, outside its locks, every
+// time: work queued between the two waits for Help rather than wake a worker. Help runs some of it, never blocking,
+// and hands what is left to the workers; it reports whether it ran any.
+type Helper interface {
+	Round()
+	Help() bool
+}
+
 // StandDownCheck and StandDownIdle are how long a Poller's progress loop that stood down for driving ranks waits
 // before it looks again whether any still drives, when no parking rank told it to resume (StandDownFor).
 //

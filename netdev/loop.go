@@ -133,15 +133,26 @@ func (d *Device) loop() {
 			d.runTasks()
 		}
 		d.loopHandles.Store(d.clock())
+		h := d.helper.Load()
+		if h != nil {
+			(*h).Round()
+		}
 		n, err = pollNow(d.ep, d.evs)
 		exit := d.handle(d.evs, n, err)
 		d.loopHandles.Store(0)
 		d.pollMu.Unlock()
+		if h != nil {
+			(*h).Help()
+		}
 		if exit {
 			return
 		}
 	}
 }
+
+// SetHelper gives the loop work to do between its rounds (device.Helper): the node's worker pool's tasks that the
+// completions it delivers queue. It may be set at any time.
+func (d *Device) SetHelper(h device.Helper) { d.helper.Store(&h) }
 
 // loopGrace is how long a polling rank lets the loop handle events (it holds the device) before it waits for it
 // parked rather than spinning: a loop with a core reads 1 MiB from a socket in about 100 us here.

@@ -109,9 +109,10 @@ type Device struct {
 	claimer  device.EagerClaimer // the sink, if it matches eager messages at their header
 	peers    []*peer             // nil at index self
 	eager    int
-	window   int64        // receive credit granted to each peer
-	batch    int64        // owed credit that triggers a standalone credit frame
-	busyPoll atomic.Int64 // how long the loop polls after the last event before it sleeps (ns; <= 0: not at all)
+	window   int64                         // receive credit granted to each peer
+	batch    int64                         // owed credit that triggers a standalone credit frame
+	busyPoll atomic.Int64                  // how long the loop polls after the last event before it sleeps (ns; <= 0: not at all)
+	helper   atomic.Pointer[device.Helper] // SetHelper's: what the loop runs between rounds
 	ln       net.Listener
 
 	nodeRanks []int // how many ranks each node has

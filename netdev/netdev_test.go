@@ -663,3 +663,64 @@ func TestPartialWriteGoesFirst(t *testing.T) {
 		in.Done()
 	}
 }
+
+// testHelper is a device.Helper that checks its calls: Round and Help alternate, on one goroutine at a time; after
+// it is armed, the first Help past a delivery runs check and sends its verdict.
+type testHelper struct {
+	inRound   atomic.Bool
+	delivered func() bool
+	check     func() error
+	once      atomic.Bool
+	after     chan error
+}
+
+func (h *testHelper) Round() {
+	if h.inRound.Swap(true) {
+		h.report(errors.New("Round twice without Help"))
+	}
+}
+
+func (h *testHelper) Help() bool {
+	if !h.inRound.Swap(false) {
+		h.report(errors.New("Help without Round"))
+	}
+	if h.delivered() {
+		h.report(h.check())
+	}
+	return false
+}
+
+func (h *testHelper) report(err error) {
+	if h.once.CompareAndSwap(false, true) {
+		h.after <- err
+	}
+}
+
+// TestSetHelper: the loop calls its helper's Round before each round and Help after it, outside its lock, also after
+// the round that delivered a message, with no rank polling the device.
+func TestSetHelper(t *testing.T) {
+	c := startCluster(t, 2, 1, nil)
+	s := c.sinks[1]
+	d := c.devs[1]
+	h := &testHelper{after: make(chan error, 1),
+		delivered: func() bool { eager, _, _ := s.counts(); return eager > 0 },
+		check: func() error {
+			if !d.pollMu.TryLock() {
+				return errors.New("Help runs with the device's lock held")
+			}
+			d.pollMu.Unlock()
+			return nil
+		}}
+	d.SetHelper(h)
+	if err := c.devs[0].SendEager(eagerHeader(0, 1, 5), []byte("x"), nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-h.after:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(waitLong):
+		t.Fatal("the loop did not call Help after delivering a message")
+	}
+}

@@ -213,6 +213,13 @@ func runMulti(cfg Config, body Body) error {
 		return fail(err)
 	}
 	defer pool.close()
+	if pool != nil {
+		for _, name := range used {
+			if d, ok := started[name].(helped); ok {
+				d.SetHelper(pool)
+			}
+		}
+	}
 	w, err = ranks.NewWorld(ranks.Options{Size: cfg.Ranks, Lo: lo, Hi: hi, EagerLimit: cfg.EagerLimit,
 		Policy: pol, NetSpin: netSpin(cfg, pol), Device: dev, NodeOf: layout.NodeOf, Routes: routes, Devices: used,
 		UnexpectedLimit: cfg.UnexpectedLimit, UnexpectedShare: cfg.UnexpectedShare, Executor: exec, NbcSlots: cfg.NbcSlots,

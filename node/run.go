@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"github.com/gompj/gompj/device"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -112,6 +113,12 @@ func busyPoll(cfg Config, hostRanks int) time.Duration {
 // rdma.Device).
 type busyPoller interface {
 	SetBusyPoll(time.Duration)
+}
+
+// helped is a device whose progress goroutine runs the worker pool's tasks between its rounds (netdev, rdma;
+// device.Helper).
+type helped interface {
+	SetHelper(device.Helper)
 }
 
 // runRanks starts the World's local ranks and waits for them.

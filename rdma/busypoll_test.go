@@ -73,3 +73,75 @@ func TestSetBusyPoll(t *testing.T) {
 		runtime.Gosched()
 	}
 }
+
+// helpSink closes got once its message is delivered.
+type helpSink struct{ got chan struct{} }
+
+func (s *helpSink) DeliverEager(in *device.Inbound) { in.Done(); close(s.got) }
+func (s *helpSink) DeliverRTS(*device.Header)       {}
+func (s *helpSink) PeerLost(node int, _ error)      {}
+
+// pairHelper is a device.Helper that checks that Round and Help alternate, and closes after at the first Help past
+// got.
+type pairHelper struct {
+	inRound atomic.Bool
+	got     chan struct{}
+	once    atomic.Bool
+	after   chan string
+}
+
+func (h *pairHelper) Round() {
+	if h.inRound.Swap(true) {
+		h.report("Round twice without Help")
+	}
+}
+
+func (h *pairHelper) Help() bool {
+	if !h.inRound.Swap(false) {
+		h.report("Help without Round")
+	}
+	select {
+	case <-h.got:
+		h.report("")
+	default:
+	}
+	return false
+}
+
+func (h *pairHelper) report(s string) {
+	if h.once.CompareAndSwap(false, true) {
+		h.after <- s
+	}
+}
+
+// TestSetHelper: the progress goroutine calls its helper's Round before each round and Help after it, also after
+// the round that delivered a message, with no rank polling the device.
+func TestSetHelper(t *testing.T) {
+	f := memprov.New(memprov.Options{})
+	var devs [2]*rdma.Device
+	for i := range 2 {
+		ep, err := f.Open(rdma.EndpointConfig{Node: i, Nodes: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if devs[i], err = rdma.New(ep, rdma.Config{Node: i, Nodes: 2, Ranks: 2, NodeOf: func(r int) int { return r },
+			BusyPoll: -1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sinks := [2]*helpSink{{got: make(chan struct{})}, {got: make(chan struct{})}}
+	h := &pairHelper{got: sinks[1].got, after: make(chan string, 1)}
+	devs[1].SetHelper(h)
+	devicetest.Connect(t, []device.Transport{devs[0], devs[1]}, []device.Sink{sinks[0], sinks[1]}, 10*time.Second)
+	if err := devs[0].SendEager(&device.Header{Kind: device.KindEager, Type: 1, Source: 0, Dest: 1}, []byte("x"), nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case s := <-h.after:
+		if s != "" {
+			t.Fatal(s)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the progress goroutine did not call Help within 30 s of delivering a message")
+	}
+}

@@ -152,7 +152,8 @@ type Device struct {
 	lastYield  time.Time  // when a Poll last yielded, under pollMu
 	cq         []Completion
 	lastActive time.Time
-	busyPoll   atomic.Int64 // Config.BusyPoll, or what SetBusyPoll made it (<= 0: none)
+	busyPoll   atomic.Int64                  // Config.BusyPoll, or what SetBusyPoll made it (<= 0: none)
+	helper     atomic.Pointer[device.Helper] // SetHelper's: what the progress goroutine runs between rounds
 
 	closeOnce sync.Once
 	closeErr  error

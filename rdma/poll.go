@@ -53,9 +53,16 @@ func (d *Device) loop() {
 			t.Stop()
 			continue
 		}
+		h := d.helper.Load()
+		if h != nil {
+			(*h).Round()
+		}
 		d.pollMu.Lock()
 		got := d.pollOnce()
 		d.pollMu.Unlock()
+		if h != nil {
+			(*h).Help()
+		}
 		now := time.Now()
 		if got {
 			d.lastActive = now
@@ -89,6 +96,10 @@ func (d *Device) loop() {
 // that has work (about 5 % of the CPU in NPB CG class A with 4 ranks in 2 node processes on 2 cores, perf samples
 // of the loop outside its Wait).
 func (d *Device) SetBusyPoll(t time.Duration) { d.busyPoll.Store(int64(t)) }
+
+// SetHelper gives the progress goroutine work to do between its rounds (device.Helper): the node's worker pool's
+// tasks that the completions it delivers queue. It may be set at any time.
+func (d *Device) SetHelper(h device.Helper) { d.helper.Store(&h) }
 
 // quiet reports whether nothing handed to the device is still in flight.
 func (d *Device) quiet() bool {
