@@ -351,7 +351,7 @@ func (d *Device) flushConn(c *conn) {
 	if c.fd >= 0 && c.dead == nil && !c.q.empty() {
 		c.writing = true
 		c.blocked = false // EPOLLOUT, or a first try: the socket may have room
-		done = c.finishTurnLocked()
+		done = c.finishTurnLocked(false)
 	}
 	finished := c.byeSent && c.q.empty() && c.dead == nil
 	c.mu.Unlock()

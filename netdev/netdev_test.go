@@ -724,3 +724,93 @@ func TestSetHelper(t *testing.T) {
 		t.Fatal("the loop did not call Help after delivering a message")
 	}
 }
+
+// TestSenderLeavesStreams: a stream queued while a rank's send holds the write turn (the loop cleared it: the
+// peer's CTS came) is the loop's to write, not the sender's; the send returns with its own frame out and the stream
+// untouched, and the loop then writes it whole. The loop is held off (its lock taken) from the moment the stream
+// is queued until the send has returned, so whatever was written of the stream meanwhile the sender wrote.
+func TestSenderLeavesStreams(t *testing.T) {
+	const big = 4 << 20
+	c := startCluster(t, 2, 2, nil)
+	d0, d1, s1 := c.devs[0], c.devs[1], c.sinks[1]
+	goCTS := make(chan struct{})
+	recvd := newCompleter()
+	dst := make([]byte, big)
+	s1.mu.Lock()
+	s1.onRTS = func(h *device.Header) bool {
+		<-goCTS
+		if err := d1.ClearToSend(h, dst, recvd); err != nil {
+			t.Error(err)
+		}
+		return true
+	}
+	s1.mu.Unlock()
+	sent := newCompleter()
+	src := payloadFor(0, 2, 0, big)
+	if err := d0.SendRendezvous(eagerHeader(0, 2, 0), src, sent); err != nil {
+		t.Fatal(err)
+	}
+	var armed, held atomic.Bool
+	armed.Store(true)
+	hook := func(cn *conn) {
+		if cn.d != d0 || !armed.CompareAndSwap(true, false) {
+			return
+		}
+		// On the sender's goroutine, inside its turn: let the CTS come, and wait until the loop has queued the
+		// stream and asked the turn's holder to flush.
+		close(goCTS)
+		deadline := time.Now().Add(waitLong)
+		for {
+			cn.mu.Lock()
+			queued := false
+			for i := cn.q.head; i < len(cn.q.segs); i++ {
+				queued = queued || cn.q.segs[i].rdv != nil
+			}
+			ready := queued && cn.flushWanted
+			cn.mu.Unlock()
+			if ready {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Error("the stream was not queued while the send held the turn")
+				return
+			}
+			runtime.Gosched()
+		}
+		d0.pollMu.Lock() // the loop has handled the CTS; it now waits until the send has returned
+		held.Store(true)
+	}
+	afterDirectWrite.Store(&hook)
+	defer afterDirectWrite.Store(nil)
+	if err := d0.SendEager(eagerHeader(1, 3, 1), payloadFor(1, 3, 1, 100), nil); err != nil {
+		t.Fatal(err)
+	}
+	if !held.Load() {
+		t.Fatal("the hook did not run")
+	}
+	var written int = -1
+	cn := d0.peers[1].slots[0]
+	cn.mu.Lock()
+	for i := cn.q.head; i < len(cn.q.segs); i++ {
+		if r := cn.q.segs[i].rdv; r != nil {
+			written = r.sent
+			if r.inChunk {
+				written += r.hoff + 1 // a chunk's header under way counts as written
+			}
+		}
+	}
+	cn.mu.Unlock()
+	d0.pollMu.Unlock()
+	if written != 0 {
+		t.Fatalf("the sender wrote %d bytes of the stream (-1: all of it) before its send returned", written)
+	}
+	if err := sent.wait(t, waitLong, "the stream's send"); err != nil {
+		t.Fatal(err)
+	}
+	if err := recvd.wait(t, waitLong, "the stream's receive"); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(dst, src) {
+		t.Fatal("the stream arrived damaged")
+	}
+}
