@@ -173,6 +173,7 @@ type Device struct {
 	conns       map[int32]*conn
 	readable    []*conn // the registered connections, for Poll's direct reads
 	polls       uint64
+	idlePolls   int // driving Polls in a row that found nothing (yieldEvery)
 	nextID      int32
 	pendingRead []*conn
 	loopExited  bool

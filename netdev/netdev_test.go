@@ -814,3 +814,50 @@ func TestSenderLeavesStreams(t *testing.T) {
 		t.Fatal("the stream arrived damaged")
 	}
 }
+
+// TestPollYields: a driving rank whose Polls find nothing gives its core away (schedYield) once every yieldEvery
+// of them in a row, and a Poll that finds something starts the count again. (A Poll that finds the loop holding
+// the device counts for nothing, so the counts below are lower bounds.)
+func TestPollYields(t *testing.T) {
+	var yields atomic.Int32
+	old := schedYield
+	schedYield = func() { yields.Add(1) }
+	defer func() { schedYield = old }()
+	c := startCluster(t, 2, 1, nil)
+	d := c.devs[1]
+	d.Enter()
+	defer d.Leave(true)
+	waitUntil(t, waitLong, "the loop to stand down", func() bool { return d.standing.Load() })
+	// pollUntil polls until yields reaches want and returns how many Polls it took.
+	pollUntil := func(want int32) int {
+		for n := 1; n <= 1000*yieldEvery; n++ {
+			if d.Poll() {
+				t.Fatal("a Poll of an idle device found something")
+			}
+			if yields.Load() == want {
+				return n
+			}
+		}
+		t.Fatalf("%d empty Polls in a row yielded %d times, want %d", 1000*yieldEvery, yields.Load(), want)
+		return 0
+	}
+	if n := pollUntil(3); n < 3*yieldEvery {
+		t.Fatalf("%d empty Polls in a row yielded 3 times; want one yield per %d", n, yieldEvery)
+	}
+	for range yieldEvery - 1 {
+		d.Poll()
+	}
+	if err := c.devs[0].SendEager(eagerHeader(0, 1, 5), []byte("x"), nil); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(waitLong)
+	for !d.Poll() {
+		if time.Now().After(deadline) {
+			t.Fatal("the message did not arrive")
+		}
+	}
+	yields.Store(0)
+	if n := pollUntil(1); n < yieldEvery {
+		t.Fatalf("the first %d empty Polls after one that found a message yielded; want %d first", n, yieldEvery)
+	}
+}
