@@ -100,20 +100,21 @@ type Stats struct {
 
 // Device is a node's TCP network device. It implements device.Device.
 type Device struct {
-	cfg      Config
-	self     int
-	nnodes   int
-	ranks    int
-	rankNode []int32
-	sink     device.Sink
-	claimer  device.EagerClaimer // the sink, if it matches eager messages at their header
-	peers    []*peer             // nil at index self
-	eager    int
-	window   int64                         // receive credit granted to each peer
-	batch    int64                         // owed credit that triggers a standalone credit frame
-	busyPoll atomic.Int64                  // how long the loop polls after the last event before it sleeps (ns; <= 0: not at all)
-	helper   atomic.Pointer[device.Helper] // SetHelper's: what the loop runs between rounds
-	ln       net.Listener
+	cfg       Config
+	self      int
+	nnodes    int
+	ranks     int
+	rankNode  []int32
+	sink      device.Sink
+	claimer   device.EagerClaimer // the sink, if it matches eager messages at their header
+	peers     []*peer             // nil at index self
+	eager     int
+	window    int64                         // receive credit granted to each peer
+	batch     int64                         // owed credit that triggers a standalone credit frame
+	busyPoll  atomic.Int64                  // how long the loop polls after the last event before it sleeps (ns; <= 0: not at all)
+	idlePolls atomic.Uint32                 // driving Polls in a row that found nothing (yieldEvery), of all driving ranks
+	helper    atomic.Pointer[device.Helper] // SetHelper's: what the loop runs between rounds
+	ln        net.Listener
 
 	nodeRanks []int // how many ranks each node has
 	// overdraft is how far below zero this node's senders may take the credit toward a peer: the eager messages
@@ -173,7 +174,6 @@ type Device struct {
 	conns       map[int32]*conn
 	readable    []*conn // the registered connections, for Poll's direct reads
 	polls       uint64
-	idlePolls   int // driving Polls in a row that found nothing (yieldEvery)
 	nextID      int32
 	pendingRead []*conn
 	loopExited  bool

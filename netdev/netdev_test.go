@@ -816,8 +816,8 @@ func TestSenderLeavesStreams(t *testing.T) {
 }
 
 // TestPollYields: a driving rank whose Polls find nothing gives its core away (schedYield) once every yieldEvery
-// of them in a row, and a Poll that finds something starts the count again. (A Poll that finds the loop holding
-// the device counts for nothing, so the counts below are lower bounds.)
+// of them in a row (one that finds the device held counts as finding nothing), and a Poll that finds something
+// starts the count again.
 func TestPollYields(t *testing.T) {
 	var yields atomic.Int32
 	old := schedYield

@@ -86,7 +86,7 @@ func detach(nc net.Conn) (int, error) {
 	return fd, nil
 }
 
-// schedYield gives the calling thread's core to any other thread the kernel has waiting for it (idleLocked); a
+// schedYield gives the calling thread's core to any other thread the kernel has waiting for it (idle); a
 // variable, so that tests count the calls. A system call the scheduler knows of: if the kernel runs another thread
 // for long, sysmon may hand this goroutine's P to another goroutine meanwhile.
 var schedYield = func() { unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
