@@ -225,14 +225,15 @@ func buildP2P(s *Schedule, sp *spec) error {
 // pairwiseAlltoallvChecked is pairwiseAlltoallv with this rank's block to itself cut to what it sends (checked).
 func (b p2pb) pairwiseAlltoallvChecked(send []byte, scounts, sdispls []int, recv []byte, rcounts, rdispls []int, sz int) {
 	n := b.n
-	sb := blockOf(send, scounts, sdispls, sz, b.rank, 0)
-	b.s.Copy(blockOf(recv, rcounts, rdispls, sz, b.rank, 0)[:len(sb)], sb)
 	for i := 1; i < n; i++ {
 		dst, src := (b.rank+i)%n, (b.rank-i+n)%n
 		b.s.Round()
 		b.sendDet(blockOf(send, scounts, sdispls, sz, dst, 0), dst, tagAlltoall)
 		b.recv(blockOf(recv, rcounts, rdispls, sz, src, 0), src, tagAlltoall)
 	}
+	sb := blockOf(send, scounts, sdispls, sz, b.rank, 0)
+	b.s.Round()
+	b.s.Copy(blockOf(recv, rcounts, rdispls, sz, b.rank, 0)[:len(sb)], sb)
 }
 
 func buildReduceScatter(s *Schedule, sp *spec) error {

@@ -504,25 +504,30 @@ func (b p2pb) recursiveDoublingAllgather(recv []byte, blk int) {
 
 // --- alltoall ---
 
+// The alltoall schedules copy this rank's own block last, in a round of its own, where the blocking algorithms
+// copy it first: the first messages go out at once, and the copy is the background's while the rank computes
+// (the worker pool's, or the device's loop that completed the last receive) rather than part of the starting
+// call, which no computation overlaps. With 1 MiB blocks the copy took about 20 us of a start of 35 (2 node
+// processes over TCP, traced). The own block is its own part of recv, which no message writes.
+
 func (b p2pb) pairwiseAlltoallv(send []byte, scounts, sdispls []int, recv []byte, rcounts, rdispls []int, sz, blk int) {
 	n := b.n
-	b.s.Copy(blockOf(recv, rcounts, rdispls, sz, b.rank, blk), blockOf(send, scounts, sdispls, sz, b.rank, blk))
 	for i := 1; i < n; i++ {
 		dst, src := (b.rank+i)%n, (b.rank-i+n)%n
 		b.s.Round()
 		b.sendDet(blockOf(send, scounts, sdispls, sz, dst, blk), dst, tagAlltoall)
 		b.recv(blockOf(recv, rcounts, rdispls, sz, src, blk), src, tagAlltoall)
 	}
+	b.s.Round()
+	b.s.Copy(blockOf(recv, rcounts, rdispls, sz, b.rank, blk), blockOf(send, scounts, sdispls, sz, b.rank, blk))
 }
 
-// linearAlltoallv is the blocking linear alltoall's schedule: this rank's own block copied (own: its bytes, which
-// the caller has checked against the block it receives into), then one round per window of peers
+// linearAlltoallv is the blocking linear alltoall's schedule: one round per window of peers
 // (collectives.LinearWindow) with all their receives and sends, so that each transfer goes as soon as its peer
-// gets to it.
+// gets to it, then this rank's own block copied (own: its bytes, which the caller has checked against the block it
+// receives into).
 func (b p2pb) linearAlltoallv(send []byte, scounts, sdispls []int, recv []byte, rcounts, rdispls []int, sz, blk int) {
 	n := b.n
-	own := blockOf(send, scounts, sdispls, sz, b.rank, blk)
-	b.s.Copy(blockOf(recv, rcounts, rdispls, sz, b.rank, blk)[:len(own)], own)
 	for lo := 1; lo < n; lo += collectives.LinearWindow {
 		hi := min(lo+collectives.LinearWindow, n)
 		b.s.Round()
@@ -535,6 +540,9 @@ func (b p2pb) linearAlltoallv(send []byte, scounts, sdispls []int, recv []byte, 
 			b.sendDet(blockOf(send, scounts, sdispls, sz, dst, blk), dst, tagAlltoall)
 		}
 	}
+	own := blockOf(send, scounts, sdispls, sz, b.rank, blk)
+	b.s.Round()
+	b.s.Copy(blockOf(recv, rcounts, rdispls, sz, b.rank, blk)[:len(own)], own)
 }
 
 // bruckAlltoall: ceil(log2 n) rounds, each moving about half the blocks; packing and unpacking are local steps.
