@@ -93,11 +93,12 @@ func (in *Inbound) Done() {
 // # Memory
 //
 // A Header passed to any method is read during the call only: a device copies what it keeps, so callers may reuse
-// one header for every message. SendEager's payload may be reused as soon as SendEager returns. The payloads of SendRendezvous and ClearToSend
-// belong to the device until the Completer runs: the caller keeps them referenced and untouched. They must be Go
-// heap (or static) memory, never a goroutine's stack: a device may hand their addresses to another process (CMA)
-// or to a NIC, which would read or write them while the owning goroutine is parked and its stack may move. The rank
-// layer meets this by construction: a buffer that reaches a device through this interface escapes to the heap.
+// one header for every message. SendEager's payload may be reused as soon as SendEager returns. The payloads of
+// SendRendezvous and ClearToSend belong to the device until the Completer runs: the caller keeps them referenced
+// and untouched. They must be Go heap (or static) memory, never a goroutine's stack: a device may hand their addresses
+// to another process (CMA) or to a NIC, which would read or write them while the owning goroutine is parked and its
+// stack may move. The rank layer meets this by construction: a buffer that reaches a device through this interface
+// escapes to the heap.
 //
 // Segmented payloads (the blocks of a strided view) go through the optional Segmented methods; a device that lacks
 // them gets packed bytes from the rank layer.
