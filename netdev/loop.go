@@ -324,8 +324,7 @@ func (d *Device) Poll() bool {
 // processes on 2 vCPUs, 1 MiB Iallreduce, idle computation), a rank back from its computation spun for its 1 ms
 // window while the other process's loop, runnable, waited 0.9 ms to finish writing a 48-byte RTS. Go's own
 // scheduler does not help there (runtime.Gosched hands over to goroutines of this process only). When no other
-// thread waits, sched_yield returns at once: a system call every yieldEvery polls. Where the host's ranks outnumber
-// its cores ranks do not spin at all (queues.DefaultPolicy).
+// thread waits, sched_yield returns at once: a system call every yieldEvery polls.
 //
 // 20 alternated runs of gompj bench -compute idle at 1 MiB over TCP: overlap medians Iallreduce 64 -> 82 %, Ialltoall
 // 68 -> 72, Ibcast 76 -> 89 (yielding every poll: 80, 73, 85); latency 8 B 4.56 -> 4.62 us, 1 MiB 181 -> 185 us,
