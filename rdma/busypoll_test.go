@@ -145,3 +145,59 @@ func TestSetHelper(t *testing.T) {
 		t.Fatal("the progress goroutine did not call Help within 30 s of delivering a message")
 	}
 }
+
+// TestPollYields: a driving rank whose Polls find nothing gives its core away once every IdleYieldEvery of them in
+// a row, and a Poll that finds something starts the count again.
+func TestPollYields(t *testing.T) {
+	var yields atomic.Int32
+	defer rdma.CountYields(&yields)()
+	f := memprov.New(memprov.Options{})
+	var devs [2]*rdma.Device
+	for i := range 2 {
+		ep, err := f.Open(rdma.EndpointConfig{Node: i, Nodes: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if devs[i], err = rdma.New(ep, rdma.Config{Node: i, Nodes: 2, Ranks: 2, NodeOf: func(r int) int { return r },
+			BusyPoll: -1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sinks := [2]*helpSink{{got: make(chan struct{})}, {got: make(chan struct{})}}
+	devicetest.Connect(t, []device.Transport{devs[0], devs[1]}, []device.Sink{sinks[0], sinks[1]}, 10*time.Second)
+	d := devs[1]
+	d.Enter()
+	defer d.Leave(true)
+	pollUntil := func(want int32) int {
+		for n := 1; n <= 100*rdma.IdleYieldEvery; n++ {
+			if d.Poll() {
+				t.Fatal("a Poll of an idle device found something")
+			}
+			if yields.Load() == want {
+				return n
+			}
+		}
+		t.Fatalf("%d empty Polls in a row yielded %d times, want %d", 100*rdma.IdleYieldEvery, yields.Load(), want)
+		return 0
+	}
+	if n := pollUntil(2); n < 2*rdma.IdleYieldEvery {
+		t.Fatalf("%d empty Polls in a row yielded twice; want one yield per %d", n, rdma.IdleYieldEvery)
+	}
+	for range rdma.IdleYieldEvery - 1 {
+		d.Poll()
+	}
+	if err := devs[0].SendEager(&device.Header{Kind: device.KindEager, Type: 1, Source: 0, Dest: 1}, []byte("x"), nil); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !d.Poll() {
+		if time.Now().After(deadline) {
+			t.Fatal("the message did not arrive")
+		}
+	}
+	<-sinks[1].got
+	yields.Store(0)
+	if n := pollUntil(1); n < rdma.IdleYieldEvery {
+		t.Fatalf("the first %d empty Polls after one that found a message yielded; want %d first", n, rdma.IdleYieldEvery)
+	}
+}

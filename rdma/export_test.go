@@ -1,6 +1,10 @@
 package rdma
 
-import "github.com/gompj/gompj/device"
+import (
+	"sync/atomic"
+
+	"github.com/gompj/gompj/device"
+)
 
 // ForgeCTS encodes the CTS a receiver would send for the message whose RTS is rts, taking length bytes; with rma,
 // asking the sender to Write from offset.
@@ -15,4 +19,14 @@ func ForgeCTS(rts device.Header, length uint64, rma bool, offset uint64) []byte 
 	}
 	b := make([]byte, extHdrSize)
 	return b[:c.put(b)]
+}
+
+// IdleYieldEvery is idleYieldEvery.
+const IdleYieldEvery = idleYieldEvery
+
+// CountYields makes Poll's yields count into n until the returned function restores them.
+func CountYields(n *atomic.Int32) (restore func()) {
+	old := schedYield
+	schedYield = func() { n.Add(1) }
+	return func() { schedYield = old }
 }
