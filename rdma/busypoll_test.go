@@ -81,6 +81,24 @@ func (s *helpSink) DeliverEager(in *device.Inbound) { in.Done(); close(s.got) }
 func (s *helpSink) DeliverRTS(*device.Header)       {}
 func (s *helpSink) PeerLost(node int, _ error)      {}
 
+// helpPair opens two devices of one rank each over memprov, not yet connected, and their sinks, which close got when
+// a message is delivered.
+func helpPair(t *testing.T) ([2]*rdma.Device, [2]*helpSink) {
+	f := memprov.New(memprov.Options{})
+	var devs [2]*rdma.Device
+	for i := range 2 {
+		ep, err := f.Open(rdma.EndpointConfig{Node: i, Nodes: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if devs[i], err = rdma.New(ep, rdma.Config{Node: i, Nodes: 2, Ranks: 2, NodeOf: func(r int) int { return r },
+			BusyPoll: -1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return devs, [2]*helpSink{{got: make(chan struct{})}, {got: make(chan struct{})}}
+}
+
 // pairHelper is a device.Helper that checks that Round and Help alternate, and closes after at the first Help past
 // got.
 type pairHelper struct {
@@ -117,19 +135,7 @@ func (h *pairHelper) report(s string) {
 // TestSetHelper: the progress goroutine calls its helper's Round before each round and Help after it, also after
 // the round that delivered a message, with no rank polling the device.
 func TestSetHelper(t *testing.T) {
-	f := memprov.New(memprov.Options{})
-	var devs [2]*rdma.Device
-	for i := range 2 {
-		ep, err := f.Open(rdma.EndpointConfig{Node: i, Nodes: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if devs[i], err = rdma.New(ep, rdma.Config{Node: i, Nodes: 2, Ranks: 2, NodeOf: func(r int) int { return r },
-			BusyPoll: -1}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sinks := [2]*helpSink{{got: make(chan struct{})}, {got: make(chan struct{})}}
+	devs, sinks := helpPair(t)
 	h := &pairHelper{got: sinks[1].got, after: make(chan string, 1)}
 	devs[1].SetHelper(h)
 	devicetest.Connect(t, []device.Transport{devs[0], devs[1]}, []device.Sink{sinks[0], sinks[1]}, 10*time.Second)
@@ -151,19 +157,7 @@ func TestSetHelper(t *testing.T) {
 func TestPollYields(t *testing.T) {
 	var yields atomic.Int32
 	defer rdma.CountYields(&yields)()
-	f := memprov.New(memprov.Options{})
-	var devs [2]*rdma.Device
-	for i := range 2 {
-		ep, err := f.Open(rdma.EndpointConfig{Node: i, Nodes: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if devs[i], err = rdma.New(ep, rdma.Config{Node: i, Nodes: 2, Ranks: 2, NodeOf: func(r int) int { return r },
-			BusyPoll: -1}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sinks := [2]*helpSink{{got: make(chan struct{})}, {got: make(chan struct{})}}
+	devs, sinks := helpPair(t)
 	devicetest.Connect(t, []device.Transport{devs[0], devs[1]}, []device.Sink{sinks[0], sinks[1]}, 10*time.Second)
 	d := devs[1]
 	d.Enter()
