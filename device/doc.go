@@ -19,5 +19,9 @@
 //   - segmented payloads (optional, Segmented): the same protocols over a buffer in pieces (a strided view's
 //     blocks, Payload and Pieces), gathered on send and scattered on receive without packing.
 //
+// Progress: a device with a progress goroutine of its own lets ranks that wait drive it instead (Poller; a driving
+// rank that keeps finding nothing yields its core now and then, IdleYield), and runs the node's background work
+// between its rounds (Helper).
+//
 // Imports: only the standard library.
 package device

@@ -28,9 +28,9 @@ var errByeSent = errors.New("netdev: connection is closing")
 // queue and returns at once. Before it gives the turn back the holder writes out whatever was queued meanwhile,
 // many frames per writev: frames that arrive while the socket is busy are coalesced instead of waiting in line
 // for mu, and the kernel never sees two writers on one socket. A sender's turn stops at a stream, which the loop
-// writes (finishTurnLocked). The turn passes without a lost wake-up: the queue
-// is looked at under mu on both sides, and a flush asked for while the turn was taken (the loop's EPOLLOUT) is
-// recorded in flushWanted, which the holder honours before it lets go.
+// writes (finishTurnLocked). The turn passes without a lost wake-up: the queue is looked at under mu on both sides,
+// and a flush asked for while the turn was taken (the loop's EPOLLOUT) is recorded in flushWanted, which the holder
+// honours before it lets go.
 type conn struct {
 	d      *Device
 	p      *peer

@@ -256,7 +256,7 @@ func (d *Device) Poll() bool {
 		if since == 0 || d.clock()-since < int64(loopGrace) {
 			// Another rank polls, for all of them; or the loop holds the device (its round, or posted tasks: a
 			// stream to write), and has not taken long yet. The loop may be waiting for this very core.
-			if d.idle(false) {
+			if d.idle.Polled(false, yieldEvery) {
 				schedYield()
 			}
 			return false
@@ -290,7 +290,7 @@ func (d *Device) Poll() bool {
 		if got {
 			d.lastActive = time.Now()
 		}
-		yield := d.idle(got)
+		yield := d.idle.Polled(got, yieldEvery)
 		d.pollMu.Unlock()
 		if yield {
 			schedYield()
@@ -299,14 +299,14 @@ func (d *Device) Poll() bool {
 	}
 	n, err := pollNow(d.ep, d.evs)
 	if err == nil && n == 0 && len(d.pendingRead) == 0 {
-		yield := d.idle(false)
+		yield := d.idle.Polled(false, yieldEvery)
 		d.pollMu.Unlock()
 		if yield {
 			schedYield()
 		}
 		return false
 	}
-	d.idlePolls.Store(0)
+	d.idle.Polled(true, yieldEvery)
 	if d.handle(d.evs, n, err) {
 		// Only a failing epoll_wait ends the loop from here; the loop sees loopExited and stops.
 		d.pollMu.Unlock()
@@ -318,28 +318,14 @@ func (d *Device) Poll() bool {
 }
 
 // yieldEvery is how many driving Polls in a row find nothing before the rank gives its core away for a moment
-// (sched_yield): a thread the kernel has waiting for that core runs, and the rank spins on after it. What a rank
-// that waits on the network spins for is often done by such a thread: the progress loop of another node process on
-// the same cores, running a collective's next round for its rank, which computes or sleeps. Traced over TCP (2 node
-// processes on 2 vCPUs, 1 MiB Iallreduce, idle computation), a rank back from its computation spun for its 1 ms
-// window while the other process's loop, runnable, waited 0.9 ms to finish writing a 48-byte RTS. Go's own
-// scheduler does not help there (runtime.Gosched hands over to goroutines of this process only). When no other
-// thread waits, sched_yield returns at once: a system call every yieldEvery polls.
+// (device.IdleYield). Traced over TCP (2 node processes on 2 vCPUs, 1 MiB Iallreduce, idle computation), a rank back
+// from its computation spun for its 1 ms window while the other process's loop, runnable, waited 0.9 ms to finish
+// writing a 48-byte RTS. A Poll here is a system call itself, so the yields add at most a sixteenth to a spin.
 //
 // 20 alternated runs of gompj bench -compute idle at 1 MiB over TCP: overlap medians Iallreduce 64 -> 82 %, Ialltoall
 // 68 -> 72, Ibcast 76 -> 89 (yielding every poll: 80, 73, 85); latency 8 B 4.56 -> 4.62 us, 1 MiB 181 -> 185 us,
 // Allreduce 8 B 6.35 -> 6.44 us (5 alternated runs, within their noise).
 const yieldEvery = 16
-
-// idle counts a driving Poll that found something (got) or nothing, and reports whether the caller should yield its
-// core, once it holds no lock. A Poll that found the device held counts as finding nothing.
-func (d *Device) idle(got bool) bool {
-	if got {
-		d.idlePolls.Store(0)
-		return false
-	}
-	return d.idlePolls.Add(1)%yieldEvery == 0
-}
 
 // wake interrupts a loop blocked in epoll_wait.
 func (d *Device) wake() {

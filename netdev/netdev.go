@@ -100,21 +100,21 @@ type Stats struct {
 
 // Device is a node's TCP network device. It implements device.Device.
 type Device struct {
-	cfg       Config
-	self      int
-	nnodes    int
-	ranks     int
-	rankNode  []int32
-	sink      device.Sink
-	claimer   device.EagerClaimer // the sink, if it matches eager messages at their header
-	peers     []*peer             // nil at index self
-	eager     int
-	window    int64                         // receive credit granted to each peer
-	batch     int64                         // owed credit that triggers a standalone credit frame
-	busyPoll  atomic.Int64                  // how long the loop polls after the last event before it sleeps (ns; <= 0: not at all)
-	idlePolls atomic.Uint32                 // driving Polls in a row that found nothing (yieldEvery), of all driving ranks
-	helper    atomic.Pointer[device.Helper] // SetHelper's: what the loop runs between rounds
-	ln        net.Listener
+	cfg      Config
+	self     int
+	nnodes   int
+	ranks    int
+	rankNode []int32
+	sink     device.Sink
+	claimer  device.EagerClaimer // the sink, if it matches eager messages at their header
+	peers    []*peer             // nil at index self
+	eager    int
+	window   int64                         // receive credit granted to each peer
+	batch    int64                         // owed credit that triggers a standalone credit frame
+	busyPoll atomic.Int64                  // how long the loop polls after the last event before it sleeps (ns; <= 0: not at all)
+	idle     device.IdleYield              // driving Polls in a row that found nothing (yieldEvery)
+	helper   atomic.Pointer[device.Helper] // SetHelper's: what the loop runs between rounds
+	ln       net.Listener
 
 	nodeRanks []int // how many ranks each node has
 	// overdraft is how far below zero this node's senders may take the credit toward a peer: the eager messages

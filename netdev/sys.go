@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gompj/gompj/device"
 )
 
 // maxIov bounds how many buffers one writev gathers.
@@ -86,10 +88,8 @@ func detach(nc net.Conn) (int, error) {
 	return fd, nil
 }
 
-// schedYield gives the calling thread's core to any other thread the kernel has waiting for it (idle); a
-// variable, so that tests count the calls. A system call the scheduler knows of: if the kernel runs another thread
-// for long, sysmon may hand this goroutine's P to another goroutine meanwhile.
-var schedYield = func() { unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
+// schedYield is device.SchedYield (Poll); a variable, so that tests count the calls.
+var schedYield = device.SchedYield
 
 // pollNow is epoll_wait with a zero timeout. It never blocks, so it skips the scheduler's system-call bookkeeping,
 // which matters in the busy-poll loop.

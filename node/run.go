@@ -3,13 +3,13 @@ package node
 import (
 	"errors"
 	"fmt"
-	"github.com/gompj/gompj/device"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"sync"
 	"time"
 
+	"github.com/gompj/gompj/device"
 	"github.com/gompj/gompj/internal/env"
 	"github.com/gompj/gompj/queues"
 	"github.com/gompj/gompj/ranks"

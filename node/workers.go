@@ -41,10 +41,14 @@ type workers struct {
 	queue  []func()
 	head   int
 	active int // drainers running or about to
-	rounds int // devices' rounds under way (Round to Help): Submit leaves the tasks to their Help
 	closed bool
-	drainF func()       // w.drain, made once
-	queued atomic.Int64 // tasks in queue, so that Help looks without the lock
+	drainF func() // w.drain, made once
+	// queued counts the tasks in queue and rounds the devices' rounds under way (Round to Help), as atomics: a
+	// device's loop calls Round and Help around every round, and one that finds nothing queued takes no lock. A
+	// Submit adds to queued before it reads rounds, and a Help takes from rounds before it reads queued, so either
+	// the Submit sees no round and starts a drainer, or the Help sees the task.
+	queued atomic.Int64
+	rounds atomic.Int32
 }
 
 // newWorkers starts a pool of n workers (0: GOMAXPROCS); abort is called if a task panics.
@@ -72,7 +76,7 @@ func (w *workers) Submit(task func()) {
 	}
 	w.queue = append(w.queue, task)
 	w.queued.Add(1)
-	start := w.rounds == 0 && w.active < w.max
+	start := w.rounds.Load() == 0 && w.active < w.max
 	if start {
 		w.active++
 	}
@@ -108,19 +112,13 @@ const helpMax = 8
 
 // Round implements device.Helper: a device's progress goroutine starts a round; what is submitted until its Help
 // waits for it.
-func (w *workers) Round() {
-	w.mu.Lock()
-	w.rounds++
-	w.mu.Unlock()
-}
+func (w *workers) Round() { w.rounds.Add(1) }
 
 // Help implements device.Helper: after its round (outside its locks), a device's progress goroutine runs queued
 // tasks, at most helpMax, and starts a drainer for any left (unless another device's round will see to them). It
 // reports whether it ran any.
 func (w *workers) Help() bool {
-	w.mu.Lock()
-	w.rounds--
-	w.mu.Unlock()
+	w.rounds.Add(-1)
 	ran := 0
 	for ran < helpMax && w.queued.Load() > 0 {
 		w.mu.Lock()
@@ -136,7 +134,7 @@ func (w *workers) Help() bool {
 		// Tasks are left: more than helpMax, or submitted while the last ones ran (from a task, or by another
 		// goroutine). A Submit since the count went down started a drainer unless another round was under way.
 		w.mu.Lock()
-		start := !w.closed && w.rounds == 0 && w.head < len(w.queue) && w.active < w.max
+		start := !w.closed && w.rounds.Load() == 0 && w.head < len(w.queue) && w.active < w.max
 		if start {
 			w.active++
 		}

@@ -147,10 +147,10 @@ type Device struct {
 	quit    chan struct{}
 	done    chan struct{}
 
-	pollMu     sync.Mutex    // held by whoever polls (the progress goroutine or a driving rank)
-	polls      uint64        // Polls by driving ranks, under pollMu (Poll yields now and then)
-	lastYield  time.Time     // when a Poll last yielded, under pollMu
-	idlePolls  atomic.Uint32 // driving Polls in a row that found nothing (idleYieldEvery), of all driving ranks
+	pollMu     sync.Mutex       // held by whoever polls (the progress goroutine or a driving rank)
+	polls      uint64           // Polls by driving ranks, under pollMu (Poll yields now and then)
+	lastYield  time.Time        // when a Poll last yielded, under pollMu
+	idle       device.IdleYield // driving Polls in a row that found nothing (idleYieldEvery)
 	cq         []Completion
 	lastActive time.Time
 	busyPoll   atomic.Int64                  // Config.BusyPoll, or what SetBusyPoll made it (<= 0: none)

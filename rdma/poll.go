@@ -135,24 +135,23 @@ func (d *Device) Leave(parking bool) {
 // P hand-offs 94-131 -> 7-9, its wake-ups 1190-2557 -> 198-300.) The clock is read every yieldCheck-th Poll only.
 //
 // A driving rank whose Polls find nothing idleYieldEvery times in a row (one that finds the device held counts as
-// finding nothing) also gives its core away for a moment (schedYield: sched_yield on Linux), so that a thread the
-// kernel has waiting for that core runs: on a shared host, often the other node process's progress goroutine doing
-// the round this rank waits for. Traced between 2 node processes of one host (1 MiB Ialltoall, idle computation,
-// 2 vCPUs): a rank back from its computation spun its 1 ms window in a barrier while the other process, its loop
-// kicked and its rank in a starting call, waited 1.3 ms for a core. runtime.Gosched above hands over to goroutines
-// of this process only.
+// finding nothing) also gives its core away for a moment (device.IdleYield), as netdev's do. Traced between 2 node
+// processes of one host (1 MiB Ialltoall, idle computation, 2 vCPUs): a rank back from its computation spun its 1 ms
+// window in a barrier while the other process, its loop kicked and its rank in a starting call, waited 1.3 ms for a
+// core.
 func (d *Device) Poll() bool {
 	got, yield := d.pollDriving()
 	if yield {
 		runtime.Gosched()
 	}
-	if got {
-		d.idlePolls.Store(0)
-	} else if d.idlePolls.Add(1)%idleYieldEvery == 0 {
+	if d.idle.Polled(got, idleYieldEvery) {
 		schedYield()
 	}
 	return got
 }
+
+// schedYield is device.SchedYield (Poll); a variable, so that tests count the calls.
+var schedYield = device.SchedYield
 
 // idleYieldEvery: a Poll over shared memory takes about 0.1 us (yieldCheck), so a rank yields after some 200 us of
 // finding nothing (over libfabric, milliseconds): a wait that a driven collective or a message takes never yields.
