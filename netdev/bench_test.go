@@ -133,11 +133,11 @@ func BenchmarkLoopbackFloor(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	fa, err := detach(dialed)
+	fa, err := detach(dialed, CongestionSystem)
 	if err != nil {
 		b.Fatal(err)
 	}
-	fb, err := detach(<-accepted)
+	fb, err := detach(<-accepted, CongestionSystem)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -854,7 +854,7 @@ func (d *Device) handshakeIn(nc net.Conn) {
 		nc.Close()
 		return
 	}
-	fd, err := detach(nc)
+	fd, err := detach(nc, d.cfg.Congestion)
 	if err != nil {
 		d.rejected.Add(1)
 		return
@@ -901,7 +901,7 @@ func (d *Device) dialOnce(p *peer, s int) error {
 		nc.Close()
 		return err
 	}
-	fd, err := detach(nc)
+	fd, err := detach(nc, d.cfg.Congestion)
 	if err != nil {
 		return err
 	}

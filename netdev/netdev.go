@@ -61,6 +61,10 @@ type Config struct {
 	ChunkSize       int           // largest rendezvous DATA frame (default 1 MiB)
 	MaxMessage      uint64        // largest rendezvous message accepted (default 1 TiB)
 	BusyPoll        time.Duration // poll without sleeping this long after the last event (default 50µs; <0 disables)
+	// Congestion is the TCP congestion control of the device's connections (sys.go: congestionFor): "" or
+	// CongestionAuto, Reno on connections within this host and the kernel's default to other hosts;
+	// CongestionSystem, the kernel's default everywhere; any other value, that algorithm on every connection.
+	Congestion string
 
 	HandshakeTimeout time.Duration // per connection (default 5 s)
 	ConnectTimeout   time.Duration // a peer not connected by then is lost (default 30 s)
@@ -294,6 +298,9 @@ func (c *Config) fill() error {
 		return fmt.Errorf("netdev: chunk size %d", c.ChunkSize)
 	case c.UnexpectedLimit < 0:
 		return fmt.Errorf("netdev: unexpected limit %d", c.UnexpectedLimit)
+	}
+	if err := checkCongestion(c.Congestion); err != nil {
+		return err
 	}
 	if len(c.Secret) < auth.MinSecret {
 		return fmt.Errorf("netdev: job secret of %d bytes is too short (at least %d)", len(c.Secret), auth.MinSecret)

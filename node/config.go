@@ -58,6 +58,10 @@ type Config struct {
 	Stripes int
 	// Lazy connects to a node on the first message for it instead of at start (GOMPJ_LAZY=1).
 	Lazy bool
+	// TCPCongestion is the TCP congestion control of the tcp device's connections (GOMPJ_TCP_CC; default auto:
+	// Reno within this host, the kernel's default to other hosts; system: the kernel's default everywhere; or an
+	// algorithm's name, on every connection).
+	TCPCongestion string
 	// BusyPoll is how long a device's progress loop polls before it sleeps (GOMPJ_BUSY_POLL, a Go duration;
 	// default 50us, but none when the host's ranks outnumber its cores; 0 in the environment or a negative value
 	// disables it).

@@ -31,7 +31,8 @@ func openTCP(s *openSpec) (device.Transport, error) {
 	}
 	d, err := netdev.Open(netdev.Config{Node: cfg.NodeID, Nodes: cfg.Nodes, Ranks: cfg.Ranks, NodeOf: s.layout.NodeOf,
 		Secret: cfg.Secret, Listen: laddr, Stripes: cfg.Stripes, Lazy: cfg.Lazy, EagerLimit: cfg.NetEagerLimit,
-		UnexpectedLimit: cfg.UnexpectedLimit, BusyPoll: cfg.BusyPoll, ConnectTimeout: cfg.Timeout})
+		UnexpectedLimit: cfg.UnexpectedLimit, BusyPoll: cfg.BusyPoll, ConnectTimeout: cfg.Timeout,
+		Congestion: cfg.TCPCongestion})
 	if err != nil {
 		return nil, fmt.Errorf("network listener: %w", err)
 	}

@@ -57,6 +57,12 @@ var (
 		Meaning: "TCP connections per pair of nodes"})
 	Lazy = def(Var{Name: "GOMPJ_LAZY", Field: "Lazy", Kind: Bool, Value: "0", Group: MultiNode,
 		Meaning: "1 connects to a node on the first message for it, not at start"})
+	TCPCongestion = def(Var{Name: "GOMPJ_TCP_CC", Field: "TCPCongestion", Kind: String, Value: "auto",
+		Group: MultiNode,
+		Meaning: "TCP congestion control of the tcp device's connections: auto (Reno between node processes of one " +
+			"host, where the kernel's pacing only delays the copies; the kernel's default to other hosts), system " +
+			"(the kernel's default everywhere), or an algorithm for every connection, e.g. cubic " +
+			"(net.ipv4.tcp_allowed_congestion_control lists those an unprivileged process may choose)"})
 	NetSpin = def(Var{Name: "GOMPJ_NET_SPIN", Field: "NetSpin", Kind: DurationOff, Group: MultiNode,
 		Default: "1ms when the host's ranks <= cores, else 0",
 		Meaning: "how long a rank waiting on the network polls the device itself before it parks, a Go duration"})
