@@ -254,12 +254,15 @@ func allreduceState(c *ranks.Comm, st *commState, k kernel, op Op, src, dst vec)
 		return leaderDone(st, hierAllreduce(c, st, k, op, src, dst))
 	}
 	acc := dst.b[:len(src.b)]
-	copy(acc, src.b)
 	p := newP2P(c, st)
 	cb := combiner{k, op.Commutative()}
+	if algo == "rabenseifner" && pof2Below(st.size) == st.size && Disjoint(acc, src.b) {
+		return p.rabenseifner(cb, acc, src.b, max(src.sz, 1))
+	}
+	copy(acc, src.b)
 	switch algo {
 	case "rabenseifner":
-		return p.rabenseifner(cb, acc, max(src.sz, 1))
+		return p.rabenseifner(cb, acc, nil, max(src.sz, 1))
 	case "ring":
 		return p.ringAllreduce(cb, acc, max(src.sz, 1))
 	case "reduce_bcast":
