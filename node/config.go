@@ -58,6 +58,9 @@ type Config struct {
 	Stripes int
 	// Lazy connects to a node on the first message for it instead of at start (GOMPJ_LAZY=1).
 	Lazy bool
+	// Bind, "cores", binds the node processes that share a host each to its own equal part of the CPUs they may run
+	// on (GOMPJ_BIND; default "none": the kernel places their threads anywhere). See bindShare.
+	Bind string
 	// TCPCongestion is the TCP congestion control of the tcp device's connections (GOMPJ_TCP_CC; default auto:
 	// Reno within this host, the kernel's default to other hosts; system: the kernel's default everywhere; or an
 	// algorithm's name, on every connection).
@@ -157,6 +160,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Nodes > 1 && c.NodeID >= c.Nodes {
 		return c, fmt.Errorf("gompj: node id %d outside [0,%d)", c.NodeID, c.Nodes)
+	}
+	if c.Bind != BindNone && c.Bind != BindCores {
+		return c, fmt.Errorf("gompj: %s=%q: want %s or %s", env.Bind.Name, c.Bind, BindNone, BindCores)
 	}
 	if c.Dev != DevTCP && c.Dev != DevRDMA {
 		return c, fmt.Errorf("gompj: unknown device %q (%s, -dev: tcp or rdma)", c.Dev, env.Dev.Name)

@@ -18,6 +18,12 @@ const (
 	DevSHM  = "shm"
 )
 
+// GOMPJ_BIND's values (Config.Bind).
+const (
+	BindNone  = "none"
+	BindCores = "cores"
+)
+
 // openSpec is what a device's opener gets: the job's configuration and shape.
 type openSpec struct {
 	cfg    Config
@@ -174,6 +180,17 @@ func (r *route) sameHost() int {
 		if h == r.hosts[r.self] {
 			lo, hi := r.layout.Range(i)
 			n += hi - lo
+		}
+	}
+	return n
+}
+
+// sameHostIndex is this node's place among the node processes of its host, in node order.
+func (r *route) sameHostIndex() int {
+	n := 0
+	for i := 0; i < r.self; i++ {
+		if r.hosts[i] == r.hosts[r.self] {
+			n++
 		}
 	}
 	return n

@@ -206,6 +206,7 @@ func runMulti(cfg Config, body Body) error {
 	// After the policy, which compares the host's ranks with all its cores; before the worker pool, sized by
 	// GOMAXPROCS.
 	routes += shareCores(hi-lo, rt.sameHost())
+	routes += bindShare(cfg.Bind, rt.sameHostIndex(), rt.sameHostNodes())
 	var w *ranks.World
 	pool, exec, err := executor(cfg, func(err error) { w.Abort(err) })
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -357,6 +358,27 @@ func TestInfoAndHelp(t *testing.T) {
 	}
 	if r := runGompj(t, nil, "run", "-np", "2", "-dev", "rdma", bin.hello); r.code != 2 || !strings.Contains(r.stderr, "built without ofi: rebuild with -tags ofi") {
 		t.Errorf("-dev rdma: exit %d %s", r.code, r.stderr)
+	}
+}
+
+// TestInfoBind: with GOMPJ_BIND=cores the node processes of one host each bind to their own part of its CPUs and say
+// which in the route table; a value other than none or cores fails the job, naming the variable.
+func TestInfoBind(t *testing.T) {
+	r := runGompj(t, []string{"GOMPJ_BIND=cores"}, "info", "-np", "2", "-nodes", "2")
+	lines := regexp.MustCompile(`(?m)^  cores +CPUs (\S+), GOMAXPROCS \d+: node process (\d) of 2 on this host`).FindAllStringSubmatch(r.stdout, -1)
+	if r.code != 0 || len(lines) != 2 || lines[0][2] == lines[1][2] {
+		t.Fatalf("GOMPJ_BIND=cores info -nodes 2: exit %d, want one cores line per node process\n%s%s", r.code,
+			r.stdout, r.stderr)
+	}
+	if runtime.NumCPU() >= 2 && lines[0][1] == lines[1][1] {
+		t.Errorf("both node processes bound to CPUs %s, want disjoint parts of %d CPUs", lines[0][1], runtime.NumCPU())
+	}
+	if r := runGompj(t, nil, "info", "-np", "2", "-nodes", "2"); strings.Contains(r.stdout, "GOMPJ_BIND=cores") {
+		t.Errorf("unbound by default, but:\n%s", r.stdout)
+	}
+	r = runGompj(t, []string{"GOMPJ_BIND=sockets"}, "info", "-np", "2", "-nodes", "2")
+	if r.code == 0 || !strings.Contains(r.stdout+r.stderr, `GOMPJ_BIND="sockets": want none or cores`) {
+		t.Errorf("GOMPJ_BIND=sockets: exit %d, want a failure naming the variable\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
 

@@ -57,6 +57,11 @@ var (
 		Meaning: "TCP connections per pair of nodes"})
 	Lazy = def(Var{Name: "GOMPJ_LAZY", Field: "Lazy", Kind: Bool, Value: "0", Group: MultiNode,
 		Meaning: "1 connects to a node on the first message for it, not at start"})
+	Bind = def(Var{Name: "GOMPJ_BIND", Field: "Bind", Kind: String, Value: "none", Group: MultiNode,
+		Meaning: "cores: the node processes that share a host split the CPUs they may run on, each bound (all its " +
+			"threads) to its own equal part, as mpirun --bind-to core binds Open MPI's; none: the kernel places " +
+			"threads anywhere (bound, a process's ranks share their cores with its progress loop: on 2 vCPUs, " +
+			"small-message latency tripled while more of a nonblocking collective hid behind idle computation)"})
 	TCPCongestion = def(Var{Name: "GOMPJ_TCP_CC", Field: "TCPCongestion", Kind: String, Value: "auto",
 		Group: MultiNode,
 		Meaning: "TCP congestion control of the tcp device's connections: auto (Reno between node processes of one " +
