@@ -1,11 +1,5 @@
 package node
 
-import (
-	"fmt"
-	"strconv"
-	"strings"
-)
-
 // bindPart is the i-th of m node processes' part of cpus (the CPUs the process may run on, ascending): m equal,
 // contiguous parts, the first ones a CPU smaller when they do not divide evenly; with more processes than CPUs,
 // one CPU each, in turn.
@@ -18,24 +12,4 @@ func bindPart(cpus []int, i, m int) []int {
 		return cpus[i%n : i%n+1]
 	}
 	return cpus[i*n/m : (i+1)*n/m]
-}
-
-// cpuList writes CPUs as Linux does ("0-3,8").
-func cpuList(cpus []int) string {
-	var b strings.Builder
-	for k := 0; k < len(cpus); {
-		j := k
-		for j+1 < len(cpus) && cpus[j+1] == cpus[j]+1 {
-			j++
-		}
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(cpus[k]))
-		if j > k {
-			fmt.Fprintf(&b, "-%d", cpus[j])
-		}
-		k = j + 1
-	}
-	return b.String()
 }

@@ -53,7 +53,7 @@ func bindShare(mode string, index, count int) string {
 	}
 	if err := bindThreads(&mine); err != nil {
 		fmt.Fprintf(os.Stderr, "gompj: GOMPJ_BIND=cores: binding to CPUs %s failed, threads left where they are: %v\n",
-			cpuList(part), err)
+			spans(part), err)
 		return ""
 	}
 	// As Go sizes GOMAXPROCS for a process started bound (taskset, a cpuset), unless the user chose it.
@@ -61,7 +61,7 @@ func bindShare(mode string, index, count int) string {
 		runtime.GOMAXPROCS(len(part))
 	}
 	return fmt.Sprintf("\n  %-8s CPUs %s, GOMAXPROCS %d: node process %d of %d on this host (GOMPJ_BIND=cores)", "cores",
-		cpuList(part), runtime.GOMAXPROCS(0), index+1, count)
+		spans(part), runtime.GOMAXPROCS(0), index+1, count)
 }
 
 // bindThreads sets every thread of the process to set.

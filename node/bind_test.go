@@ -30,8 +30,8 @@ func TestBindPart(t *testing.T) {
 		{cpus, 2, 2, nil, ""}, // not among the m
 	} {
 		got := bindPart(tc.cpus, tc.i, tc.m)
-		if !slices.Equal(got, tc.want) || cpuList(got) != tc.wantStr {
-			t.Errorf("bindPart(%v, %d, %d) = %v (%q), want %v (%q)", tc.cpus, tc.i, tc.m, got, cpuList(got), tc.want,
+		if !slices.Equal(got, tc.want) || spans(got) != tc.wantStr {
+			t.Errorf("bindPart(%v, %d, %d) = %v (%q), want %v (%q)", tc.cpus, tc.i, tc.m, got, spans(got), tc.want,
 				tc.wantStr)
 		}
 	}

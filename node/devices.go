@@ -243,7 +243,7 @@ func shortHost(h string) string {
 	return name
 }
 
-// spans writes node ids as ranges: "1-3,5".
+// spans writes ascending ids (nodes, CPUs) as ranges, as Linux writes CPU lists: "1-3,5".
 func spans(ns []int) string {
 	var b strings.Builder
 	for i := 0; i < len(ns); {
