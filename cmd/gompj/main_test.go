@@ -365,7 +365,8 @@ func TestInfoAndHelp(t *testing.T) {
 // which in the route table; a value other than none or cores fails the job, naming the variable.
 func TestInfoBind(t *testing.T) {
 	r := runGompj(t, []string{"GOMPJ_BIND=cores"}, "info", "-np", "2", "-nodes", "2")
-	lines := regexp.MustCompile(`(?m)^  cores +CPUs (\S+), GOMAXPROCS \d+: node process (\d) of 2 on this host`).FindAllStringSubmatch(r.stdout, -1)
+	bound := regexp.MustCompile(`(?m)^  cores +CPUs (\S+), GOMAXPROCS \d+: node process (\d) of 2 on this host`)
+	lines := bound.FindAllStringSubmatch(r.stdout, -1)
 	if r.code != 0 || len(lines) != 2 || lines[0][2] == lines[1][2] {
 		t.Fatalf("GOMPJ_BIND=cores info -nodes 2: exit %d, want one cores line per node process\n%s%s", r.code,
 			r.stdout, r.stderr)
