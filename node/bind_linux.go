@@ -19,11 +19,13 @@ import (
 // GOMAXPROCS then follows the part's size, as it does in a process started bound, unless the user set it.
 //
 // Why: on a host that several node processes share, each on its own CPUs keeps its threads and caches to itself, as
-// mpirun binds Open MPI's processes by default. Not by default here, because of what it costs where CPUs are few:
-// between 2 node processes on 2 vCPUs, each bound to one (GOMAXPROCS 1), 1 MiB nonblocking collectives over TCP hid
-// 93-95 % of their time behind idle computation (80-88 % unbound: the processes' threads no longer preempt one
-// another), but 2-7 % behind busy computation (30-52 %: the progress loop runs only when the rank lets go of the
-// one processor) and the 0-byte latency went from 0.3 to 5-7 us through shared memory, from 4.2 to 7-13 over TCP.
+// mpirun binds Open MPI's processes by default. Between 2 node processes on 2 vCPUs, each bound to one (GOMAXPROCS
+// 1), 1 MiB nonblocking collectives over TCP hid 96 % of their time behind idle computation (81-89 % unbound: the
+// processes' threads no longer preempt one another), with pure times, latencies and NPB as fast or faster (15 and 3
+// interleaved runs). Not by default, because of what it costs where CPUs are this few: behind busy computation
+// 0-1 % hid (0-47 % unbound), since the progress loop runs only when the computing rank lets go of the one processor.
+// The waiting policies stay those of the unbound process (bindShare runs after policy): told one core each from the
+// start, the ranks parked instead of spinning, and the 0-byte latency over TCP was 13-15 us instead of 4.
 //
 // Threads started later inherit the mask from the thread that starts them, so the process stays bound; the tasks
 // are walked until a pass finds none new, since a thread may start meanwhile from one not yet bound. A kernel or

@@ -59,9 +59,10 @@ var (
 		Meaning: "1 connects to a node on the first message for it, not at start"})
 	Bind = def(Var{Name: "GOMPJ_BIND", Field: "Bind", Kind: String, Value: "none", Group: MultiNode,
 		Meaning: "cores: the node processes that share a host split the CPUs they may run on, each bound (all its " +
-			"threads) to its own equal part, as mpirun --bind-to core binds Open MPI's; none: the kernel places " +
-			"threads anywhere (bound, a process's ranks share their cores with its progress loop: on 2 vCPUs, " +
-			"small-message latency tripled while more of a nonblocking collective hid behind idle computation)"})
+			"threads) to its own equal part, GOMAXPROCS its size, as mpirun --bind-to core binds Open MPI's; none: " +
+			"the kernel places threads anywhere (on 2 vCPUs, bound, latency, pure times and NPB were as fast or " +
+			"faster and 96 % of a 1 MiB nonblocking collective hid behind idle computation, but none behind busy " +
+			"computation: a computing rank held its process's only processor)"})
 	TCPCongestion = def(Var{Name: "GOMPJ_TCP_CC", Field: "TCPCongestion", Kind: String, Value: "auto",
 		Group: MultiNode,
 		Meaning: "TCP congestion control of the tcp device's connections: auto (Reno between node processes of one " +
