@@ -75,9 +75,10 @@ func TestBindThreads(t *testing.T) {
 // after starting new ones; it prints "bound: ..." or exits non-zero.
 func bindChild() {
 	fail := func(f string, a ...any) { fmt.Printf(f+"\n", a...); os.Exit(1) }
-	hold := make(chan struct{})
-	for range 3 { // threads of their own, started before the binding
-		go func() { runtime.LockOSThread(); <-hold }()
+	hold, started := make(chan struct{}), make(chan struct{})
+	for range 3 { // goroutines on threads of their own, running before the binding
+		go func() { runtime.LockOSThread(); started <- struct{}{}; <-hold }()
+		<-started
 	}
 	line := bindShare(BindCores, 1, 2)
 	if line == "" {
@@ -87,7 +88,6 @@ func bindChild() {
 	if n := countCPUList(want); n == 0 || runtime.GOMAXPROCS(0) != min(n, runtime.NumCPU()) {
 		fail("bound to CPUs %s, GOMAXPROCS %d: want as many as the CPUs", want, runtime.GOMAXPROCS(0))
 	}
-	started := make(chan struct{})
 	for range 3 { // and after
 		go func() { runtime.LockOSThread(); started <- struct{}{}; <-hold }()
 		<-started
