@@ -3,6 +3,7 @@ package collectives
 import (
 	"fmt"
 
+	"github.com/gompj/gompj/internal/mem"
 	"github.com/gompj/gompj/ranks"
 )
 
@@ -194,7 +195,7 @@ func Reduce(c *ranks.Comm, sendArg, recvArg any, op Op, root int) error {
 func reduceVec(c *ranks.Comm, k kernel, op Op, src, dst vec, root int) error {
 	st := stateOf(c)
 	if st.size == 1 {
-		copy(dst.b, src.b)
+		mem.Copy(dst.b, src.b)
 		return nil
 	}
 	algo, err := st.chooseID(collReduce, "reduce", st.sel(op.Commutative(), len(src.b)))
@@ -213,7 +214,7 @@ func reduceVec(c *ranks.Comm, k kernel, op Op, src, dst vec, root int) error {
 	} else {
 		acc = st.scratch(scrAcc, len(src.b))
 	}
-	copy(acc, src.b)
+	mem.Copy(acc, src.b)
 	return newP2P(c, st).binomialReduce(combiner{k, op.Commutative()}, acc, root)
 }
 
@@ -240,7 +241,7 @@ func allreduceVec(c *ranks.Comm, k kernel, op Op, src, dst vec) error {
 
 func allreduceState(c *ranks.Comm, st *commState, k kernel, op Op, src, dst vec) error {
 	if st.size == 1 {
-		copy(dst.b, src.b)
+		mem.Copy(dst.b, src.b)
 		return nil
 	}
 	algo, err := st.chooseID(collAllreduce, "allreduce", st.sel(op.Commutative(), len(src.b)))
@@ -259,7 +260,7 @@ func allreduceState(c *ranks.Comm, st *commState, k kernel, op Op, src, dst vec)
 	if algo == "rabenseifner" && pof2Below(st.size) == st.size && Disjoint(acc, src.b) {
 		return p.rabenseifner(cb, acc, src.b, max(src.sz, 1))
 	}
-	copy(acc, src.b)
+	mem.Copy(acc, src.b)
 	switch algo {
 	case "rabenseifner":
 		return p.rabenseifner(cb, acc, nil, max(src.sz, 1))
@@ -299,7 +300,7 @@ func Gather(c *ranks.Comm, sendArg, recvArg any, root int) error {
 // block; in place at the root it already sits in recv. Gathers inside a node-aware collective pass hier=false.
 func gatherBlocks(c *ranks.Comm, st *commState, send []byte, inPlace bool, recv []byte, blk, sz, root int, hier bool) error {
 	if st.size == 1 {
-		copy(recv, send)
+		mem.Copy(recv, send)
 		return nil
 	}
 	algo, err := st.chooseID(collGather, "gather", st.sel(true, blk))
@@ -354,7 +355,7 @@ func Gatherv(c *ranks.Comm, sendArg, recvArg any, counts, displs []int, root int
 			if len(sv.b) > len(b) {
 				return errTrunc("gatherv: %d elements into a block of %d", sv.n, len(b)/sz)
 			}
-			copy(b, sv.b)
+			mem.Copy(b, sv.b)
 			return nil
 		}
 		if st.size > 1 {
@@ -395,7 +396,7 @@ func Scatter(c *ranks.Comm, sendArg, recvArg any, root int) error {
 // root's send goes to rank i's recv (nil at the root in place).
 func scatterBlocks(c *ranks.Comm, st *commState, send, recv []byte, inPlace bool, blk, sz, root int) error {
 	if st.size == 1 {
-		copy(recv, send)
+		mem.Copy(recv, send)
 		return nil
 	}
 	algo, err := st.chooseID(collScatter, "scatter", st.sel(true, blk))
@@ -450,7 +451,7 @@ func Scatterv(c *ranks.Comm, sendArg any, counts, displs []int, recvArg any, roo
 			if len(b) > len(rv.b) {
 				return errTrunc("scatterv: %d elements into a buffer of %d", len(b)/sz, rv.n)
 			}
-			copy(rv.b, b)
+			mem.Copy(rv.b, b)
 		}
 		return nil
 	}
@@ -490,7 +491,7 @@ func Allgather(c *ranks.Comm, sendArg, recvArg any) error {
 	n := st.size
 	inPlace, sv, rv, blk := a.InPlace, a.sv, a.rv, a.Blk
 	if n == 1 {
-		copy(rv.b, sv.b)
+		mem.Copy(rv.b, sv.b)
 		return nil
 	}
 	algo, err := st.chooseID(collAllgather, "allgather", st.sel(true, blk))
@@ -501,7 +502,7 @@ func Allgather(c *ranks.Comm, sendArg, recvArg any) error {
 		return st.shmOp(c).Allgatherv(sv.b, inPlace, rv.b, nil, nil, max(rv.sz, 1), blk)
 	}
 	if !inPlace {
-		copy(rv.b[st.rank*blk:], sv.b)
+		mem.Copy(rv.b[st.rank*blk:], sv.b)
 	}
 	p := newP2P(c, st)
 	all := rv.b[:n*blk]
@@ -535,7 +536,7 @@ func Allgatherv(c *ranks.Comm, sendArg, recvArg any, counts, displs []int) error
 	inPlace, sv, rv := a.InPlace, a.sv, a.rv
 	own := blockOf(rv.b, counts, displs, rv.sz, st.rank, 0)
 	if st.size == 1 {
-		copy(own, sv.b)
+		mem.Copy(own, sv.b)
 		return nil
 	}
 	algo, err := st.chooseID(collAllgatherv, "allgatherv", st.sel(true, 0))
@@ -546,7 +547,7 @@ func Allgatherv(c *ranks.Comm, sendArg, recvArg any, counts, displs []int) error
 		return st.shmOp(c).Allgatherv(sv.b, inPlace, rv.b, counts, displs, rv.sz, 0)
 	}
 	if !inPlace {
-		copy(own, sv.b)
+		mem.Copy(own, sv.b)
 	}
 	return newP2P(c, st).ringAllgatherv(rv.b, counts, displs, rv.sz, 0)
 }
@@ -571,10 +572,10 @@ func Alltoall(c *ranks.Comm, sendArg, recvArg any) error {
 	rv, blk, src := a.rv, a.Blk, a.sv.b
 	if a.InPlace {
 		src = st.scratch(scrCall, len(rv.b)) // the blocks to send, while the received ones replace them
-		copy(src, rv.b)
+		mem.Copy(src, rv.b)
 	}
 	if n == 1 {
-		copy(rv.b, src)
+		mem.Copy(rv.b, src)
 		return nil
 	}
 	algo, err := st.chooseID(collAlltoall, "alltoall", st.sel(true, blk))
@@ -619,7 +620,7 @@ func Alltoallv(c *ranks.Comm, sendArg any, sendCounts, sendDispls []int, recvArg
 		if len(s) > len(r) {
 			return errTrunc("alltoallv: %d elements into a block of %d", len(s)/sz, len(r)/sz)
 		}
-		copy(r, s)
+		mem.Copy(r, s)
 		return nil
 	}
 	algo, err := st.chooseID(collAlltoallv, "alltoallv", st.sel(true, 0))
@@ -656,7 +657,7 @@ func ReduceScatter(c *ranks.Comm, sendArg, recvArg any, counts []int, op Op) err
 	sz := max(sv.sz, 1)
 	if st.size == 1 {
 		if !inPlace {
-			copy(rv.b, sv.b)
+			mem.Copy(rv.b, sv.b)
 		}
 		return nil
 	}
@@ -670,7 +671,7 @@ func ReduceScatter(c *ranks.Comm, sendArg, recvArg any, counts []int, op Op) err
 		return st.shmOp(c).ReduceScatter(k, sv.b, rv.b, counts, sz, inPlace, st)
 	case "ring":
 		acc := st.scratch(scrAcc, len(sv.b))
-		copy(acc, sv.b)
+		mem.Copy(acc, sv.b)
 		offs := st.scratchInts(intsAlgo, st.size+1)
 		for i, x := range counts {
 			offs[i+1] = offs[i] + x*sz
@@ -679,7 +680,7 @@ func ReduceScatter(c *ranks.Comm, sendArg, recvArg any, counts []int, op Op) err
 		if err := p.ringReduceScatter(combiner{k, true}, acc, piece, 0, tagReduceScatter); err != nil {
 			return err
 		}
-		copy(rv.b, piece(st.rank))
+		mem.Copy(rv.b, piece(st.rank))
 		return nil
 	}
 	// reduce_scatterv: reduce to rank 0, which scatters the blocks. In place, send aliases recv: the reduction has
@@ -746,12 +747,12 @@ func scan(c *ranks.Comm, sendArg, recvArg any, op Op, exclusive bool) error {
 	what, src, dst, k := a.Coll, a.sv, a.rv, a.k
 	if exclusive && isInPlace(send) {
 		b := st.scratch(scrCall, len(src.b)) // rank 0's recv must stay untouched, and the others' is overwritten
-		copy(b, src.b)
+		mem.Copy(b, src.b)
 		src.b = b
 	}
 	if st.size == 1 {
 		if !exclusive {
-			copy(dst.b, src.b)
+			mem.Copy(dst.b, src.b)
 		}
 		return nil
 	}

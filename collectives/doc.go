@@ -37,10 +37,11 @@
 // the edges of the nonblocking and persistent forms.
 //
 // Buffers are primitive slices (ranks.MemOf), Views (packed on entry into this rank's scratch and unpacked on
-// exit, views.go; the neighbourhood collectives move them unpacked) or slices of Loc pairs (MaxLoc/MinLoc). Bcast, Gather, Allgather
-// and Scatter also move other values, msgpack-encoded (objects.go): a pointer for Bcast, a value sent and a pointer
-// to a slice received for Gather and Allgather, a slice sent and a pointer received for Scatter. Reductions dispatch once per call on the element type and the op to
-// a generic kernel: no interface call per element.
+// exit, views.go; the neighbourhood collectives move them unpacked) or slices of Loc pairs (MaxLoc/MinLoc). Bcast,
+// Gather, Allgather and Scatter also move other values, msgpack-encoded (objects.go): a pointer for Bcast, a value
+// sent and a pointer to a slice received for Gather and Allgather, a slice sent and a pointer received for Scatter.
+// Reductions dispatch once per call on the element type and the op to a generic kernel: no interface call per
+// element. Buffers are copied with internal/mem's Copy, which keeps copies of a few MiB in cache.
 //
 // What is checked, and what is not: buffer lengths against counts on the calling rank (ErrTruncate, ErrArg),
 // roots (ErrRoot), ops against element types (ErrOp), and, for shared-memory paths, lengths against the peer's
@@ -64,6 +65,6 @@
 // a process-wide cache keyed by the Comm (weak pointers; state.go): it is per rank, since every rank has its own
 // Comm values, and it dies with the Comm.
 //
-// Imports: ranks, queues, internal/env (its GOMPJ_COLL_* variables), the standard library. Not node, not the root
-// package.
+// Imports: ranks, queues, internal/env (its GOMPJ_COLL_* variables), internal/mem, the standard library. Not node,
+// not the root package.
 package collectives

@@ -1,6 +1,7 @@
 package collectives
 
 import (
+	"github.com/gompj/gompj/internal/mem"
 	"github.com/gompj/gompj/ranks"
 )
 
@@ -243,8 +244,8 @@ func hierAllgather(c *ranks.Comm, st *commState, recv []byte, blk int) error {
 	var nb, all []byte
 	leader := h.leaders != nil
 	if leader {
-		mem := st.scratch(scrHier, (nodeSize+n)*blk)
-		nb, all = mem[:nodeSize*blk], mem[nodeSize*blk:]
+		scr := st.scratch(scrHier, (nodeSize+n)*blk)
+		nb, all = scr[:nodeSize*blk], scr[nodeSize*blk:]
 	}
 	nbv := vec{k: kind(ranks.TypeByte), b: nb, n: len(nb), sz: 1}
 	if err := gatherVec(h.node, own, nbv, blk, 0); err != nil {
@@ -260,13 +261,13 @@ func hierAllgather(c *ranks.Comm, st *commState, recv []byte, blk int) error {
 		for i := 1; i < nodes; i++ {
 			displs[i] = displs[i-1] + counts[i-1]
 		}
-		copy(all[displs[h.nodeIdx[st.rank]]:], nb)
+		mem.Copy(all[displs[h.nodeIdx[st.rank]]:], nb)
 		if err := allgathervBytes(h.leaders, all, counts, displs); err != nil {
 			return err
 		}
 		for r := 0; r < n; r++ {
 			off := displs[h.nodeIdx[r]] + h.nodeRank[r]*blk
-			copy(recv[r*blk:(r+1)*blk], all[off:off+blk])
+			mem.Copy(recv[r*blk:(r+1)*blk], all[off:off+blk])
 		}
 	}
 	return bcastVec(h.node, vec{k: kind(ranks.TypeByte), b: recv[:n*blk], n: n * blk, sz: 1}, 0)
@@ -299,9 +300,9 @@ func (h *hierComms) permute(dst, src []byte, blk int, toRank bool) {
 		for q, r := range ms {
 			nm := (h.start[b] + q) * blk
 			if toRank {
-				copy(dst[r*blk:(r+1)*blk], src[nm:nm+blk])
+				mem.Copy(dst[r*blk:(r+1)*blk], src[nm:nm+blk])
 			} else {
-				copy(dst[nm:nm+blk], src[r*blk:(r+1)*blk])
+				mem.Copy(dst[nm:nm+blk], src[r*blk:(r+1)*blk])
 			}
 		}
 	}
@@ -331,8 +332,8 @@ func hierGather(c *ranks.Comm, st *commState, own, recv []byte, blk, root int) e
 		case mine == rootNode && direct:
 			all = recv[:n*blk]
 		case mine == rootNode:
-			mem := st.scratch(scrHier, 2*n*blk)
-			all, spare = mem[:n*blk], mem[n*blk:] // spare: the blocks in rank order, for a root that does not lead
+			scr := st.scratch(scrHier, 2*n*blk)
+			all, spare = scr[:n*blk], scr[n*blk:] // spare: the blocks in rank order, for a root that does not lead
 		default:
 			all = st.scratch(scrHier, len(h.members[mine])*blk)
 		}
@@ -463,7 +464,7 @@ func scatterBytes(c *ranks.Comm, send, recv []byte, blk, root int) error {
 	st := stateOf(c)
 	if st.size == 1 {
 		if recv != nil {
-			copy(recv, send[:blk])
+			mem.Copy(recv, send[:blk])
 		}
 		return nil
 	}
@@ -548,7 +549,7 @@ func hierAlltoall(c *ranks.Comm, st *commState, send, recv []byte, blk int) erro
 						for e < len(ms) && ms[e] == ms[e-1]+1 {
 							e++
 						}
-						off += copy(sbuf[off:], src[ms[i]*blk:(ms[e-1]+1)*blk])
+						off += mem.Copy(sbuf[off:], src[ms[i]*blk:(ms[e-1]+1)*blk])
 						i = e
 					}
 				}
@@ -583,7 +584,7 @@ func hierAlltoall(c *ranks.Comm, st *commState, send, recv []byte, blk int) erro
 		if len(p.src) < n*blk || p.blk != blk {
 			err2 = errArg("alltoall: node member %d sends %d bytes, not %d blocks of %d", j, len(p.src), n, blk)
 		} else {
-			copy(recv[local[j]*blk:(local[j]+1)*blk], p.src[st.rank*blk:(st.rank+1)*blk])
+			mem.Copy(recv[local[j]*blk:(local[j]+1)*blk], p.src[st.rank*blk:(st.rank+1)*blk])
 		}
 		if j != q {
 			o.ack(j)
@@ -607,7 +608,7 @@ func hierAlltoall(c *ranks.Comm, st *commState, send, recv []byte, blk int) erro
 		}
 		for a, r := range ms {
 			off := lead.displs[b] + (a*k+q)*blk
-			copy(recv[r*blk:(r+1)*blk], lead.dst[off:off+blk])
+			mem.Copy(recv[r*blk:(r+1)*blk], lead.dst[off:off+blk])
 		}
 	}
 	if q != 0 {

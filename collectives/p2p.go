@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/gompj/gompj/internal/mem"
 	"github.com/gompj/gompj/ranks"
 )
 
@@ -242,7 +243,7 @@ func (cb combiner) right(acc, in []byte) {
 		return
 	}
 	cb.k(in, acc)
-	copy(acc, in)
+	mem.Copy(acc, in)
 }
 
 // binomialReduce combines into acc (holding this rank's contribution) and leaves the result in the root's acc.
@@ -475,7 +476,7 @@ func (p p2p) linearGatherv(send []byte, recv []byte, counts, displs []int, sz, b
 				if len(send) > len(b) {
 					return errTrunc("gather: %d bytes from the root into a block of %d", len(send), len(b))
 				}
-				copy(b, send)
+				mem.Copy(b, send)
 			}
 			continue
 		}
@@ -499,7 +500,7 @@ func (p p2p) linearScatterv(send []byte, counts, displs []int, sz int, recv []by
 				if len(b) > len(recv) {
 					return errTrunc("scatter: %d bytes for the root into a buffer of %d", len(b), len(recv))
 				}
-				copy(recv, b)
+				mem.Copy(recv, b)
 			}
 			continue
 		}
@@ -517,7 +518,7 @@ func (p p2p) binomialGather(send []byte, recv []byte, blk, root int) error {
 	n := p.size
 	vr := (p.rank - root + n) % n
 	tmp := p.st.scratch(scrRecv, blk*n)
-	copy(tmp, send)
+	mem.Copy(tmp, send)
 	have := 1
 	for mask := 1; mask < n; mask <<= 1 {
 		if vr&mask == 0 {
@@ -534,7 +535,7 @@ func (p p2p) binomialGather(send []byte, recv []byte, blk, root int) error {
 		}
 	}
 	for i := 0; i < n; i++ {
-		copy(recv[((i+root)%n)*blk:], tmp[i*blk:(i+1)*blk])
+		mem.Copy(recv[((i+root)%n)*blk:], tmp[i*blk:(i+1)*blk])
 	}
 	return nil
 }
@@ -546,7 +547,7 @@ func (p p2p) binomialScatter(send []byte, recv []byte, blk, root int) error {
 	mask := 1
 	if vr == 0 {
 		for i := 0; i < n; i++ {
-			copy(tmp[i*blk:(i+1)*blk], send[((i+root)%n)*blk:])
+			mem.Copy(tmp[i*blk:(i+1)*blk], send[((i+root)%n)*blk:])
 		}
 		for mask < n {
 			mask <<= 1
@@ -581,7 +582,7 @@ func (p p2p) binomialScatter(send []byte, recv []byte, blk, root int) error {
 		return err
 	}
 	if recv != nil {
-		copy(recv, tmp[:blk])
+		mem.Copy(recv, tmp[:blk])
 	}
 	return nil
 }
@@ -606,7 +607,7 @@ func (p p2p) ringAllgatherv(recv []byte, counts, displs []int, sz, blk int) erro
 func (p p2p) bruckAllgather(recv []byte, blk int) error {
 	n := p.size
 	tmp := p.st.scratch(scrRecv, n*blk)
-	copy(tmp, recv[p.rank*blk:(p.rank+1)*blk])
+	mem.Copy(tmp, recv[p.rank*blk:(p.rank+1)*blk])
 	for pof := 1; pof < n; pof *= 2 {
 		cnt := min(pof, n-pof)
 		if err := p.sendrecv(tmp[:cnt*blk], (p.rank-pof+n)%n, tmp[pof*blk:(pof+cnt)*blk], (p.rank+pof)%n, tagAllgather); err != nil {
@@ -614,7 +615,7 @@ func (p p2p) bruckAllgather(recv []byte, blk int) error {
 		}
 	}
 	for i := 0; i < n; i++ {
-		copy(recv[((p.rank+i)%n)*blk:], tmp[i*blk:(i+1)*blk])
+		mem.Copy(recv[((p.rank+i)%n)*blk:], tmp[i*blk:(i+1)*blk])
 	}
 	return nil
 }
@@ -648,7 +649,7 @@ func (p p2p) pairwiseAlltoallv(send []byte, scounts, sdispls []int, recv []byte,
 			if len(sb) > len(rb) {
 				return errTrunc("alltoall: %d bytes to self into a block of %d", len(sb), len(rb))
 			}
-			copy(rb, sb)
+			mem.Copy(rb, sb)
 			continue
 		}
 		if err := p.sendrecv(sb, dst, rb, src, tagAlltoall); err != nil {
@@ -675,7 +676,7 @@ func (p p2p) linearAlltoallv(send []byte, scounts, sdispls []int, recv []byte, r
 	if len(sb) > len(rb) {
 		return errTrunc("alltoall: %d bytes to self into a block of %d", len(sb), len(rb))
 	}
-	copy(rb, sb)
+	mem.Copy(rb, sb)
 	for lo := 1; lo < n; lo += LinearWindow {
 		hi := min(lo+LinearWindow, n)
 		reqs := p.st.reqList()
@@ -707,16 +708,16 @@ func (p p2p) linearAlltoallv(send []byte, scounts, sdispls []int, recv []byte, r
 func (p p2p) bruckAlltoall(send, recv []byte, blk int) error {
 	n := p.size
 	half := (n/2 + 1) * blk // at most that many blocks move at each step
-	mem := p.st.scratch(scrRecv, n*blk+2*half)
-	tmp, pack, in := mem[:n*blk], mem[n*blk:n*blk+half], mem[n*blk+half:]
+	buf := p.st.scratch(scrRecv, n*blk+2*half)
+	tmp, pack, in := buf[:n*blk], buf[n*blk:n*blk+half], buf[n*blk+half:]
 	for i := 0; i < n; i++ {
-		copy(tmp[i*blk:(i+1)*blk], send[((p.rank+i)%n)*blk:])
+		mem.Copy(tmp[i*blk:(i+1)*blk], send[((p.rank+i)%n)*blk:])
 	}
 	for pof := 1; pof < n; pof <<= 1 {
 		cnt := 0
 		for i := 0; i < n; i++ {
 			if i&pof != 0 {
-				copy(pack[cnt*blk:(cnt+1)*blk], tmp[i*blk:(i+1)*blk])
+				mem.Copy(pack[cnt*blk:(cnt+1)*blk], tmp[i*blk:(i+1)*blk])
 				cnt++
 			}
 		}
@@ -726,13 +727,13 @@ func (p p2p) bruckAlltoall(send, recv []byte, blk int) error {
 		j := 0
 		for i := 0; i < n; i++ {
 			if i&pof != 0 {
-				copy(tmp[i*blk:(i+1)*blk], in[j*blk:(j+1)*blk])
+				mem.Copy(tmp[i*blk:(i+1)*blk], in[j*blk:(j+1)*blk])
 				j++
 			}
 		}
 	}
 	for i := 0; i < n; i++ {
-		copy(recv[((p.rank-i+n)%n)*blk:], tmp[i*blk:(i+1)*blk])
+		mem.Copy(recv[((p.rank-i+n)%n)*blk:], tmp[i*blk:(i+1)*blk])
 	}
 	return nil
 }
@@ -743,7 +744,7 @@ func (p p2p) bruckAlltoall(send, recv []byte, blk int) error {
 func (p p2p) chainScan(cb combiner, src, dst []byte, exclusive bool) error {
 	n := p.size
 	if !exclusive {
-		copy(dst, src)
+		mem.Copy(dst, src)
 		if p.rank > 0 {
 			tmp := p.st.scratch(scrRecv, len(src))
 			if err := p.recv(tmp, p.rank-1, tagScan); err != nil {
@@ -763,7 +764,7 @@ func (p p2p) chainScan(cb combiner, src, dst []byte, exclusive bool) error {
 		}
 		if p.rank < n-1 {
 			mine = p.st.scratch(scrAcc, len(src))
-			copy(mine, src)
+			mem.Copy(mine, src)
 			cb.left(mine, dst)
 		}
 	}

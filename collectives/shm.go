@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/gompj/gompj/internal/mem"
 	"github.com/gompj/gompj/queues"
 	"github.com/gompj/gompj/ranks"
 )
@@ -623,7 +624,7 @@ func (o shmOp) Bcast(buf []byte, root int) error {
 	case len(src) > len(buf):
 		err = errTrunc("bcast of %d bytes from root %d into a buffer of %d", len(src), root, len(buf))
 	default:
-		copy(buf, src)
+		mem.Copy(buf, src)
 	}
 	o.ack(root)
 	return err
@@ -707,7 +708,7 @@ func (o shmOp) Scatterv(send []byte, counts, displs []int, sz, blk int, recv []b
 			if len(b) > len(recv) {
 				err = errTrunc("scatter: %d bytes for the root into a buffer of %d", len(b), len(recv))
 			} else {
-				copy(recv, b)
+				mem.Copy(recv, b)
 			}
 		}
 		return firstErr(o.waitRootAcks(g, "scatter"), err)
@@ -723,7 +724,7 @@ func (o shmOp) Scatterv(send []byte, counts, displs []int, sz, blk int, recv []b
 	if b := blockOf(sl.src, sl.counts, sl.displs, sz, o.rank, sl.blk); len(b) > len(recv) {
 		err = errTrunc("scatter: %d bytes for rank %d into a buffer of %d", len(b), o.rank, len(recv))
 	} else {
-		copy(recv, b)
+		mem.Copy(recv, b)
 	}
 	o.ack(root)
 	return err
@@ -761,7 +762,7 @@ func (o shmOp) Gatherv(send []byte, inPlace bool, recv []byte, counts, displs []
 			if len(send) > len(b) {
 				err = errTrunc("gather: %d bytes from the root into a block of %d", len(send), len(b))
 			} else {
-				copy(b, send)
+				mem.Copy(b, send)
 			}
 		}
 		return firstErr(o.waitRootAcks(g, "gather"), err)
@@ -777,7 +778,7 @@ func (o shmOp) Gatherv(send []byte, inPlace bool, recv []byte, counts, displs []
 	if b := blockOf(sl.dst, sl.counts, sl.displs, sz, o.rank, sl.blk); len(send) > len(b) {
 		err = errTrunc("gather: %d bytes from rank %d into a block of %d", len(send), o.rank, len(b))
 	} else {
-		copy(b, send)
+		mem.Copy(b, send)
 	}
 	o.ack(root)
 	return err
@@ -809,7 +810,7 @@ func (o shmOp) Allgatherv(src []byte, inPlace bool, recv []byte, counts, displs 
 				err = errTrunc("allgather: %d bytes from rank %d into a block of %d", len(s), j, len(b))
 				continue
 			}
-			copy(b, s)
+			mem.Copy(b, s)
 		}
 		return err
 	}
@@ -830,7 +831,7 @@ func (o shmOp) Allgatherv(src []byte, inPlace bool, recv []byte, counts, displs 
 				err = errTrunc("allgather: %d bytes from rank %d into a block of %d", len(s), j, len(b))
 				continue
 			}
-			copy(b, s)
+			mem.Copy(b, s)
 		}
 		return err
 	}
@@ -856,7 +857,7 @@ func (o shmOp) Allgatherv(src []byte, inPlace bool, recv []byte, counts, displs 
 			err = errTrunc("allgather: %d bytes from rank %d into a block of %d", len(s), j, len(b))
 			continue
 		}
-		copy(b, s)
+		mem.Copy(b, s)
 	}
 	return firstErr(o.barrier(), err)
 }
@@ -915,7 +916,7 @@ func (o shmOp) Alltoallv(send []byte, scounts, sdispls []int, recv []byte, rcoun
 			if len(s) > len(b) {
 				err = errTrunc("alltoall: %d bytes from rank %d into a block of %d at rank %d", len(s), i, len(b), j)
 			} else {
-				copy(b, s)
+				mem.Copy(b, s)
 			}
 		}
 		// counted even when in error, so that nobody waits for it
@@ -1008,16 +1009,16 @@ func (o shmOp) combineInto(k kernel, lo, hi, sz int, acc []byte, base int, dst [
 	for a := lo; a < hi; a += bs {
 		b := min(a+bs, hi)
 		t := acc[:b-a]
-		copy(t, o.s.slots[n-1].src[a:b])
+		mem.Copy(t, o.s.slots[n-1].src[a:b])
 		for i := n - 2; i >= 0; i-- {
 			k(t, o.s.slots[i].src[a:b])
 		}
 		if dst != nil {
-			copy(dst[a-base:b-base], t)
+			mem.Copy(dst[a-base:b-base], t)
 			continue
 		}
 		for j := 0; j < n; j++ {
-			copy(o.s.slots[(o.rank+j)%n].dst[a-base:b-base], t)
+			mem.Copy(o.s.slots[(o.rank+j)%n].dst[a-base:b-base], t)
 		}
 	}
 }
@@ -1069,7 +1070,7 @@ func (o shmOp) Reduce(k kernel, src, dst []byte, sz, root int, st *commState) er
 			return errTrunc("reduce: %d bytes into a root buffer of %d", total, len(dst))
 		}
 		out := dst[:total]
-		copy(out, o.s.slots[n-1].stage[par])
+		mem.Copy(out, o.s.slots[n-1].stage[par])
 		for i := n - 2; i >= 0; i-- {
 			k(out, o.s.slots[i].stage[par])
 		}
@@ -1105,7 +1106,7 @@ func (o shmOp) inlinePublish(src []byte) (k uint64, par int) {
 	k = o.me.inlineSeq
 	par = int(k & 1)
 	sl := &o.s.inline[o.rank][par]
-	sl.len = copy(sl.data[:], src)
+	sl.len = mem.Copy(sl.data[:], src)
 	sl.seq.Store(k)
 	o.s.ev.notify()
 	return k, par
@@ -1132,7 +1133,7 @@ func (o shmOp) stage(src []byte) uint64 {
 		sl.stage[par] = make([]byte, len(src), max(len(src), 64))
 	}
 	sl.stage[par] = sl.stage[par][:len(src)]
-	copy(sl.stage[par], src)
+	mem.Copy(sl.stage[par], src)
 	return par
 }
 
@@ -1181,7 +1182,7 @@ func (o shmOp) Allreduce(k kernel, src, dst []byte, sz int, st *commState) error
 				err = errArg("allreduce: rank %d contributes %d bytes, rank %d %d", o.rank, total, i, len(in))
 			case err != nil:
 			case i == n-1:
-				copy(out, in)
+				mem.Copy(out, in)
 			default:
 				k(out, in)
 			}
@@ -1199,7 +1200,7 @@ func (o shmOp) Allreduce(k kernel, src, dst []byte, sz int, st *commState) error
 			return err
 		}
 		out := dst[:total]
-		copy(out, o.s.slots[n-1].stage[par])
+		mem.Copy(out, o.s.slots[n-1].stage[par])
 		for i := n - 2; i >= 0; i-- {
 			k(out, o.s.slots[i].stage[par])
 		}
@@ -1265,7 +1266,7 @@ func (o shmOp) ReduceScatter(k kernel, src, dst []byte, counts []int, sz int, in
 	}
 	err = firstErr(o.barrier(), err)
 	if inPlace && err == nil && len(out) > 0 {
-		copy(dst, out)
+		mem.Copy(dst, out)
 	}
 	return err
 }
@@ -1291,7 +1292,7 @@ func (o shmOp) Scan(k kernel, src, dst []byte, exclusive bool) error {
 	var mine []byte // what this rank publishes: its inclusive prefix
 	if !exclusive {
 		if total > 0 && &src[0] != &dst[0] {
-			copy(dst, src)
+			mem.Copy(dst, src)
 		}
 		if o.rank > 0 {
 			if err := o.waitPublished(o.rank-1, g); err != nil {
@@ -1322,7 +1323,7 @@ func (o shmOp) Scan(k kernel, src, dst []byte, exclusive bool) error {
 			if len(prev) != total {
 				err = errArg("exscan: rank %d contributes %d bytes, rank %d %d", o.rank, total, o.rank-1, len(prev))
 			} else {
-				copy(dst, prev)
+				mem.Copy(dst, prev)
 			}
 			o.ack(o.rank - 1)
 			if o.rank < n-1 && err == nil {
@@ -1330,7 +1331,7 @@ func (o shmOp) Scan(k kernel, src, dst []byte, exclusive bool) error {
 					o.me.pref = make([]byte, total)
 				}
 				mine = o.me.pref[:total]
-				copy(mine, src)
+				mem.Copy(mine, src)
 				k(mine, dst)
 			}
 		}

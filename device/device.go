@@ -4,6 +4,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/gompj/gompj/internal/mem"
 )
 
 // Kind is the frame kind carried by every inter-node message.
@@ -307,7 +309,7 @@ type Packer interface {
 // Gather copies bytes [off, off+len(dst)) of the payload into dst.
 func (p Payload) Gather(off int, dst []byte) {
 	if p.Segs == nil {
-		copy(dst, p.Bytes[off:])
+		mem.Copy(dst, p.Bytes[off:])
 		return
 	}
 	if pk, ok := p.Segs.(Packer); ok {
@@ -324,7 +326,7 @@ func (p Payload) Gather(off int, dst []byte) {
 		}
 		used = max(used, k)
 		for _, b := range sc[:k] {
-			n := copy(dst, b)
+			n := mem.Copy(dst, b)
 			dst, off = dst[n:], off+n
 		}
 	}
@@ -333,7 +335,7 @@ func (p Payload) Gather(off int, dst []byte) {
 // Scatter copies src into bytes [off, off+len(src)) of the payload.
 func (p Payload) Scatter(off int, src []byte) {
 	if p.Segs == nil {
-		copy(p.Bytes[off:], src)
+		mem.Copy(p.Bytes[off:], src)
 		return
 	}
 	if pk, ok := p.Segs.(Packer); ok {
@@ -350,7 +352,7 @@ func (p Payload) Scatter(off int, src []byte) {
 		}
 		used = max(used, k)
 		for _, b := range sc[:k] {
-			n := copy(b, src)
+			n := mem.Copy(b, src)
 			src, off = src[n:], off+n
 		}
 	}

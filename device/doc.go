@@ -23,5 +23,5 @@
 // rank that keeps finding nothing yields its core now and then, IdleYield), and runs the node's background work
 // between its rounds (Helper).
 //
-// Imports: only the standard library.
+// Imports: internal/mem (its copies of payloads), the standard library.
 package device

@@ -36,5 +36,5 @@
 // again (cache.go): a small call's outright, a large call's through a weak pointer, so as not to keep the program's
 // buffers alive.
 //
-// Imports: collectives, ranks, queues, the standard library.
+// Imports: collectives, ranks, queues, internal/mem, the standard library.
 package nbc

@@ -3,6 +3,7 @@ package nbc
 import (
 	"fmt"
 
+	"github.com/gompj/gompj/internal/mem"
 	"github.com/gompj/gompj/queues"
 	"github.com/gompj/gompj/ranks"
 )
@@ -33,7 +34,7 @@ const (
 	StepSendMem                     // send the typed memory Mem to Peer with Tag (a View's window included)
 	StepRecvMem                     // receive into the typed memory Mem from Peer with Tag
 	// local steps, run by the engine
-	StepCopy        // copy(Buf, Src)
+	StepCopy        // mem.Copy(Buf, Src)
 	StepReduceLeft  // Buf = Src op Buf (Src from lower ranks)
 	StepReduceRight // Buf = Buf op Src (Src from higher ranks); Src is clobbered if the op is not commutative
 	StepFunc        // Fn()
@@ -189,7 +190,7 @@ func (s *Schedule) WaitSoon(cond func() bool, list *watchlist, p *queues.Policy)
 // Run adds a sub-operation.
 func (s *Schedule) Run(sub Sub) { s.add(Step{Kind: StepSub, Sub: sub}) }
 
-// Copy adds copy(dst, src).
+// Copy adds mem.Copy(dst, src).
 func (s *Schedule) Copy(dst, src []byte) { s.add(Step{Kind: StepCopy, Buf: dst, Src: src}) }
 
 // ReduceLeft adds acc = in op acc, for in from lower ranks than acc's.
@@ -465,7 +466,7 @@ func (m *Machine) collectDetached(t Transport) bool {
 func runLocal(st *Step) error {
 	switch st.Kind {
 	case StepCopy:
-		copy(st.Buf, st.Src)
+		mem.Copy(st.Buf, st.Src)
 	case StepReduceLeft:
 		st.K(st.Buf, st.Src)
 	case StepReduceRight:
@@ -473,7 +474,7 @@ func runLocal(st *Step) error {
 			st.K(st.Buf, st.Src)
 		} else {
 			st.K(st.Src, st.Buf)
-			copy(st.Buf, st.Src)
+			mem.Copy(st.Buf, st.Src)
 		}
 	case StepFunc:
 		return st.Fn()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gompj/gompj/collectives"
+	"github.com/gompj/gompj/internal/mem"
 	"github.com/gompj/gompj/ranks"
 )
 
@@ -110,9 +111,9 @@ func (hb *hierb) permute(dst, src []byte, blk int, toRank bool) {
 		for q, r := range ms {
 			nm := (hb.h.Start[b] + q) * blk
 			if toRank {
-				copy(dst[r*blk:(r+1)*blk], src[nm:nm+blk])
+				mem.Copy(dst[r*blk:(r+1)*blk], src[nm:nm+blk])
 			} else {
-				copy(dst[nm:nm+blk], src[r*blk:(r+1)*blk])
+				mem.Copy(dst[nm:nm+blk], src[r*blk:(r+1)*blk])
 			}
 		}
 	}
@@ -461,14 +462,14 @@ func (hb *hierb) alltoall() error {
 				off := sd[b]
 				for j := 0; j < k; j++ {
 					for _, q := range ms {
-						off += copy(sbuf[off:off+blk], g[(j*n+q)*blk:])
+						off += mem.Copy(sbuf[off:off+blk], g[(j*n+q)*blk:])
 					}
 				}
 			}
 			// blocks between members of this node
 			for qi, q := range local {
 				for j, src := range local {
-					copy(rb[(qi*n+src)*blk:(qi*n+src+1)*blk], g[(j*n+q)*blk:(j*n+q+1)*blk])
+					mem.Copy(rb[(qi*n+src)*blk:(qi*n+src+1)*blk], g[(j*n+q)*blk:(j*n+q+1)*blk])
 				}
 			}
 			return nil
@@ -487,7 +488,7 @@ func (hb *hierb) alltoall() error {
 				for ai, src := range ms {
 					for qi := range local {
 						off := rd[b] + (ai*k+qi)*blk
-						copy(rb[(qi*n+src)*blk:(qi*n+src+1)*blk], rbuf[off:off+blk])
+						mem.Copy(rb[(qi*n+src)*blk:(qi*n+src+1)*blk], rbuf[off:off+blk])
 					}
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gompj/gompj/collectives"
+	"github.com/gompj/gompj/internal/mem"
 	"github.com/gompj/gompj/ranks"
 )
 
@@ -438,7 +439,7 @@ func (b *shmb) build() error {
 		b.rooted(func() error {
 			b.me.src = a.Recv
 			if inline {
-				b.me.inlen = int32(copy(b.me.inline[:], a.Recv))
+				b.me.inlen = int32(mem.Copy(b.me.inline[:], a.Recv))
 				b.me.src = b.me.inline[:b.me.inlen]
 			}
 			return nil
@@ -446,7 +447,7 @@ func (b *shmb) build() error {
 			if len(root.src) > len(a.Recv) {
 				return truncf("bcast of %d bytes from root %d into a buffer of %d", len(root.src), a.Root, len(a.Recv))
 			}
-			copy(a.Recv, root.src)
+			mem.Copy(a.Recv, root.src)
 			return nil
 		}, inline)
 	case "scatter", "scatterv":
@@ -465,14 +466,14 @@ func (b *shmb) build() error {
 			if len(blk) > len(recv) {
 				return truncf("%s: %d bytes for the root into a buffer of %d", a.Coll, len(blk), len(recv))
 			}
-			copy(recv, blk)
+			mem.Copy(recv, blk)
 			return nil
 		}, func(root *member) error {
 			blk := blockOf(root.src, root.counts, root.displs, a.Sz, r, root.blk)
 			if len(blk) > len(recv) {
 				return truncf("%s: %d bytes for rank %d into a buffer of %d", a.Coll, len(blk), r, len(recv))
 			}
-			copy(recv, blk)
+			mem.Copy(recv, blk)
 			return nil
 		}, false)
 	case "gather", "gatherv":
@@ -487,14 +488,14 @@ func (b *shmb) build() error {
 			if len(a.Send) > len(blk) {
 				return truncf("%s: %d bytes from the root into a block of %d", a.Coll, len(a.Send), len(blk))
 			}
-			copy(blk, a.Send)
+			mem.Copy(blk, a.Send)
 			return nil
 		}, func(root *member) error {
 			blk := blockOf(root.dst, root.counts, root.displs, a.Sz, r, root.blk)
 			if len(a.Send) > len(blk) {
 				return truncf("%s: %d bytes from rank %d into a block of %d", a.Coll, len(a.Send), r, len(blk))
 			}
-			copy(blk, a.Send)
+			mem.Copy(blk, a.Send)
 			return nil
 		}, false)
 	case "allreduce", "reduce":
@@ -681,12 +682,12 @@ func (b *shmb) combine(k func(inout, in []byte), lo, hi, sz int, dsts [][]byte, 
 	for x := lo; x < hi; x += bs {
 		y := min(x+bs, hi)
 		t := b.acc[:y-x]
-		copy(t, b.sl.mem[n-1].src[x:y])
+		mem.Copy(t, b.sl.mem[n-1].src[x:y])
 		for i := n - 2; i >= 0; i-- {
 			k(t, b.sl.mem[i].src[x:y])
 		}
 		for _, d := range dsts {
-			copy(d[x-base:y-base], t)
+			mem.Copy(d[x-base:y-base], t)
 		}
 	}
 }
@@ -714,7 +715,7 @@ func (b *shmb) reduction() {
 	if total <= inlineMax {
 		b.acquire()
 		b.s.Do(func() error {
-			b.me.inlen = int32(copy(b.me.inline[:], a.Send))
+			b.me.inlen = int32(mem.Copy(b.me.inline[:], a.Send))
 			b.arrive()
 			if !all && r != a.Root {
 				b.finish() // its contribution is in the slot: nothing of its own is read any more
@@ -738,7 +739,7 @@ func (b *shmb) reduction() {
 				case len(in) != total:
 					return collectivesArg("%s: rank %d contributes %d bytes, rank %d %d", a.Coll, r, total, i, len(in))
 				case i == n-1:
-					copy(out, in)
+					mem.Copy(out, in)
 				default:
 					k(out, in)
 				}
@@ -812,7 +813,7 @@ func (b *shmb) allgather() {
 	if a.Counts == nil && a.Blk <= inlineMax {
 		b.acquire()
 		b.s.Do(func() error {
-			b.me.inlen = int32(copy(b.me.inline[:], src))
+			b.me.inlen = int32(mem.Copy(b.me.inline[:], src))
 			b.arrive()
 			return nil
 		})
@@ -833,7 +834,7 @@ func (b *shmb) allgather() {
 					err = truncf("allgather: %d bytes from rank %d into a block of %d", m.inlen, j, len(blk))
 					continue
 				}
-				copy(blk, m.inline[:m.inlen])
+				mem.Copy(blk, m.inline[:m.inlen])
 			}
 			return err
 		})
@@ -863,7 +864,7 @@ func (b *shmb) allgather() {
 				err = truncf("%s: %d bytes from rank %d into a block of %d", a.Coll, len(s), j, len(blk))
 				continue
 			}
-			copy(blk, s)
+			mem.Copy(blk, s)
 		}
 		return err
 	})
@@ -984,7 +985,7 @@ func (b *shmb) move(i, j int) {
 		if len(s) > len(d) {
 			err = truncf("%s: %d bytes from rank %d into a block of %d at rank %d", b.a.Coll, len(s), i, len(d), j)
 		} else {
-			copy(d, s)
+			mem.Copy(d, s)
 		}
 	}
 	if err != nil && b.err == nil {
@@ -1010,7 +1011,7 @@ func (b *shmb) alltoallInline() {
 	}
 	b.acquire()
 	b.s.Do(func() error {
-		b.me.inlen = int32(copy(b.me.inline[:min(n*a.Blk, inlineMax)], src))
+		b.me.inlen = int32(mem.Copy(b.me.inline[:min(n*a.Blk, inlineMax)], src))
 		b.me.blk = a.Blk
 		b.arrive()
 		return nil
@@ -1038,7 +1039,7 @@ func (b *shmb) alltoallInline() {
 				err = truncf("alltoall: %d bytes from rank %d into a block of %d at rank %d", m.blk, j, len(d), r)
 				continue
 			}
-			copy(d, m.inline[r*m.blk:(r+1)*m.blk])
+			mem.Copy(d, m.inline[r*m.blk:(r+1)*m.blk])
 		}
 		return err
 	})
@@ -1075,7 +1076,7 @@ func (b *shmb) alltoallPull(src []byte) {
 				err = truncf("%s: %d bytes from rank %d into a block of %d", a.Coll, len(s), j, len(d))
 				continue
 			}
-			copy(d, s)
+			mem.Copy(d, s)
 		}
 		return err
 	})
@@ -1174,9 +1175,9 @@ func (b *shmb) scan() {
 		case exclusive:
 			var p []byte
 			if p, err = prev(); err == nil {
-				copy(dst, p)
+				mem.Copy(dst, p)
 				if pref != nil {
-					copy(pref, src)
+					mem.Copy(pref, src)
 					a.Kernel(pref, dst)
 				}
 			}

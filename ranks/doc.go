@@ -35,5 +35,6 @@
 // (CheckCalls, which the node calls every GOMPJ_CALL_CHECK), so that members that disagree about a root, or about
 // which collective comes next, end the job instead of hanging.
 //
-// Imports: queues, device, msgpack, the standard library. Nothing above it (collectives, nbc, node, root).
+// Imports: queues, device, internal/mem, msgpack, the standard library. Nothing above it (collectives, nbc, node,
+// root).
 package ranks

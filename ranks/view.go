@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/gompj/gompj/device"
+	"github.com/gompj/gompj/internal/mem"
 )
 
 // View is a selection of a slice's elements, in order: what MPI's derived datatypes (Type_vector, Type_indexed,
@@ -368,14 +369,14 @@ func (v *viewData) gather(dst []byte, pos int) {
 	if v.blockwise(pos, len(dst)) {
 		rb, b := v.run*v.sz, pos/(v.run*v.sz)
 		for i := 0; i < len(dst); i, b = i+rb, b+1 {
-			copy(dst[i:i+rb], bytesAt(unsafe.Add(v.base, (v.start+b*v.stride[0])*v.sz), rb))
+			mem.Copy(dst[i:i+rb], bytesAt(unsafe.Add(v.base, (v.start+b*v.stride[0])*v.sz), rb))
 		}
 		return
 	}
 	c := v.cursorAt(pos, len(dst))
 	for i := 0; i < len(dst); {
 		p, k := c.next(len(dst) - i)
-		copy(dst[i:i+k], bytesAt(p, k))
+		mem.Copy(dst[i:i+k], bytesAt(p, k))
 		i += k
 	}
 }
@@ -391,14 +392,14 @@ func (v *viewData) scatter(src []byte, pos int) {
 	if v.blockwise(pos, len(src)) {
 		rb, b := v.run*v.sz, pos/(v.run*v.sz)
 		for i := 0; i < len(src); i, b = i+rb, b+1 {
-			copy(bytesAt(unsafe.Add(v.base, (v.start+b*v.stride[0])*v.sz), rb), src[i:i+rb])
+			mem.Copy(bytesAt(unsafe.Add(v.base, (v.start+b*v.stride[0])*v.sz), rb), src[i:i+rb])
 		}
 		return
 	}
 	c := v.cursorAt(pos, len(src))
 	for i := 0; i < len(src); {
 		p, k := c.next(len(src) - i)
-		copy(bytesAt(p, k), src[i:i+k])
+		mem.Copy(bytesAt(p, k), src[i:i+k])
 		i += k
 	}
 }
@@ -492,7 +493,7 @@ func copyViews(dst *viewData, dp int, src *viewData, sp int, n int) {
 	if dst.blockwise(dp, n) && src.blockwise(sp, n) && dst.run*dst.sz == src.run*src.sz {
 		rb, db, sb := dst.run*dst.sz, dp/(dst.run*dst.sz), sp/(src.run*src.sz)
 		for i := 0; i < n; i, db, sb = i+rb, db+1, sb+1 {
-			copy(bytesAt(unsafe.Add(dst.base, (dst.start+db*dst.stride[0])*dst.sz), rb),
+			mem.Copy(bytesAt(unsafe.Add(dst.base, (dst.start+db*dst.stride[0])*dst.sz), rb),
 				bytesAt(unsafe.Add(src.base, (src.start+sb*src.stride[0])*src.sz), rb))
 		}
 		return
@@ -508,7 +509,7 @@ func copyViews(dst *viewData, dp int, src *viewData, sp int, n int) {
 			p, k := sc.next(n)
 			s = bytesAt(p, k)
 		}
-		k := copy(d, s)
+		k := mem.Copy(d, s)
 		d, s, n = d[k:], s[k:], n-k
 	}
 }
@@ -549,7 +550,7 @@ func CopyMem(dst, src Mem, n int) {
 	switch {
 	case n <= 0:
 	case dst.view == nil && src.view == nil:
-		copy(bytesAt(dst.Ptr, n), bytesAt(src.Ptr, n))
+		mem.Copy(bytesAt(dst.Ptr, n), bytesAt(src.Ptr, n))
 	case dst.view == nil:
 		src.view.gather(bytesAt(dst.Ptr, n), src.off*src.view.sz)
 	case src.view == nil:
@@ -610,7 +611,7 @@ func (m Mem) CopyTo(dst []byte) {
 		m.view.gather(dst, m.off*m.view.sz)
 		return
 	}
-	copy(dst, bytesAt(m.Ptr, len(dst)))
+	mem.Copy(dst, bytesAt(m.Ptr, len(dst)))
 }
 
 // CopyFrom copies src into the first len(src) bytes of m (contiguous or a view): unpacking.
@@ -622,7 +623,7 @@ func (m Mem) CopyFrom(src []byte) {
 		m.view.scatter(src, m.off*m.view.sz)
 		return
 	}
-	copy(bytesAt(m.Ptr, len(src)), src)
+	mem.Copy(bytesAt(m.Ptr, len(src)), src)
 }
 
 // SliceOf returns b seen as a slice of n elements of type t (a primitive type), sharing b's memory; nil for an

@@ -1,0 +1,45 @@
+package mem
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// lastLevelCache returns the size in bytes of the largest data or unified cache of CPU 0 that sysfs lists, or 0.
+func lastLevelCache() int {
+	dirs, _ := filepath.Glob("/sys/devices/system/cpu/cpu0/cache/index*")
+	best := 0
+	for _, d := range dirs {
+		typ, err := os.ReadFile(filepath.Join(d, "type"))
+		if err != nil || strings.TrimSpace(string(typ)) == "Instruction" {
+			continue
+		}
+		size, err := os.ReadFile(filepath.Join(d, "size"))
+		if err != nil {
+			continue
+		}
+		best = max(best, parseSize(string(size)))
+	}
+	return best
+}
+
+// parseSize reads a sysfs cache size ("32768K", "2M", "512"), or returns 0.
+func parseSize(s string) int {
+	s = strings.TrimSpace(s)
+	mult := 1
+	switch {
+	case strings.HasSuffix(s, "K"):
+		mult, s = 1<<10, strings.TrimSuffix(s, "K")
+	case strings.HasSuffix(s, "M"):
+		mult, s = 1<<20, strings.TrimSuffix(s, "M")
+	case strings.HasSuffix(s, "G"):
+		mult, s = 1<<30, strings.TrimSuffix(s, "G")
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 || n > (1<<40)/mult {
+		return 0
+	}
+	return n * mult
+}

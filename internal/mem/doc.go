@@ -1,0 +1,13 @@
+// Package mem copies the bytes of messages and collective buffers: Copy is the built-in copy, cut into pieces where
+// that runs faster.
+//
+// Go's runtime copies 1 MiB or more on amd64 with non-temporal stores, which go past the caches to memory (the
+// runtime's memmove, for copies too large to stay in cache). A collective's buffers of a few MiB do stay in cache
+// here, and what it copies is read again at once: by the next round's reduction, by the peer that copies it on, by
+// the user. Copied in pieces below that size, 1 MiB moved at 57 GB/s against 39, 8 MiB at 60 against 39 (a 32 MiB
+// last-level cache; at 12 MiB, whose source and destination no longer fit, both ran at 39). Copy cuts such copies
+// in pieces up to a quarter of the last-level cache (so that source and destination fit in half of it), and leaves
+// larger ones, and every copy on other architectures, to the runtime.
+//
+// Imports: the standard library only.
+package mem
