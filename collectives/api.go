@@ -257,15 +257,20 @@ func allreduceState(c *ranks.Comm, st *commState, k kernel, op Op, src, dst vec)
 	acc := dst.b[:len(src.b)]
 	p := newP2P(c, st)
 	cb := combiner{k, op.Commutative()}
-	if algo == "rabenseifner" && pof2Below(st.size) == st.size && Disjoint(acc, src.b) {
-		return p.rabenseifner(cb, acc, src.b, max(src.sz, 1))
+	if Disjoint(acc, src.b) {
+		switch {
+		case algo == "rabenseifner" && pof2Below(st.size) == st.size:
+			return p.rabenseifner(cb, acc, src.b, max(src.sz, 1))
+		case algo == "ring":
+			return p.ringAllreduce(cb, acc, src.b, max(src.sz, 1))
+		}
 	}
 	mem.Copy(acc, src.b)
 	switch algo {
 	case "rabenseifner":
 		return p.rabenseifner(cb, acc, nil, max(src.sz, 1))
 	case "ring":
-		return p.ringAllreduce(cb, acc, max(src.sz, 1))
+		return p.ringAllreduce(cb, acc, nil, max(src.sz, 1))
 	case "reduce_bcast":
 		if err := p.binomialReduce(cb, acc, 0); err != nil {
 			return err
@@ -670,14 +675,14 @@ func ReduceScatter(c *ranks.Comm, sendArg, recvArg any, counts []int, op Op) err
 	case "shm":
 		return st.shmOp(c).ReduceScatter(k, sv.b, rv.b, counts, sz, inPlace, st)
 	case "ring":
-		acc := st.scratch(scrAcc, len(sv.b))
-		mem.Copy(acc, sv.b)
+		acc := st.scratch(scrAcc, len(sv.b)) // holds the partial pieces: the contribution is read from sv
 		offs := st.scratchInts(intsAlgo, st.size+1)
 		for i, x := range counts {
 			offs[i+1] = offs[i] + x*sz
 		}
 		piece := func(i int) []byte { return acc[offs[i]:offs[i+1]] }
-		if err := p.ringReduceScatter(combiner{k, true}, acc, piece, 0, tagReduceScatter); err != nil {
+		own := func(i int) []byte { return sv.b[offs[i]:offs[i+1]] }
+		if err := p.ringReduceScatter(combiner{k, true}, acc, piece, own, 0, tagReduceScatter); err != nil {
 			return err
 		}
 		mem.Copy(rv.b, piece(st.rank))

@@ -425,13 +425,29 @@ func (p p2p) rabenseifner(cb combiner, acc, send []byte, sz int) error {
 
 // ringReduceScatter leaves piece `target(r)` fully reduced at rank r: piece i of acc is span(i); after it, rank r
 // owns piece (r + shift) mod n.
-func (p p2p) ringReduceScatter(cb combiner, acc []byte, piece func(i int) []byte, shift int, tag int) error {
+//
+// With own (piece i of the rank's contribution, apart from acc), acc does not hold the contribution: the first step
+// sends from own, and each step receives the partial piece straight into acc and reduces the rank's own piece into
+// it (commutative ops: either order). No copy of the whole contribution into acc, no scratch; the pieces of acc
+// that no step receives are left as they were.
+func (p p2p) ringReduceScatter(cb combiner, acc []byte, piece, own func(i int) []byte, shift int, tag int) error {
 	n := p.size
 	right, left := (p.rank+1)%n, (p.rank-1+n)%n
 	for s := 0; s < n-1; s++ {
 		si := ((p.rank-s-1+shift)%n + 2*n) % n
 		ri := ((p.rank-s-2+shift)%n + 2*n) % n
 		in := piece(ri)
+		if own != nil {
+			out := piece(si)
+			if s == 0 {
+				out = own(si)
+			}
+			if err := p.sendrecv(out, right, in, left, tag); err != nil {
+				return err
+			}
+			cb.k(in, own(ri))
+			continue
+		}
 		t := p.st.scratch(scrRecv, len(in)) // one step's: the previous step's is done with
 		if err := p.sendrecv(piece(si), right, t, left, tag); err != nil {
 			return err
@@ -441,14 +457,23 @@ func (p p2p) ringReduceScatter(cb combiner, acc []byte, piece func(i int) []byte
 	return nil
 }
 
-// ring allreduce (commutative ops): ring reduce-scatter, then ring allgather; bandwidth-optimal.
-func (p p2p) ringAllreduce(cb combiner, acc []byte, sz int) error {
+// ring allreduce (commutative ops): ring reduce-scatter, then ring allgather; bandwidth-optimal. With send (apart
+// from acc), acc does not hold the rank's contribution yet: the reduce-scatter reads it from send
+// (ringReduceScatter's own), and the allgather fills every piece the reduce-scatter left.
+func (p p2p) ringAllreduce(cb combiner, acc, send []byte, sz int) error {
 	n := p.size
 	piece := func(i int) []byte {
 		lo, hi := span(len(acc), sz, n, i)
 		return acc[lo:hi]
 	}
-	if err := p.ringReduceScatter(cb, acc, piece, 0, tagAllreduce); err != nil {
+	var own func(i int) []byte
+	if send != nil {
+		own = func(i int) []byte {
+			lo, hi := span(len(send), sz, n, i)
+			return send[lo:hi]
+		}
+	}
+	if err := p.ringReduceScatter(cb, acc, piece, own, 0, tagAllreduce); err != nil {
 		return err
 	}
 	// rank r owns piece r; allgather it around the ring

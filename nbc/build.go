@@ -63,6 +63,10 @@ func buildP2P(s *Schedule, sp *spec) error {
 			b.rabenseifner(a.Kernel, acc, a.Send, a.Sz)
 			return nil
 		}
+		if n > 1 && sp.algo == "ring" && collectives.Disjoint(acc, a.Send) {
+			b.ringAllreduce(a.Kernel, acc, a.Send, a.Sz) // so does the ring's, and nothing is copied
+			return nil
+		}
 		s.Copy(acc, a.Send)
 		if n == 1 {
 			return nil
@@ -71,7 +75,7 @@ func buildP2P(s *Schedule, sp *spec) error {
 		case "rabenseifner":
 			b.rabenseifner(a.Kernel, acc, nil, a.Sz)
 		case "ring":
-			b.ringAllreduce(a.Kernel, acc, a.Sz)
+			b.ringAllreduce(a.Kernel, acc, nil, a.Sz)
 		case "reduce_bcast":
 			b.binomialReduce(a.Kernel, a.Commutative, acc, 0, tagReduce)
 			b.binomialBcast(acc, 0, tagBcast)
@@ -251,10 +255,10 @@ func buildReduceScatter(s *Schedule, sp *spec) error {
 		offs[i+1] = offs[i] + x*sz
 	}
 	if sp.algo == "ring" {
-		acc := s.scratch(len(a.Send))
-		s.Copy(acc, a.Send)
+		acc := s.scratch(len(a.Send)) // the partial pieces: the contribution is read from the send buffer
 		piece := func(i int) []byte { return acc[offs[i]:offs[i+1]] }
-		b.ringReduceScatter(a.Kernel, acc, piece, 0, tagReduce)
+		own := func(i int) []byte { return a.Send[offs[i]:offs[i+1]] }
+		b.ringReduceScatter(a.Kernel, acc, piece, own, 0, tagReduce)
 		s.Round()
 		s.Copy(a.Recv, piece(rank))
 		return nil

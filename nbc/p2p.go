@@ -306,10 +306,26 @@ func (b p2pb) rabenseifner(k Kernel, acc, send []byte, sz int) {
 	b.unfold(acc, rem)
 }
 
-// ringReduceScatter leaves piece (r + shift) mod n of acc fully reduced at rank r (commutative ops).
-func (b p2pb) ringReduceScatter(k Kernel, acc []byte, piece func(i int) []byte, shift, base int) {
+// ringReduceScatter leaves piece (r + shift) mod n of acc fully reduced at rank r (commutative ops). With own
+// (piece i of the rank's contribution, apart from acc), acc does not hold the contribution: the first round sends
+// from own, and each round receives the partial piece straight into acc and reduces the rank's own piece into it.
+func (b p2pb) ringReduceScatter(k Kernel, acc []byte, piece, own func(i int) []byte, shift, base int) {
 	n := b.n
 	right, left := (b.rank+1)%n, (b.rank-1+n)%n
+	if own != nil {
+		for s := 0; s < n-1; s++ {
+			si := ((b.rank-s-1+shift)%n + 2*n) % n
+			ri := ((b.rank-s-2+shift)%n + 2*n) % n
+			out := piece(si)
+			if s == 0 {
+				out = own(si)
+			}
+			b.s.Round()
+			b.sendrecv(out, right, piece(ri), left, base)
+			b.s.ReduceLeft(k, piece(ri), own(ri))
+		}
+		return
+	}
 	most := 0
 	for i := 0; i < n; i++ {
 		most = max(most, len(piece(i)))
@@ -325,14 +341,22 @@ func (b p2pb) ringReduceScatter(k Kernel, acc []byte, piece func(i int) []byte, 
 	}
 }
 
-// ringAllreduce (commutative ops): ring reduce-scatter, then ring allgather.
-func (b p2pb) ringAllreduce(k Kernel, acc []byte, sz int) {
+// ringAllreduce (commutative ops): ring reduce-scatter, then ring allgather. With send (apart from acc), acc does
+// not hold the rank's contribution: the reduce-scatter reads it from send, and the allgather fills the rest.
+func (b p2pb) ringAllreduce(k Kernel, acc, send []byte, sz int) {
 	n := b.n
 	piece := func(i int) []byte {
 		lo, hi := span(len(acc), sz, n, i)
 		return acc[lo:hi]
 	}
-	b.ringReduceScatter(k, acc, piece, 0, tagAllreduce)
+	var own func(i int) []byte
+	if send != nil {
+		own = func(i int) []byte {
+			lo, hi := span(len(send), sz, n, i)
+			return send[lo:hi]
+		}
+	}
+	b.ringReduceScatter(k, acc, piece, own, 0, tagAllreduce)
 	right, left := (b.rank+1)%n, (b.rank-1+n)%n
 	for s := 0; s < n-1; s++ {
 		b.s.Round()
