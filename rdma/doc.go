@@ -63,8 +63,9 @@
 // sender when it sees the CTS, Writing it and then sending WDONE, or the receiver once its own part is in, Reading
 // it too. A sender that computes and polls nothing thus never holds its receiver up (before the claim word, the
 // receiver waited for the sender's Write for as long as the sender computed); when both poll, each copies half.
-// The sender closes the word when it completes, on the FIN, after which neither end claims it. Without RMA (CMA refused,
-// GOMPJ_CMA=0), the CTS carries no address and the sender streams DATA messages through the receive buffers.
+// The sender closes the word when it completes, on the FIN, after which neither end claims it. Without RMA (CMA
+// refused, GOMPJ_CMA=0), the CTS carries no address and the sender streams DATA messages through the receive
+// buffers.
 // A receive buffer shorter than the message (a truncated receive) takes its first bytes and nothing more: the
 // receiver Reads only those, and its CTS tells a sender that Writes or streams to stop there.
 //
@@ -95,5 +96,5 @@
 // goroutine stands down meanwhile, and otherwise polls, busy for Config.BusyPoll (SetBusyPoll) after the last
 // event, then sleeps in Endpoint.Wait. Sink callbacks run on whichever goroutine polls, one at a time.
 //
-// Imports: gompj/device, the standard library (not ranks, queues or node).
+// Imports: gompj/device, gompj/internal/mem, the standard library (not ranks, queues or node).
 package rdma

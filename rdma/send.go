@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/gompj/gompj/device"
+	"github.com/gompj/gompj/internal/mem"
 )
 
 // out is a message waiting in a peer's backlog (the provider was busy, or messages ahead of it were): its header,
@@ -118,7 +119,7 @@ func (d *Device) SendEager(h *device.Header, payload []byte, done device.Complet
 		// The last credit went to another sender since EagerLimit said yes: the message goes by rendezvous, from a
 		// copy (so that the caller may reuse its buffer now), and needs no credit.
 		cp := make([]byte, len(payload))
-		copy(cp, payload)
+		mem.Copy(cp, payload)
 		rh := *h
 		var rdone device.Completer
 		if sync {
@@ -219,7 +220,7 @@ func (d *Device) rendezvous(p *peer, h *device.Header, payload []byte, owned boo
 		e, err := d.cache.get(reg, regAccess)
 		if errors.Is(err, ErrNotHeap) && !owned {
 			cp := make([]byte, len(payload))
-			copy(cp, payload)
+			mem.Copy(cp, payload)
 			s.payload, s.owned = cp, true
 			e, err = d.cache.get(cp, regAccess)
 		}

@@ -46,12 +46,13 @@
 // the part out of the segment for a later Alloc and leaves private zero pages where it was mapped.
 // Messages up to 32 KiB still go eager, through the rings: two copies, but no round trip of RTS and FIN, whose
 // cost is more than a second copy of that much (`gompj bench latency -np 2 -nodes 2`: 8 KiB 2.7 µs eager against
-// 16 µs by rendezvous, 32 KiB 8-10 against 26-34 µs; with a 64 KiB limit, 64 KiB went no faster). The peer's pid comes from the socket's credentials, and each end checks at connect time that it can read the
-// other. Where CMA is refused (Yama ptrace_scope 2 or 3, a seccomp filter, containers), or GOMPJ_CMA=0 forces it
-// off, the provider has no RMA and the device streams large messages through the rings instead; Describe (shown by
-// `gompj info` and the route table) says which, and why. Where Yama allows ptrace of descendants only (scope 1),
+// 16 µs by rendezvous, 32 KiB 8-10 against 26-34 µs; with a 64 KiB limit, 64 KiB went no faster). The peer's pid
+// comes from the socket's credentials, and each end checks at connect time that it can read the other. Where CMA
+// is refused (Yama ptrace_scope 2 or 3, a seccomp filter, containers), or GOMPJ_CMA=0 forces it off, the provider
+// has no RMA and the device streams large messages through the rings instead; Describe (shown by `gompj info` and
+// the route table) says which, and why. Where Yama allows ptrace of descendants only (scope 1),
 // the provider lets any process of the user attach (PR_SET_PTRACER_ANY), as a job's node processes are not each
 // other's descendants.
 //
-// Imports: gompj/rdma, gompj/netdev/auth, golang.org/x/sys/unix and the standard library.
+// Imports: gompj/rdma, gompj/netdev/auth, gompj/internal/mem, golang.org/x/sys/unix and the standard library.
 package shm

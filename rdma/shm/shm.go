@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gompj/gompj/internal/mem"
 	"github.com/gompj/gompj/netdev/auth"
 	"github.com/gompj/gompj/rdma"
 )
@@ -770,10 +771,10 @@ func (e *endpoint) rma(write bool, node int, local []byte, raddr, rkey, ctx uint
 		if w, err := p.lentRange(int64(raddr)+deltaOf(rkey), len(local)); err == nil {
 			op := rdma.OpRead
 			if write {
-				copy(w, local)
+				mem.Copy(w, local)
 				op = rdma.OpWrite
 			} else {
-				copy(local, w)
+				mem.Copy(local, w)
 			}
 			e.complete(rdma.Completion{Op: op, Ctx: ctx, Node: node})
 			return nil
