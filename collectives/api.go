@@ -506,11 +506,14 @@ func Allgather(c *ranks.Comm, sendArg, recvArg any) error {
 	if algo == "shm" {
 		return st.shmOp(c).Allgatherv(sv.b, inPlace, rv.b, nil, nil, max(rv.sz, 1), blk)
 	}
+	p := newP2P(c, st)
+	all := rv.b[:n*blk]
+	if algo == "ring" && !inPlace && Disjoint(all, sv.b) {
+		return p.ringAllgatherFrom(sv.b, all, blk)
+	}
 	if !inPlace {
 		mem.Copy(rv.b[st.rank*blk:], sv.b)
 	}
-	p := newP2P(c, st)
-	all := rv.b[:n*blk]
 	switch algo {
 	case "hier":
 		return leaderDone(st, hierAllgather(c, st, all, blk))

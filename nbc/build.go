@@ -153,13 +153,20 @@ func buildP2P(s *Schedule, sp *spec) error {
 		}
 		b.linearScatterv(a.Send, a.Counts, a.Displs, a.Sz, recv, 0, a.Root)
 	case "allgather":
+		all := a.Recv[:n*a.Blk]
+		if n > 1 && !a.InPlace && sp.algo == "ring" && collectives.Disjoint(all, a.Send) {
+			// The first round sends the own block from the send buffer, and its copy into the result is the last
+			// round's: the starting call posts at once (collectives.ringAllgatherFrom says why the block is not
+			// sent from the result).
+			b.ringAllgatherFrom(a.Send, all, a.Blk)
+			return nil
+		}
 		if !a.InPlace {
 			s.Copy(a.Recv[rank*a.Blk:(rank+1)*a.Blk], a.Send)
 		}
 		if n == 1 {
 			return nil
 		}
-		all := a.Recv[:n*a.Blk]
 		switch sp.algo {
 		case "recursive_doubling":
 			b.recursiveDoublingAllgather(all, a.Blk)

@@ -487,6 +487,24 @@ func (b p2pb) binomialScatter(send, recv []byte, blk, root int) {
 
 // --- allgather ---
 
+// ringAllgatherFrom is the ring allgather of blocks of blk bytes whose own block is still in send (apart from
+// recv): the first round sends it from send, and the last copies it into recv (no round reads it there).
+func (b p2pb) ringAllgatherFrom(send, recv []byte, blk int) {
+	n := b.n
+	right, left := (b.rank+1)%n, (b.rank-1+n)%n
+	for s := 0; s < n-1; s++ {
+		b.s.Round()
+		out := send[:blk]
+		if s > 0 {
+			out = blockOf(recv, nil, nil, 1, (b.rank-s+n)%n, blk)
+		}
+		b.sendDet(out, right, tagAllgather)
+		b.recv(blockOf(recv, nil, nil, 1, (b.rank-s-1+2*n)%n, blk), left, tagAllgather)
+	}
+	b.s.Round()
+	b.s.Copy(recv[b.rank*blk:(b.rank+1)*blk], send[:blk])
+}
+
 // ringAllgatherv: this rank's block is in place in recv once the earlier steps have run.
 func (b p2pb) ringAllgatherv(recv []byte, counts, displs []int, sz, blk int) {
 	n := b.n
