@@ -1,6 +1,7 @@
 package mem
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -38,7 +39,7 @@ func parseSize(s string) int {
 		mult, s = 1<<30, strings.TrimSuffix(s, "G")
 	}
 	n, err := strconv.Atoi(s)
-	if err != nil || n <= 0 || n > (1<<40)/mult {
+	if err != nil || n <= 0 || n > math.MaxInt/mult {
 		return 0
 	}
 	return n * mult
