@@ -8,22 +8,48 @@ import (
 	"strings"
 )
 
-// lastLevelCache returns the size in bytes of the largest data or unified cache of CPU 0 that sysfs lists, or 0.
-func lastLevelCache() int {
+// lastLevelCache returns the size in bytes of the largest data or unified cache of CPU 0 that sysfs lists, and how
+// many CPUs share it (at least 1); 0 and 1 when sysfs says nothing.
+func lastLevelCache() (size, sharers int) {
 	dirs, _ := filepath.Glob("/sys/devices/system/cpu/cpu0/cache/index*")
-	best := 0
+	sharers = 1
 	for _, d := range dirs {
 		typ, err := os.ReadFile(filepath.Join(d, "type"))
 		if err != nil || strings.TrimSpace(string(typ)) == "Instruction" {
 			continue
 		}
-		size, err := os.ReadFile(filepath.Join(d, "size"))
+		b, err := os.ReadFile(filepath.Join(d, "size"))
 		if err != nil {
 			continue
 		}
-		best = max(best, parseSize(string(size)))
+		if n := parseSize(string(b)); n > size {
+			size, sharers = n, 1
+			if list, err := os.ReadFile(filepath.Join(d, "shared_cpu_list")); err == nil {
+				sharers = max(countCPUs(string(list)), 1)
+			}
+		}
 	}
-	return best
+	return size, sharers
+}
+
+// countCPUs counts the CPUs of a sysfs CPU list ("0-3,8-11", "5"), or returns 0 if it does not parse.
+func countCPUs(list string) int {
+	n := 0
+	for _, part := range strings.Split(strings.TrimSpace(list), ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil || a < 0 {
+			return 0
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a {
+				return 0
+			}
+		}
+		n += b - a + 1
+	}
+	return n
 }
 
 // parseSize reads a sysfs cache size ("32768K", "2M", "512"), or returns 0.

@@ -10,8 +10,9 @@ import (
 const piece = 256 << 10
 
 // Copy copies min(len(dst), len(src)) bytes from src to dst and returns the count, as copy does. Copies from
-// nonTemporalMin bytes up to a quarter of the last-level cache go in pieces (see the package's doc); overlapping
-// buffers go to copy, which handles the overlap. Smaller copies cost one comparison more than copy (Copy inlines).
+// nonTemporalMin bytes up to a quarter of each CPU's share of the last-level cache go in pieces (see the package's
+// doc); overlapping buffers go to copy, which handles the overlap. Smaller copies cost one comparison more than copy
+// (Copy inlines).
 func Copy(dst, src []byte) int {
 	if len(dst) < nonTemporalMin || len(src) < nonTemporalMin {
 		return copy(dst, src)
@@ -41,8 +42,9 @@ func overlap(a, b []byte) bool {
 	return pa < pb+uintptr(len(b)) && pb < pa+uintptr(len(a))
 }
 
-// The largest copy cut in pieces: a quarter of the last-level cache, within [minCut, maxCut]; defaultCut where the
-// cache's size is unknown.
+// The largest copy cut in pieces: a quarter of each CPU's share of the last-level cache (the ranks of a job copy at
+// the same moments, each its source and its destination), within [minCut, maxCut]; defaultCut where the cache's
+// size is unknown.
 const (
 	minCut     = 1 << 20
 	maxCut     = 64 << 20
@@ -53,10 +55,11 @@ var cutMax = sync.OnceValue(func() int {
 	return cutFor(lastLevelCache())
 })
 
-// cutFor is the largest copy cut in pieces on a machine whose last-level cache holds size bytes (0: unknown).
-func cutFor(size int) int {
+// cutFor is the largest copy cut in pieces on a machine whose last-level cache holds size bytes (0: unknown) and is
+// shared by sharers CPUs.
+func cutFor(size, sharers int) int {
 	if size <= 0 {
 		return defaultCut
 	}
-	return min(max(size/4, minCut), maxCut)
+	return min(max(size/(4*max(sharers, 1)), minCut), maxCut)
 }

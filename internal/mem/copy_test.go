@@ -84,11 +84,12 @@ func TestOverlap(t *testing.T) {
 }
 
 func TestCutFor(t *testing.T) {
-	for _, tc := range []struct{ size, want int }{
-		{0, defaultCut}, {-1, defaultCut}, {32 << 20, 8 << 20}, {2 << 20, minCut}, {1 << 30, maxCut}, {6 << 20, 3 << 19},
+	for _, tc := range []struct{ size, sharers, want int }{
+		{0, 1, defaultCut}, {-1, 4, defaultCut}, {32 << 20, 1, 8 << 20}, {32 << 20, 2, 4 << 20},
+		{32 << 20, 8, minCut}, {32 << 20, 0, 8 << 20}, {2 << 20, 1, minCut}, {1 << 30, 1, maxCut}, {24 << 20, 2, 3 << 20},
 	} {
-		if got := cutFor(tc.size); got != tc.want {
-			t.Errorf("cutFor(%d) = %d, want %d", tc.size, got, tc.want)
+		if got := cutFor(tc.size, tc.sharers); got != tc.want {
+			t.Errorf("cutFor(%d, %d) = %d, want %d", tc.size, tc.sharers, got, tc.want)
 		}
 	}
 }
