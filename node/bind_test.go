@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gompj/gompj/internal/cpus"
 )
 
 func TestBindPart(t *testing.T) {
@@ -85,7 +87,7 @@ func bindChild() {
 		fail("bindShare bound nothing")
 	}
 	want := strings.TrimSuffix(strings.Fields(line)[2], ",") // "cores CPUs <list>, GOMAXPROCS n: ..."
-	if n := countCPUList(want); n == 0 || runtime.GOMAXPROCS(0) != min(n, runtime.NumCPU()) {
+	if n := cpus.Count(want); n == 0 || runtime.GOMAXPROCS(0) != min(n, runtime.NumCPU()) {
 		fail("bound to CPUs %s, GOMAXPROCS %d: want as many as the CPUs", want, runtime.GOMAXPROCS(0))
 	}
 	for range 3 { // and after

@@ -8,5 +8,5 @@
 // GOMPJ_HOST_SHM=0; other hosts: GOMPJ_DEV), and starts the devices with the World as their sink.
 //
 // Imports: ranks, queues, device, the devices (netdev, rdma) and node/bootstrap, internal/env (the definitions of
-// its variables), ants, x/sys, the standard library.
+// its variables), internal/cpus, ants, x/sys, the standard library.
 package node

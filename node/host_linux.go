@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gompj/gompj/internal/cpus"
 )
 
 // hostIdentity names what node processes able to share memory have in common: the same kernel boot, network
@@ -38,5 +40,5 @@ func onlineCPUs() int {
 	if err != nil {
 		return 0
 	}
-	return countCPUList(strings.TrimSpace(string(b)))
+	return cpus.Count(string(b))
 }

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strconv"
-	"strings"
 )
 
 // procShare is the GOMAXPROCS a node process takes when it shares its host with other node processes of the job
@@ -38,24 +36,4 @@ func shareCores(mine, host int) string {
 	runtime.GOMAXPROCS(n)
 	return fmt.Sprintf("\n  %-8s GOMAXPROCS %d: this host's %d ranks outnumber its %d CPUs, which its node processes share",
 		"cores", n, host, runtime.NumCPU())
-}
-
-// countCPUList counts the CPUs of a Linux CPU list ("0-3,8,10-11"); 0 when it is malformed.
-func countCPUList(s string) int {
-	n := 0
-	for _, part := range strings.Split(s, ",") {
-		lo, hi, ok := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil || a < 0 {
-			return 0
-		}
-		b := a
-		if ok {
-			if b, err = strconv.Atoi(hi); err != nil || b < a {
-				return 0
-			}
-		}
-		n += b - a + 1
-	}
-	return n
 }

@@ -28,11 +28,3 @@ func TestProcShare(t *testing.T) {
 		}
 	}
 }
-
-func TestCountCPUList(t *testing.T) {
-	for s, want := range map[string]int{"0": 1, "0-1": 2, "0-3,8-11": 8, "0,2,4-5": 4, "": 0, "3-1": 0, "a-b": 0, "-1": 0} {
-		if got := countCPUList(s); got != want {
-			t.Errorf("countCPUList(%q) = %d, want %d", s, got, want)
-		}
-	}
-}

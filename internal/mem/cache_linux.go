@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/gompj/gompj/internal/cpus"
 )
 
 // lastLevelCache returns the size in bytes of the largest data or unified cache of CPU 0 that sysfs lists, and how
@@ -25,31 +27,11 @@ func lastLevelCache() (size, sharers int) {
 		if n := parseSize(string(b)); n > size {
 			size, sharers = n, 1
 			if list, err := os.ReadFile(filepath.Join(d, "shared_cpu_list")); err == nil {
-				sharers = max(countCPUs(string(list)), 1)
+				sharers = max(cpus.Count(string(list)), 1)
 			}
 		}
 	}
 	return size, sharers
-}
-
-// countCPUs counts the CPUs of a sysfs CPU list ("0-3,8-11", "5"), or returns 0 if it does not parse.
-func countCPUs(list string) int {
-	n := 0
-	for _, part := range strings.Split(strings.TrimSpace(list), ",") {
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil || a < 0 {
-			return 0
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil || b < a {
-				return 0
-			}
-		}
-		n += b - a + 1
-	}
-	return n
 }
 
 // parseSize reads a sysfs cache size ("32768K", "2M", "512"), or returns 0.

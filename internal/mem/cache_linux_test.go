@@ -18,16 +18,3 @@ func TestParseSize(t *testing.T) {
 		t.Errorf("lastLevelCache() = %d, %d", n, s)
 	}
 }
-
-func TestCountCPUs(t *testing.T) {
-	for _, tc := range []struct {
-		s    string
-		want int
-	}{
-		{"0-1\n", 2}, {"5", 1}, {"0-3,8-11", 8}, {"0,2,4", 3}, {"", 0}, {"3-1", 0}, {"a-b", 0}, {"-1", 0},
-	} {
-		if got := countCPUs(tc.s); got != tc.want {
-			t.Errorf("countCPUs(%q) = %d, want %d", tc.s, got, tc.want)
-		}
-	}
-}

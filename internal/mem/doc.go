@@ -10,5 +10,5 @@
 // each one's source and destination should fit in half its share: 4 MiB on this 2-CPU machine, 1 MiB where 8 CPUs
 // share 32 MiB), and leaves larger ones, and every copy on other architectures, to the runtime.
 //
-// Imports: the standard library only.
+// Imports: internal/cpus (the CPUs sharing a cache), the standard library.
 package mem
