@@ -158,7 +158,7 @@ func buildP2P(s *Schedule, sp *spec) error {
 			// The first round sends the own block from the send buffer, and its copy into the result is the last
 			// round's: the starting call posts at once (collectives.ringAllgatherFrom says why the block is not
 			// sent from the result).
-			b.ringAllgatherFrom(a.Send, all, a.Blk)
+			b.ringAllgatherv(all, nil, nil, 1, a.Blk, a.Send[:a.Blk])
 			return nil
 		}
 		if !a.InPlace {
@@ -173,14 +173,14 @@ func buildP2P(s *Schedule, sp *spec) error {
 		case "bruck":
 			b.bruckAllgather(all, a.Blk)
 		default:
-			b.ringAllgatherv(all, nil, nil, 1, a.Blk)
+			b.ringAllgatherv(all, nil, nil, 1, a.Blk, nil)
 		}
 	case "allgatherv":
 		if !a.InPlace {
 			s.Copy(blockOf(a.Recv, a.Counts, a.Displs, a.Sz, rank, 0), a.Send)
 		}
 		if n > 1 {
-			b.ringAllgatherv(a.Recv, a.Counts, a.Displs, a.Sz, 0)
+			b.ringAllgatherv(a.Recv, a.Counts, a.Displs, a.Sz, 0, nil)
 		}
 	case "alltoall":
 		src := a.Send

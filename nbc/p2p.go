@@ -312,32 +312,30 @@ func (b p2pb) rabenseifner(k Kernel, acc, send []byte, sz int) {
 func (b p2pb) ringReduceScatter(k Kernel, acc []byte, piece, own func(i int) []byte, shift, base int) {
 	n := b.n
 	right, left := (b.rank+1)%n, (b.rank-1+n)%n
-	if own != nil {
-		for s := 0; s < n-1; s++ {
-			si := ((b.rank-s-1+shift)%n + 2*n) % n
-			ri := ((b.rank-s-2+shift)%n + 2*n) % n
-			out := piece(si)
-			if s == 0 {
-				out = own(si)
-			}
-			b.s.Round()
-			b.sendrecv(out, right, piece(ri), left, base)
-			b.s.ReduceLeft(k, piece(ri), own(ri))
+	var t []byte // the received partial pieces, without own
+	if own == nil {
+		most := 0
+		for i := 0; i < n; i++ {
+			most = max(most, len(piece(i)))
 		}
-		return
+		t = b.s.scratch(most)
 	}
-	most := 0
-	for i := 0; i < n; i++ {
-		most = max(most, len(piece(i)))
-	}
-	t := b.s.scratch(most)
 	for s := 0; s < n-1; s++ {
 		si := ((b.rank-s-1+shift)%n + 2*n) % n
 		ri := ((b.rank-s-2+shift)%n + 2*n) % n
 		in := piece(ri)
 		b.s.Round()
-		b.sendrecv(piece(si), right, t[:len(in)], left, base)
-		b.s.ReduceLeft(k, in, t[:len(in)])
+		if own == nil {
+			b.sendrecv(piece(si), right, t[:len(in)], left, base)
+			b.s.ReduceLeft(k, in, t[:len(in)])
+			continue
+		}
+		out := piece(si)
+		if s == 0 {
+			out = own(si)
+		}
+		b.sendrecv(out, right, in, left, base)
+		b.s.ReduceLeft(k, in, own(ri))
 	}
 }
 
@@ -487,32 +485,24 @@ func (b p2pb) binomialScatter(send, recv []byte, blk, root int) {
 
 // --- allgather ---
 
-// ringAllgatherFrom is the ring allgather of blocks of blk bytes whose own block is still in send (apart from
-// recv): the first round sends it from send, and the last copies it into recv (no round reads it there).
-func (b p2pb) ringAllgatherFrom(send, recv []byte, blk int) {
+// ringAllgatherv: this rank's block is in place in recv once the earlier steps have run. With own (this rank's
+// block, apart from recv), it is not: the first round sends own, and the last copies it into recv (no round reads
+// it there).
+func (b p2pb) ringAllgatherv(recv []byte, counts, displs []int, sz, blk int, own []byte) {
 	n := b.n
 	right, left := (b.rank+1)%n, (b.rank-1+n)%n
 	for s := 0; s < n-1; s++ {
 		b.s.Round()
-		out := send[:blk]
-		if s > 0 {
-			out = blockOf(recv, nil, nil, 1, (b.rank-s+n)%n, blk)
+		out := blockOf(recv, counts, displs, sz, (b.rank-s+n)%n, blk)
+		if s == 0 && own != nil {
+			out = own
 		}
 		b.sendDet(out, right, tagAllgather)
-		b.recv(blockOf(recv, nil, nil, 1, (b.rank-s-1+2*n)%n, blk), left, tagAllgather)
-	}
-	b.s.Round()
-	b.s.Copy(recv[b.rank*blk:(b.rank+1)*blk], send[:blk])
-}
-
-// ringAllgatherv: this rank's block is in place in recv once the earlier steps have run.
-func (b p2pb) ringAllgatherv(recv []byte, counts, displs []int, sz, blk int) {
-	n := b.n
-	right, left := (b.rank+1)%n, (b.rank-1+n)%n
-	for s := 0; s < n-1; s++ {
-		b.s.Round()
-		b.sendDet(blockOf(recv, counts, displs, sz, (b.rank-s+n)%n, blk), right, tagAllgather)
 		b.recv(blockOf(recv, counts, displs, sz, (b.rank-s-1+2*n)%n, blk), left, tagAllgather)
+	}
+	if own != nil {
+		b.s.Round()
+		b.s.Copy(blockOf(recv, counts, displs, sz, b.rank, blk)[:len(own)], own)
 	}
 }
 
