@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"unsafe"
 
+	"github.com/gompj/gompj/internal/mem"
 	"github.com/gompj/gompj/ranks"
 )
 
@@ -212,12 +213,6 @@ func escapeContent(a any) {
 	}
 }
 
-// Disjoint reports whether a and b share no byte. The allreduces receive a peer's part straight into the result
-// when it does not overlap the send buffer (which in place it is: InPlace).
-func Disjoint(a, b []byte) bool {
-	if len(a) == 0 || len(b) == 0 {
-		return true
-	}
-	pa, pb := uintptr(unsafe.Pointer(unsafe.SliceData(a))), uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	return pa+uintptr(len(a)) <= pb || pb+uintptr(len(b)) <= pa
-}
+// Disjoint reports whether a and b share no byte (mem.Disjoint). The allreduces receive a peer's part straight into
+// the result when it does not overlap the send buffer (which in place it is: InPlace).
+func Disjoint(a, b []byte) bool { return mem.Disjoint(a, b) }

@@ -23,7 +23,7 @@ func Copy(dst, src []byte) int {
 // cut is Copy from nonTemporalMin bytes on.
 func cut(dst, src []byte) int {
 	n := min(len(dst), len(src))
-	if n > cutMax() || overlap(dst[:n], src[:n]) {
+	if n > cutMax() || !Disjoint(dst[:n], src[:n]) {
 		return copy(dst, src)
 	}
 	for off := 0; off < n; off += piece {
@@ -33,13 +33,14 @@ func cut(dst, src []byte) int {
 	return n
 }
 
-// overlap reports whether a and b share a byte.
-func overlap(a, b []byte) bool {
+// Disjoint reports whether a and b share no byte: Copy cuts only such copies, and the collectives receive straight
+// into a result that is apart from the send buffer (collectives.Disjoint).
+func Disjoint(a, b []byte) bool {
 	if len(a) == 0 || len(b) == 0 {
-		return false
+		return true
 	}
 	pa, pb := uintptr(unsafe.Pointer(unsafe.SliceData(a))), uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	return pa < pb+uintptr(len(b)) && pb < pa+uintptr(len(a))
+	return pa+uintptr(len(a)) <= pb || pb+uintptr(len(b)) <= pa
 }
 
 // The largest copy cut in pieces: a quarter of each CPU's share of the last-level cache (the ranks of a job copy at

@@ -68,17 +68,17 @@ func TestCopyOverlap(t *testing.T) {
 	}
 }
 
-func TestOverlap(t *testing.T) {
+func TestDisjoint(t *testing.T) {
 	b := make([]byte, 100)
 	for _, tc := range []struct {
 		a, b []byte
 		want bool
 	}{
-		{b[0:10], b[10:20], false}, {b[0:11], b[10:20], true}, {b[15:20], b[10:20], true}, {b[20:30], b[10:20], false},
-		{b[0:0], b[0:10], false}, {nil, b, false}, {b, make([]byte, 100), false},
+		{b[0:10], b[10:20], true}, {b[0:11], b[10:20], false}, {b[15:20], b[10:20], false}, {b[20:30], b[10:20], true},
+		{b[0:0], b[0:10], true}, {nil, b, true}, {b, make([]byte, 100), true},
 	} {
-		if got := overlap(tc.a, tc.b); got != tc.want {
-			t.Errorf("overlap(%p+%d, %p+%d) = %v, want %v", tc.a, len(tc.a), tc.b, len(tc.b), got, tc.want)
+		if got := Disjoint(tc.a, tc.b); got != tc.want {
+			t.Errorf("Disjoint(%p+%d, %p+%d) = %v, want %v", tc.a, len(tc.a), tc.b, len(tc.b), got, tc.want)
 		}
 	}
 }
