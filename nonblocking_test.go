@@ -42,6 +42,16 @@ func TestNonblockingCollectives(t *testing.T) {
 	t.Run("pure", func(t *testing.T) {
 		harness.Procs(t, harness.Spec{Ranks: pureNP, Nodes: pureNP}, nbBody(t, true)).Check(t)
 	})
+	// Overlap mode (GOMPJ_OVERLAP=1): workers start the calls that cross node processes, over the host's shared
+	// memory and over TCP.
+	t.Run("overlap", func(t *testing.T) {
+		harness.Procs(t, harness.Spec{Ranks: 5, Nodes: 2, Env: []string{env.Overlap.Name + "=1"}},
+			nbBody(t, true)).Check(t)
+	})
+	t.Run("overlap-tcp", func(t *testing.T) {
+		harness.Procs(t, harness.Spec{Ranks: 4, Nodes: 3, Env: []string{env.Overlap.Name + "=1", env.HostSHM.Name + "=0"}},
+			nbBody(t, true)).Check(t)
+	})
 }
 
 // TestNonblockingNoAsyncProgress: with the worker pool off (GOMPJ_ASYNC_PROGRESS=0) the collectives move on only

@@ -294,8 +294,7 @@ func start(c *ranks.Comm, a *collectives.Call, err error, va *collectives.ViewAr
 	o.setReq(o.request(c))
 	ranks.Launch(o.req)
 	o.lend = o.key == nil // not kept for reuse: its scratch buffers go back when it finishes
-	o.run()
-	o.started()
+	o.launch(false)
 	return o.req, nil
 }
 

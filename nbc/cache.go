@@ -109,8 +109,7 @@ func (o *op) rerun(c *ranks.Comm) {
 	o.done.Store(false)
 	o.setReq(o.request(c))
 	ranks.Launch(o.req)
-	o.held()
-	o.started()
+	o.launch(true)
 }
 
 // chainAgain is again for an op that runs as a chain of its tiny phases (o.chain): it arrives at each phase's use

@@ -21,7 +21,9 @@
 // progress rule; ranks/ops.go); the run that sees the schedule finish completes the request (ranks.CompleteOp). A
 // Wait on an op that is its rank's only active one, within the node, runs it itself and spins on the condition its
 // schedule waits for (op.Spin, ranks.Spinner), as a blocking collective spins on its peers' slots: no kick, signal
-// or worker stands between a peer's move and the waiter.
+// or worker stands between a peer's move and the waiter. The starting call runs the op's first round itself, except
+// in overlap mode (ranks.World.Overlap, GOMPJ_OVERLAP), where a worker starts an op that crosses node processes
+// and is not small, and the call returns at once (op.launch).
 //
 // A small call on a communicator within one node (each member's contribution fits in its slot entry) has no op:
 // its members publish their contributions in a slot and the last to arrive does the whole collective for all and

@@ -73,8 +73,7 @@ func startNeighbor(c *ranks.Comm, a *collectives.NbrCall, err error) (*ranks.Req
 	o := buildNeighbor(c, a, collectives.NextOp(c)) // not kept for reuse (cache.go): its steps carry whole tags
 	o.setReq(c.OpRequest(o))
 	ranks.Launch(o.req)
-	o.run()
-	o.started()
+	o.launch(false)
 	return o.req, nil
 }
 

@@ -102,6 +102,13 @@ type Config struct {
 	// NoAsyncProgress turns the worker pool off (GOMPJ_ASYNC_PROGRESS=0): nonblocking collectives then move on only
 	// inside the calls that start, test and wait for them, as in most MPI libraries. For comparisons.
 	NoAsyncProgress bool
+	// Overlap favours overlapping nonblocking collectives with computation over the time of a start followed at
+	// once by its wait (GOMPJ_OVERLAP=1; default off), as MPICH's and Intel MPI's asynchronous progress threads
+	// do. GOMAXPROCS gets one more processor (unless GOMAXPROCS is set), so that the device's progress loop and the
+	// workers can run while every rank computes: the kernel shares the cores between them and the computation. And
+	// the starting call of a nonblocking collective that crosses node processes hands its first round to the worker
+	// pool and returns (ranks.Options.Overlap). Together with GOMPJ_BIND=cores where node processes share a host.
+	Overlap bool
 	// CallCheck is how often a node process of a multi-node job compares its ranks' latest collective calls on
 	// communicators that span nodes with the other members' (ranks.World.CheckCalls), so that members that disagree
 	// about a root, or about which collective comes next, end the job instead of hanging (GOMPJ_CALL_CHECK; default

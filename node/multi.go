@@ -207,6 +207,9 @@ func runMulti(cfg Config, body Body) error {
 	// GOMAXPROCS.
 	routes += shareCores(hi-lo, rt.sameHost())
 	routes += bindShare(cfg.Bind, rt.sameHostIndex(), rt.sameHostNodes())
+	line, restore := progressCore(cfg.Overlap)
+	defer restore()
+	routes += line
 	var w *ranks.World
 	pool, exec, err := executor(cfg, func(err error) { w.Abort(err) })
 	if err != nil {
@@ -224,7 +227,7 @@ func runMulti(cfg Config, body Body) error {
 	w, err = ranks.NewWorld(ranks.Options{Size: cfg.Ranks, Lo: lo, Hi: hi, EagerLimit: cfg.EagerLimit,
 		Policy: pol, NetSpin: netSpin(cfg, pol), Device: dev, NodeOf: layout.NodeOf, Routes: routes, Devices: used,
 		UnexpectedLimit: cfg.UnexpectedLimit, UnexpectedShare: cfg.UnexpectedShare, Executor: exec, NbcSlots: cfg.NbcSlots,
-		CallCheck: cfg.CallCheck > 0})
+		Overlap: cfg.Overlap, CallCheck: cfg.CallCheck > 0})
 	if err != nil {
 		dev.Close()
 		return fail(err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"sync"
 )
 
 // procShare is the GOMAXPROCS a node process takes when it shares its host with other node processes of the job
@@ -36,4 +37,46 @@ func shareCores(mine, host int) string {
 	runtime.GOMAXPROCS(n)
 	return fmt.Sprintf("\n  %-8s GOMAXPROCS %d: this host's %d ranks outnumber its %d CPUs, which its node processes share",
 		"cores", n, host, runtime.NumCPU())
+}
+
+// progressCore gives a job that favours overlap (Config.Overlap) one more processor than it would have, unless the
+// user set GOMAXPROCS: the device's progress loop and the worker pool then have a P to run on while every rank
+// computes, and the kernel shares the cores between them and the computation. It returns a line for the route
+// table ("" when it changed nothing) and what gives the processor back when the job ends. Jobs of one process run
+// one after another in tests, and the node runtimes of a test's in-process job at once: the first takes the extra
+// P and the last gives it back.
+//
+// Why: with as many Ps as ranks, a rank that computes holds its P, and the Go scheduler runs the loop or a worker
+// only when another P is free; where the ranks hold all of them (a node process bound to each core of a host,
+// GOMPJ_BIND=cores), nothing moved a 1 MiB Iallreduce between two node processes over TCP until the computation
+// ended: 0-1 % of it hid behind busy computation (see README, "Overlap").
+func progressCore(overlap bool) (string, func()) {
+	if _, userSet := os.LookupEnv("GOMAXPROCS"); !overlap || userSet {
+		return "", func() {}
+	}
+	extra.mu.Lock()
+	defer extra.mu.Unlock()
+	if extra.users == 0 {
+		extra.base = runtime.GOMAXPROCS(0)
+		runtime.GOMAXPROCS(extra.base + 1)
+	}
+	extra.users++
+	var once sync.Once
+	return fmt.Sprintf("\n  %-8s GOMAXPROCS %d: one for progress beside the ranks (GOMPJ_OVERLAP=1)", "overlap",
+			extra.base+1), func() {
+			once.Do(func() {
+				extra.mu.Lock()
+				defer extra.mu.Unlock()
+				if extra.users--; extra.users == 0 {
+					runtime.GOMAXPROCS(extra.base)
+				}
+			})
+		}
+}
+
+// extra is progressCore's count of the jobs of this process that hold the extra P.
+var extra struct {
+	mu    sync.Mutex
+	users int
+	base  int // GOMAXPROCS before the first took it
 }

@@ -1,6 +1,12 @@
 package node
 
-import "testing"
+import (
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+)
 
 func TestProcShare(t *testing.T) {
 	cases := []struct {
@@ -26,5 +32,42 @@ func TestProcShare(t *testing.T) {
 			t.Errorf("%s: procShare(%d, %d, %d, %d, %v) = %d, want %d", c.name, c.cpus, c.online, c.mine, c.all,
 				c.userSet, got, c.want)
 		}
+	}
+}
+
+// Overlap mode takes one more P for the job's progress, and gives it back when the last job that holds it ends;
+// off, or with GOMAXPROCS set by the user, it changes nothing.
+func TestProgressCore(t *testing.T) {
+	if _, set := os.LookupEnv("GOMAXPROCS"); set {
+		t.Skip("GOMAXPROCS is set: progressCore leaves it alone (checked below with t.Setenv)")
+	}
+	base := runtime.GOMAXPROCS(0)
+	if line, restore := progressCore(false); line != "" || runtime.GOMAXPROCS(0) != base {
+		t.Fatalf("off: line %q, GOMAXPROCS %d, want \"\" and %d", line, runtime.GOMAXPROCS(0), base)
+	} else {
+		restore()
+	}
+	line, restore1 := progressCore(true)
+	if !strings.Contains(line, "GOMPJ_OVERLAP") || runtime.GOMAXPROCS(0) != base+1 {
+		t.Fatalf("on: line %q, GOMAXPROCS %d, want a route line and %d", line, runtime.GOMAXPROCS(0), base+1)
+	}
+	_, restore2 := progressCore(true) // a second node runtime of the same process
+	if runtime.GOMAXPROCS(0) != base+1 {
+		t.Fatalf("two jobs: GOMAXPROCS %d, want %d", runtime.GOMAXPROCS(0), base+1)
+	}
+	restore1()
+	restore1() // twice: once counts
+	if runtime.GOMAXPROCS(0) != base+1 {
+		t.Fatalf("one job left: GOMAXPROCS %d, want %d", runtime.GOMAXPROCS(0), base+1)
+	}
+	restore2()
+	if runtime.GOMAXPROCS(0) != base {
+		t.Fatalf("after both: GOMAXPROCS %d, want %d", runtime.GOMAXPROCS(0), base)
+	}
+	t.Setenv("GOMAXPROCS", strconv.Itoa(base))
+	if line, restore := progressCore(true); line != "" || runtime.GOMAXPROCS(0) != base {
+		t.Fatalf("GOMAXPROCS set: line %q, GOMAXPROCS %d, want \"\" and %d", line, runtime.GOMAXPROCS(0), base)
+	} else {
+		restore()
 	}
 }

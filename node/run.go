@@ -30,6 +30,8 @@ func Run(cfg Config, body Body) error {
 	if cfg.Nodes > 1 {
 		return runMulti(cfg, body)
 	}
+	_, restore := progressCore(cfg.Overlap) // before the worker pool, sized by GOMAXPROCS
+	defer restore()
 	var w *ranks.World
 	pool, exec, err := executor(cfg, func(err error) { w.Abort(err) })
 	if err != nil {

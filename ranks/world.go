@@ -34,6 +34,9 @@ type Options struct {
 	UnexpectedShare int64
 	Executor        Executor // the node's worker pool; nil: nothing runs in the background
 	NbcSlots        int      // shared-memory slots per communicator of nonblocking collectives (0: their default)
+	// Overlap has nonblocking collectives that cross node processes started by the Executor, so that their starting
+	// calls return at once (node.Config.Overlap, GOMPJ_OVERLAP).
+	Overlap bool
 	// CallCheck has communicators that span nodes log their collective calls for the node's CheckCalls (callcheck.go).
 	CallCheck bool
 }
@@ -76,6 +79,7 @@ type World struct {
 	devices  []string
 	exec     Executor
 	nbcSlots int
+	overlap  bool
 	chk      callCheck // the call check (callcheck.go)
 
 	orphans orphans // operation requests freed while active (see sweepOrphans)
@@ -170,7 +174,7 @@ func NewWorld(o Options) (*World, error) {
 	}
 	w := &World{size: o.Size, lo: o.Lo, hi: o.Hi, dev: o.Device, nodeOf: o.NodeOf, eager: o.EagerLimit,
 		policy: o.Policy, abortCh: make(chan struct{}), exec: o.Executor,
-		nbcSlots: o.NbcSlots, routes: o.Routes, devices: slices.Clone(o.Devices)}
+		nbcSlots: o.NbcSlots, overlap: o.Overlap, routes: o.Routes, devices: slices.Clone(o.Devices)}
 	w.netPolicy = w.policy
 	w.chk.on = o.CallCheck && o.Device != nil
 	w.segs, _ = o.Device.(device.Segmented)
@@ -244,6 +248,10 @@ func (w *World) Executor() Executor { return w.exec }
 
 // NbcSlots returns the shared-memory slots per communicator that nonblocking collectives use (0: their default).
 func (w *World) NbcSlots() int { return w.nbcSlots }
+
+// Overlap reports whether nonblocking collectives that cross node processes are started by the Executor
+// (Options.Overlap).
+func (w *World) Overlap() bool { return w.overlap }
 
 // Policy returns how ranks wait.
 func (w *World) Policy() *queues.Policy { return &w.policy }

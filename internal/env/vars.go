@@ -124,6 +124,10 @@ var (
 		Value: "1", Group: Collectives,
 		Meaning: "0 turns the worker pool off: nonblocking collectives then move on only in the calls that start, " +
 			"test and wait for them"})
+	Overlap = def(Var{Name: "GOMPJ_OVERLAP", Field: "Overlap", Kind: Bool, Value: "0", Group: Collectives,
+		Meaning: "1 favours overlap over the time of a start and its wait: GOMAXPROCS gets one more processor, on " +
+			"which the progress loop and the workers run while every rank computes, and a nonblocking collective " +
+			"that crosses node processes is started by a worker, its starting call returning at once"})
 	CallCheck = def(Var{Name: "GOMPJ_CALL_CHECK", Field: "CallCheck", Kind: DurationOff, Value: "1s",
 		Group: Collectives,
 		Meaning: "how often a node process compares its ranks' latest collective calls on communicators that span " +

@@ -1,0 +1,5 @@
+//go:build race
+
+package nbc
+
+const raceEnabled = true
