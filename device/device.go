@@ -116,6 +116,7 @@ type Device interface {
 	// a truncated receive (MPI_ERR_TRUNCATE): the device moves the message's first len(dst) bytes into dst and
 	// drops the rest without receiving it anywhere (the sender sends only what fits, or the receiver reads only
 	// that), so that a huge message into a small buffer costs no memory of its size; both ends complete as usual.
+	// The device reads rts during the call only.
 	ClearToSend(rts *Header, dst []byte, done Completer) error
 	// Ack tells the sender of the synchronous eager message h that it was matched.
 	Ack(h *Header) error
@@ -240,6 +241,9 @@ type Describer interface {
 // (see Device, re-entrancy).
 type Sink interface {
 	DeliverEager(in *Inbound)
+	// DeliverRTS delivers a rendezvous message's RTS. h is valid during the call only (the device reuses it: a
+	// header handed over behind this interface would otherwise be an allocation per message); the sink keeps a
+	// copy, and passes that copy, or h during the call, to ClearToSend.
 	DeliverRTS(h *Header)
 	// PeerLost reports, at most once per node, a node the device can no longer reach (its process died, or it sent
 	// garbage). Everything pending with that node has completed with an error. The node aborts the job.

@@ -17,16 +17,18 @@ import (
 // call, is started by a worker: its starting call (the I-call, a persistent Start) hands the first round to the
 // pool. Small calls start on the caller's goroutine, as every call does without the mode. Either way the results
 // are the blocking collective's, whether the rank's wait or the worker runs the first round, and a Start of a
-// persistent collective and its Wait allocate nothing at steady state. Over TCP, the mode's target.
+// persistent collective and its Wait allocate nothing at steady state: over TCP, the mode's target, and over the
+// host's shared memory, the default between node processes of one host.
 func TestOverlapStartsOnWorkers(t *testing.T) {
-	for _, overlap := range []bool{false, true} {
-		t.Run(fmt.Sprint("overlap=", overlap), func(t *testing.T) {
+	for _, c := range []struct{ overlap, hostSHM bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		overlap := c.overlap
+		t.Run(fmt.Sprintf("overlap=%v,hostSHM=%v", overlap, c.hostSHM), func(t *testing.T) {
 			var aside atomic.Int64
 			count := func() { aside.Add(1) }
 			asideHook.Store(&count)
 			defer asideHook.Store(nil)
-			errs := runOverlapJob(t, overlap, false, func(c *ranks.Comm) error {
-				const large, small = 1 << 14, 8 // 128 KiB and 64 bytes of float64
+			errs := runOverlapJob(t, overlap, c.hostSHM, func(c *ranks.Comm) error {
+				const large, small = 1 << 17, 8 // 1 MiB and 64 bytes of float64: rendezvous and eager
 				for _, n := range []int{large, small} {
 					send, want, got := make([]float64, n), make([]float64, n), make([]float64, n)
 					for i := range send {

@@ -49,6 +49,7 @@ type conn struct {
 	closeFd     int  // a descriptor closeConn left for the turn's holder to close (-1: none)
 	q           outq
 	completed   []*rdvSend // streams fully written, to complete once mu is released
+	spare       []*rdvSend // the last completed list, given back once its streams are finished (finishStreams)
 	flushF      func()     // d.flushConn(c), made once: what a sender's turn that stops at a stream posts
 
 	// The turn holder's: iovecs of queued frames and of segmented payloads, and a segmented frame's header.
@@ -65,6 +66,7 @@ type conn struct {
 	cur        *device.Inbound
 	claim      device.Completer // the receive an eager payload being read goes into (see EagerClaimer)
 	curRecv    *rdvRecv
+	rts        device.Header              // the RTS being delivered (payload, KindRTS)
 	riov       *[device.IovMax]unix.Iovec // segmented direct reads (segments.go), made on first use
 	rpieces    *[device.IovMax][]byte
 }
@@ -198,7 +200,7 @@ func (c *conn) send(h *device.Header, payload device.Payload) error {
 	}
 	done := c.finishTurnLocked(true)
 	c.mu.Unlock()
-	c.d.finishStreams(done)
+	c.d.finishStreams(c, done)
 	return nil
 }
 
@@ -243,8 +245,11 @@ func (c *conn) finishTurnLocked(sender bool) []*rdvSend {
 	if sender && !c.q.empty() && !c.blocked && c.dead == nil && c.fd >= 0 {
 		c.d.post(c.flushF) // a stream is next: the loop's
 	}
-	done := c.completed
-	c.completed = nil
+	var done []*rdvSend
+	if len(c.completed) > 0 { // else the list stays, with its room, for the next turn
+		done = c.completed
+		c.completed, c.spare = c.spare, nil
+	}
 	if c.byeSent && c.q.empty() && c.dead == nil {
 		// The goodbye went out on this turn: the loop closes the connection once the peer's has come too.
 		d := c.d

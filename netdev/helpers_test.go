@@ -67,6 +67,8 @@ func (s *sink) DeliverEager(in *device.Inbound) {
 }
 
 func (s *sink) DeliverRTS(h *device.Header) {
+	c := *h // the device's header is valid during the call only (device.Sink)
+	h = &c
 	s.mu.Lock()
 	hook := s.onRTS
 	s.mu.Unlock()

@@ -379,17 +379,29 @@ func (d *Device) flushConn(c *conn) {
 	}
 	finished := c.byeSent && c.q.empty() && c.dead == nil
 	c.mu.Unlock()
-	d.finishStreams(done)
+	d.finishStreams(c, done)
 	if finished && c.byeRecv {
 		d.closeConn(c)
 	}
 }
 
-// finishStreams completes rendezvous sends whose payload is all in the socket.
-func (d *Device) finishStreams(done []*rdvSend) {
+// finishStreams completes rendezvous sends whose payload is all in the socket, the list c's turn collected
+// (finishTurnLocked). Each send then goes back to its pool, and the list to c for its next turn: a rendezvous
+// allocates nothing at steady state.
+func (d *Device) finishStreams(c *conn, done []*rdvSend) {
+	if len(done) == 0 {
+		return
+	}
 	for _, r := range done {
 		d.finishSend(r, nil)
+		r.recycle()
 	}
+	clear(done)
+	c.mu.Lock()
+	if c.spare == nil {
+		c.spare = done[:0]
+	}
+	c.mu.Unlock()
 }
 
 func (d *Device) finishSend(r *rdvSend, err error) {
@@ -589,9 +601,10 @@ func (c *conn) payload(h *device.Header) error {
 		in.Release = d.releaseFn
 		d.sink.DeliverEager(in)
 	case device.KindRTS:
-		rts := new(device.Header)
-		*rts = *h
-		d.sink.DeliverRTS(rts)
+		// The sink keeps a copy (device.Sink): the connection's own header, which only its reader writes, goes
+		// behind the interface without an allocation.
+		c.rts = *h
+		d.sink.DeliverRTS(&c.rts)
 	case device.KindData:
 		r := c.curRecv
 		c.curRecv = nil
@@ -607,6 +620,9 @@ func (c *conn) payload(h *device.Header) error {
 			if mine && r.done != nil {
 				r.done.Complete(nil)
 			}
+			if mine {
+				r.recycle() // nothing else holds it: the map let go, and c.curRecv is nil
+			}
 		}
 	case kindBye:
 		c.byeRecv = true
@@ -619,6 +635,7 @@ func (c *conn) payload(h *device.Header) error {
 func (d *Device) startStream(p *peer, s *rdvSend) {
 	if s.payload.Size() == 0 {
 		d.finishSend(s, nil)
+		s.recycle() // out of the peer's map (the CTS took it), and never queued
 		return
 	}
 	c := p.slots[s.stripe]

@@ -234,6 +234,28 @@ type rdvSend struct {
 	stageOff, stageEnd int
 }
 
+// sendPool and recvPool hold the rendezvous records of transfers that ended well, for the next ones: a rendezvous
+// allocates nothing at steady state (a persistent collective's Start, AllocsPerRun). A record goes back only where
+// nothing else can reach it any more: a send once its stream is all in the socket and completed (finishStreams; a
+// cleared empty one at once), a receive once its last byte is in and it is completed. Those that fail (a lost
+// peer, a refused post) are left to the collector.
+var (
+	sendPool = sync.Pool{New: func() any { return new(rdvSend) }}
+	recvPool = sync.Pool{New: func() any { return new(rdvRecv) }}
+)
+
+// recycle gives s back to sendPool, holding nothing of its transfer.
+func (s *rdvSend) recycle() {
+	*s = rdvSend{}
+	sendPool.Put(s)
+}
+
+// recycle gives r back to recvPool, holding nothing of its transfer.
+func (r *rdvRecv) recycle() {
+	*r = rdvRecv{}
+	recvPool.Put(r)
+}
+
 // truncate cuts the payload to its first n bytes (n <= its size), what a receiver with a short buffer takes. It is
 // called before the stream starts.
 func (s *rdvSend) truncate(n int) {
@@ -793,7 +815,8 @@ func (d *Device) sendRendezvous(h *device.Header, payload device.Payload, done d
 	if err != nil {
 		return err
 	}
-	s := &rdvSend{h: *h, payload: payload, done: done}
+	s := sendPool.Get().(*rdvSend)
+	s.h, s.payload, s.done = *h, payload, done
 	s.h.Kind = device.KindRTS
 	s.h.Flags &= device.FlagSync
 	s.h.Length = uint64(payload.Size())
@@ -869,7 +892,8 @@ func (d *Device) clearToSend(rts *device.Header, dst device.Payload, done device
 			p.mu.Unlock()
 			return fmt.Errorf("netdev: RTS %d from node %d cleared twice", rts.Seq, p.id)
 		}
-		r := &rdvRecv{h: *rts, dst: dst, done: done}
+		r := recvPool.Get().(*rdvRecv)
+		r.h, r.dst, r.done = *rts, dst, done
 		if dst.Segmented() {
 			r.direct = !tiny(dst, 0, dst.Len)
 		}

@@ -375,9 +375,15 @@ func (w *World) consume(rk *Rank, rr *request, m *msg) {
 	rr.done.Complete()
 }
 
-// clearToSend answers a remote request-to-send matched by rr.
+// clearToSend answers a remote request-to-send matched by rr. The device reads the RTS from m, which goes back to
+// its pool only after: a copy of the header handed to the device behind its interface would escape, an allocation
+// per rendezvous (the device keeps what it needs of it).
 func (w *World) clearToSend(rr *request, m *msg) {
-	h := m.rts
+	h := &m.rts
+	defer func() {
+		*m = msg{class: -1}
+		msgPool.Put(m)
+	}()
 	env := m.item.Env
 	rr.setStatus(env.Src, env.Tag, int64(h.Length), m.typ)
 	rv := rr.mem()
@@ -403,9 +409,7 @@ func (w *World) clearToSend(rr *request, m *msg) {
 	case rv.view != nil && w.segs != nil && w.segs.Segments(int(h.Source)):
 		// The device reads the payload straight into the view's blocks (those that fit).
 		n := truncRemote(rr, rv, m, h.Length)
-		*m = msg{class: -1}
-		msgPool.Put(m)
-		if err := w.segs.ClearToSendv(&h, rv.Window(0, n/rv.Type.Size()).payload(), rr.completer()); err != nil {
+		if err := w.segs.ClearToSendv(h, rv.Window(0, n/rv.Type.Size()).payload(), rr.completer()); err != nil {
 			rr.completer().Complete(err)
 		}
 		return
@@ -416,9 +420,7 @@ func (w *World) clearToSend(rr *request, m *msg) {
 	default:
 		dst = rv.Bytes()[:truncRemote(rr, rv, m, h.Length)]
 	}
-	*m = msg{class: -1}
-	msgPool.Put(m)
-	if err := w.dev.ClearToSend(&h, dst, rr.completer()); err != nil {
+	if err := w.dev.ClearToSend(h, dst, rr.completer()); err != nil {
 		rr.completer().Complete(err)
 	}
 }

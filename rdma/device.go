@@ -114,6 +114,7 @@ type Device struct {
 	sink     device.Sink
 	claimer  device.EagerClaimer // the sink, if it matches eager messages at their header (process)
 	claimHdr device.Header       // the header process offers claimer (pollMu)
+	rts      device.Header       // the RTS process delivers to the sink (pollMu)
 	// tookInPlace: takeInPlace took a message during the endpoint's Poll under way (pollMu)
 	tookInPlace bool
 	peers       []*peer // nil for this node and for nodes the device does not serve
@@ -128,7 +129,7 @@ type Device struct {
 	inflight atomic.Int64 // rendezvous and synchronous sends under way
 	pending  atomic.Int32 // peers with a backlog
 	opID     atomic.Uint64
-	ops      sync.Map // rma op id -> *rdvSend or *rdvRecv
+	ops      opTable // rma op id -> *rdvSend or *rdvRecv
 
 	localMu sync.Mutex
 	local   []Completion // completions the device makes itself (a failed Read issued outside the poller)
@@ -184,7 +185,7 @@ type peer struct {
 	syncWait map[uint64]*syncEntry
 	rdvSend  map[uint64]*rdvSend
 	rdvRecv  map[uint64]*rdvRecv
-	rtsIn    map[uint64]*hdr // RTS delivered to the sink, not yet cleared
+	rtsIn    map[uint64]hdr // RTS delivered to the sink, not yet cleared (by value: no allocation per RTS)
 
 	// Owned by the poller.
 	pseqIn   uint32
@@ -329,7 +330,7 @@ func (d *Device) Start(sink device.Sink, addrs [][]byte) error {
 		}
 		p := &peer{id: n, d: d, eagerMax: min(eager, d.cfg.EagerLimit), chunk: eager, grant: int32(grant),
 			syncWait: map[uint64]*syncEntry{}, rdvSend: map[uint64]*rdvSend{}, rdvRecv: map[uint64]*rdvRecv{},
-			rtsIn: map[uint64]*hdr{}, held: map[uint32]heldMsg{}}
+			rtsIn: map[uint64]hdr{}, held: map[uint32]heldMsg{}}
 		p.lim = limits{ranks: d.ranks, rankNode: d.rankNode, self: d.self, peer: n, maxEager: uint64(d.cfg.EagerLimit),
 			maxData: uint64(d.cfg.EagerLimit), maxMessage: d.cfg.MaxMessage}
 		d.peers[n] = p
@@ -441,4 +442,34 @@ func (d *Device) Close() error {
 		runtime.KeepAlive(d)
 	})
 	return d.closeErr
+}
+
+// opTable maps the ids of rendezvous transfers with Reads or Writes in flight to their records (*rdvSend or
+// *rdvRecv). A map under a mutex rather than a sync.Map, whose Store allocated an entry for every new id: one per
+// rendezvous (a persistent collective's Start and Wait are to allocate nothing at steady state).
+type opTable struct {
+	mu sync.Mutex
+	m  map[uint64]any
+}
+
+func (t *opTable) Store(id uint64, v any) {
+	t.mu.Lock()
+	if t.m == nil {
+		t.m = map[uint64]any{}
+	}
+	t.m[id] = v
+	t.mu.Unlock()
+}
+
+func (t *opTable) Load(id uint64) (any, bool) {
+	t.mu.Lock()
+	v, ok := t.m[id]
+	t.mu.Unlock()
+	return v, ok
+}
+
+func (t *opTable) Delete(id uint64) {
+	t.mu.Lock()
+	delete(t.m, id)
+	t.mu.Unlock()
 }

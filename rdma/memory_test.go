@@ -25,7 +25,7 @@ type recSink struct {
 }
 
 func (s *recSink) DeliverEager(in *device.Inbound) { in.Done() }
-func (s *recSink) DeliverRTS(h *device.Header)     { s.rts <- h }
+func (s *recSink) DeliverRTS(h *device.Header)     { c := *h; s.rts <- &c } // valid during the call only
 func (s *recSink) PeerLost(node int, err error)    { s.lost <- err }
 
 type doneCh chan error

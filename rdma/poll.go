@@ -28,6 +28,10 @@ func (d *Device) standDownFor() time.Duration {
 func (d *Device) loop() {
 	defer close(d.done)
 	var deadline time.Time
+	// One timer for every stand-down, reset each time: a new one per stand-down was an allocation per wait of a
+	// driving rank.
+	resume := time.NewTimer(time.Hour)
+	resume.Stop()
 	for {
 		closing := d.closing.Load()
 		if closing {
@@ -44,13 +48,13 @@ func (d *Device) loop() {
 			}
 		} else if d.drivers.Load() > 0 {
 			// A rank drives the device: stand down until the last driver parks, or look again soon.
-			t := time.NewTimer(d.standDownFor())
+			resume.Reset(d.standDownFor())
 			select {
 			case <-d.kick:
-			case <-t.C:
+			case <-resume.C:
 			case <-d.quit:
 			}
-			t.Stop()
+			resume.Stop()
 			continue
 		}
 		h := d.helper.Load()
@@ -414,21 +418,20 @@ func (d *Device) process(p *peer, h *hdr, payload []byte, rb *rxBuf) {
 	}
 	switch h.Kind {
 	case device.KindRTS:
-		info := new(hdr)
-		*info = *h
 		p.mu.Lock()
 		_, dup := p.rtsIn[h.Seq]
 		if !dup && p.err == nil {
-			p.rtsIn[h.Seq] = info
+			p.rtsIn[h.Seq] = *h
 		}
 		p.mu.Unlock()
 		if dup {
 			d.failPeer(p, &PeerError{Node: p.id, Kind: ErrPeerLost, Err: badf(p.id, "RTS %d twice", h.Seq)}, true)
 			return
 		}
-		rts := new(device.Header)
-		*rts = h.Header
-		d.sink.DeliverRTS(rts)
+		// The sink keeps a copy (device.Sink): the poller's own header (pollMu) goes behind the interface
+		// without an allocation.
+		d.rts = h.Header
+		d.sink.DeliverRTS(&d.rts)
 	case device.KindCTS:
 		d.cleared(p, h)
 	case device.KindData:
@@ -554,7 +557,7 @@ func (d *Device) cleared(p *peer, h *hdr) {
 		s.wantWrite = true
 		s.id = d.opID.Add(1)
 		d.ops.Store(s.id, s)
-		writes = d.splitRMA(true, s.payload[h.offset:h.Length], s.reg.mr, h.raddr, h.rkey, ctxWrite|s.id)
+		writes = d.splitInto(&s.ops, 0, true, s.payload[h.offset:h.Length], s.reg.mr, h.raddr, h.rkey, ctxWrite|s.id)
 		s.writing = len(writes)
 	default:
 		// The receiver cannot Read us (no RMA its way, or it chose not to): stream the payload, what it takes.
@@ -666,6 +669,7 @@ func (d *Device) finishSend(p *peer, s *rdvSend) {
 	if s.done != nil {
 		s.done.Complete(nil)
 	}
+	s.recycle()
 }
 
 // finishRecv completes a rendezvous receive whose every part is in place.
@@ -690,6 +694,7 @@ func (d *Device) finishRecv(p *peer, r *rdvRecv) {
 	if r.done != nil {
 		r.done.Complete(nil)
 	}
+	r.recycle()
 }
 
 // releaseInbound is every Inbound's Release: the buffer goes back to the provider and the credit to the peer.
@@ -733,7 +738,7 @@ func (d *Device) failPeer(p *peer, err error, lost bool) {
 	}
 	sw, rs, rr := p.syncWait, p.rdvSend, p.rdvRecv
 	p.syncWait, p.rdvSend, p.rdvRecv = map[uint64]*syncEntry{}, map[uint64]*rdvSend{}, map[uint64]*rdvRecv{}
-	p.rtsIn = map[uint64]*hdr{}
+	p.rtsIn = map[uint64]hdr{}
 	p.backlog = nil
 	if p.queued {
 		p.queued = false

@@ -53,6 +53,7 @@ type rdvSend struct {
 	untaken   bool   // the receiver's buffer takes none of a non-empty payload (a truncated receive)
 	claim     uint64 // the claim word offered in the RTS (flagClaim), while claimOpen
 	claimOpen bool
+	ops       opStore // its Write, where one does (splitInto)
 }
 
 // rdvRecv is a cleared rendezvous receive, from ClearToSend until it completes.
@@ -83,6 +84,45 @@ type rdvRecv struct {
 	claim        uint64
 	claimPending bool
 	rest         []*rmaOp
+	ops          opStore // its Reads, where two do (splitInto)
+}
+
+// opStore holds the Reads or Writes of one rendezvous in its record, where they are few: a rendezvous over shared
+// memory is one Read (or a Read and the second part's Read or Write when split), which had been an allocation of
+// the op and of its slice each.
+type opStore struct {
+	op  [2]rmaOp
+	ptr [2]*rmaOp
+}
+
+// splitInto is splitRMA into slot i of st when the transfer is one piece, else splitRMA's own slice.
+func (d *Device) splitInto(st *opStore, i int, write bool, local []byte, mr MR, raddr, rkey, ctx uint64) []*rmaOp {
+	if d.caps.MaxRMA > 0 && len(local) > d.caps.MaxRMA || len(local) == 0 {
+		return d.splitRMA(write, local, mr, raddr, rkey, ctx)
+	}
+	st.op[i] = rmaOp{write: write, local: local, mr: mr, raddr: raddr, rkey: rkey, ctx: ctx}
+	st.ptr[i] = &st.op[i]
+	return st.ptr[i : i+1 : i+1]
+}
+
+// sendPool and recvPool hold the records of rendezvous transfers that completed well, for the next ones: a
+// rendezvous allocates nothing at steady state (a persistent collective's Start and Wait, AllocsPerRun). A record
+// goes back once it is completed (finishSend, finishRecv), which happens under pollMu as every event of a transfer
+// is handled, so no other handler still holds it; by then its maps, its op id and its backlog entries have let go
+// of it. Those that fail (a lost peer, a refused post) are left to the collector.
+var (
+	sendPool = sync.Pool{New: func() any { return new(rdvSend) }}
+	recvPool = sync.Pool{New: func() any { return new(rdvRecv) }}
+)
+
+func (s *rdvSend) recycle() {
+	*s = rdvSend{}
+	sendPool.Put(s)
+}
+
+func (r *rdvRecv) recycle() {
+	*r = rdvRecv{}
+	recvPool.Put(r)
 }
 
 // rmaOp is a Read or Write to issue (or retry): a part of a rendezvous.
@@ -206,7 +246,8 @@ func (d *Device) SendRendezvous(h *device.Header, payload []byte, done device.Co
 // also proves it is heap memory; with RMA toward the peer the RTS carries its address and key. A payload that is
 // not heap memory is copied first (the caller is the sending goroutine, so reading it here is safe).
 func (d *Device) rendezvous(p *peer, h *device.Header, payload []byte, owned bool, stage *[]byte, done device.Completer) error {
-	s := &rdvSend{p: p, h: *h, payload: payload, size: len(payload), owned: owned || stage != nil, stage: stage, done: done}
+	s := sendPool.Get().(*rdvSend)
+	s.p, s.h, s.payload, s.size, s.owned, s.stage, s.done = p, *h, payload, len(payload), owned || stage != nil, stage, done
 	s.h.Kind = device.KindRTS
 	s.h.Flags &= device.FlagSync
 	s.h.Length = uint64(len(payload))
@@ -322,15 +363,16 @@ func (d *Device) clearToSend(rts *device.Header, dst device.Payload, done device
 		return err
 	}
 	p.mu.Lock()
-	info := p.rtsIn[rts.Seq]
-	if info == nil || !sameMessage(&info.Header, rts) {
+	info, ok := p.rtsIn[rts.Seq]
+	if !ok || !sameMessage(&info.Header, rts) {
 		p.mu.Unlock()
 		return fmt.Errorf("rdma: ClearToSend for message %d from node %d, which the device did not deliver (or cleared already)", rts.Seq, p.id)
 	}
 	delete(p.rtsIn, rts.Seq)
 	p.mu.Unlock()
 
-	r := &rdvRecv{p: p, h: info.Header, n: n, done: done}
+	r := recvPool.Get().(*rdvRecv)
+	r.p, r.h, r.n, r.done = p, info.Header, n, done
 	// Without RMA toward the peer, a payload it lent is still Read (LentRMA): plainly, with nothing Written into our
 	// buffer unless that is lent too.
 	anyRMA := p.rma.Load()
@@ -403,10 +445,10 @@ func (d *Device) clearToSend(rts *device.Header, dst device.Payload, done device
 			cts.rkey = e.mr.Key()
 			cts.offset = uint64(readLen)
 			r.claim, r.claimPending = info.offset, true
-			r.rest = d.splitRMA(false, buf[readLen:n], e.mr, info.raddr+uint64(readLen), info.rkey, ctxRead|r.id)
+			r.rest = d.splitInto(&r.ops, 1, false, buf[readLen:n], e.mr, info.raddr+uint64(readLen), info.rkey, ctxRead|r.id)
 		}
 		r.wantRead = true
-		reads = d.splitRMA(false, buf[:readLen], e.mr, info.raddr, info.rkey, ctxRead|r.id)
+		reads = d.splitInto(&r.ops, 0, false, buf[:readLen], e.mr, info.raddr, info.rkey, ctxRead|r.id)
 		r.reading = len(reads)
 	default:
 		r.chunked = true

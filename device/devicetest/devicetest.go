@@ -131,6 +131,8 @@ func (s *Sink) DeliverEager(in *device.Inbound) {
 
 // DeliverRTS implements device.Sink.
 func (s *Sink) DeliverRTS(rts *device.Header) {
+	c := *rts // the device's header is valid during the call only (device.Sink)
+	rts = &c
 	s.mu.Lock()
 	h := s.onRTS
 	s.mu.Unlock()
