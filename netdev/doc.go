@@ -116,5 +116,6 @@
 // alone; elsewhere the package is empty, and node says at the start of a multi-node job that the network device
 // needs Linux (single-box jobs need no device and run everywhere).
 //
-// Imports: gompj/device, gompj/netdev/auth, golang.org/x/sys/unix and the standard library (not queues or ranks).
+// Imports: gompj/device, gompj/internal/pool, gompj/netdev/auth, golang.org/x/sys/unix and the standard library (not
+// queues or ranks).
 package netdev

@@ -394,7 +394,7 @@ func (d *Device) finishStreams(c *conn, done []*rdvSend) {
 	}
 	for _, r := range done {
 		d.finishSend(r, nil)
-		r.recycle()
+		sendPool.Put(r)
 	}
 	clear(done)
 	c.mu.Lock()
@@ -621,7 +621,7 @@ func (c *conn) payload(h *device.Header) error {
 				r.done.Complete(nil)
 			}
 			if mine {
-				r.recycle() // nothing else holds it: the map let go, and c.curRecv is nil
+				recvPool.Put(r) // nothing else holds it: the map let go, and c.curRecv is nil
 			}
 		}
 	case kindBye:
@@ -635,7 +635,7 @@ func (c *conn) payload(h *device.Header) error {
 func (d *Device) startStream(p *peer, s *rdvSend) {
 	if s.payload.Size() == 0 {
 		d.finishSend(s, nil)
-		s.recycle() // out of the peer's map (the CTS took it), and never queued
+		sendPool.Put(s) // out of the peer's map (the CTS took it), and never queued
 		return
 	}
 	c := p.slots[s.stripe]

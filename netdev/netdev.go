@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gompj/gompj/device"
+	"github.com/gompj/gompj/internal/pool"
 	"github.com/gompj/gompj/netdev/auth"
 )
 
@@ -240,21 +241,9 @@ type rdvSend struct {
 // cleared empty one at once), a receive once its last byte is in and it is completed. Those that fail (a lost
 // peer, a refused post) are left to the collector.
 var (
-	sendPool = sync.Pool{New: func() any { return new(rdvSend) }}
-	recvPool = sync.Pool{New: func() any { return new(rdvRecv) }}
+	sendPool pool.Of[rdvSend]
+	recvPool pool.Of[rdvRecv]
 )
-
-// recycle gives s back to sendPool, holding nothing of its transfer.
-func (s *rdvSend) recycle() {
-	*s = rdvSend{}
-	sendPool.Put(s)
-}
-
-// recycle gives r back to recvPool, holding nothing of its transfer.
-func (r *rdvRecv) recycle() {
-	*r = rdvRecv{}
-	recvPool.Put(r)
-}
 
 // truncate cuts the payload to its first n bytes (n <= its size), what a receiver with a short buffer takes. It is
 // called before the stream starts.
@@ -815,7 +804,7 @@ func (d *Device) sendRendezvous(h *device.Header, payload device.Payload, done d
 	if err != nil {
 		return err
 	}
-	s := sendPool.Get().(*rdvSend)
+	s := sendPool.Get()
 	s.h, s.payload, s.done = *h, payload, done
 	s.h.Kind = device.KindRTS
 	s.h.Flags &= device.FlagSync
@@ -892,7 +881,7 @@ func (d *Device) clearToSend(rts *device.Header, dst device.Payload, done device
 			p.mu.Unlock()
 			return fmt.Errorf("netdev: RTS %d from node %d cleared twice", rts.Seq, p.id)
 		}
-		r := recvPool.Get().(*rdvRecv)
+		r := recvPool.Get()
 		r.h, r.dst, r.done = *rts, dst, done
 		if dst.Segmented() {
 			r.direct = !tiny(dst, 0, dst.Len)

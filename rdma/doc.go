@@ -96,5 +96,5 @@
 // goroutine stands down meanwhile, and otherwise polls, busy for Config.BusyPoll (SetBusyPoll) after the last
 // event, then sleeps in Endpoint.Wait. Sink callbacks run on whichever goroutine polls, one at a time.
 //
-// Imports: gompj/device, gompj/internal/mem, the standard library (not ranks, queues or node).
+// Imports: gompj/device, gompj/internal/mem, gompj/internal/pool, the standard library (not ranks, queues or node).
 package rdma

@@ -669,7 +669,7 @@ func (d *Device) finishSend(p *peer, s *rdvSend) {
 	if s.done != nil {
 		s.done.Complete(nil)
 	}
-	s.recycle()
+	sendPool.Put(s)
 }
 
 // finishRecv completes a rendezvous receive whose every part is in place.
@@ -694,7 +694,7 @@ func (d *Device) finishRecv(p *peer, r *rdvRecv) {
 	if r.done != nil {
 		r.done.Complete(nil)
 	}
-	r.recycle()
+	recvPool.Put(r)
 }
 
 // releaseInbound is every Inbound's Release: the buffer goes back to the provider and the credit to the peer.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gompj/gompj/device"
 	"github.com/gompj/gompj/internal/mem"
+	"github.com/gompj/gompj/internal/pool"
 )
 
 // out is a message waiting in a peer's backlog (the provider was busy, or messages ahead of it were): its header,
@@ -111,19 +112,9 @@ func (d *Device) splitInto(st *opStore, i int, write bool, local []byte, mr MR, 
 // is handled, so no other handler still holds it; by then its maps, its op id and its backlog entries have let go
 // of it. Those that fail (a lost peer, a refused post) are left to the collector.
 var (
-	sendPool = sync.Pool{New: func() any { return new(rdvSend) }}
-	recvPool = sync.Pool{New: func() any { return new(rdvRecv) }}
+	sendPool pool.Of[rdvSend]
+	recvPool pool.Of[rdvRecv]
 )
-
-func (s *rdvSend) recycle() {
-	*s = rdvSend{}
-	sendPool.Put(s)
-}
-
-func (r *rdvRecv) recycle() {
-	*r = rdvRecv{}
-	recvPool.Put(r)
-}
 
 // rmaOp is a Read or Write to issue (or retry): a part of a rendezvous.
 type rmaOp struct {
@@ -246,7 +237,7 @@ func (d *Device) SendRendezvous(h *device.Header, payload []byte, done device.Co
 // also proves it is heap memory; with RMA toward the peer the RTS carries its address and key. A payload that is
 // not heap memory is copied first (the caller is the sending goroutine, so reading it here is safe).
 func (d *Device) rendezvous(p *peer, h *device.Header, payload []byte, owned bool, stage *[]byte, done device.Completer) error {
-	s := sendPool.Get().(*rdvSend)
+	s := sendPool.Get()
 	s.p, s.h, s.payload, s.size, s.owned, s.stage, s.done = p, *h, payload, len(payload), owned || stage != nil, stage, done
 	s.h.Kind = device.KindRTS
 	s.h.Flags &= device.FlagSync
@@ -371,7 +362,7 @@ func (d *Device) clearToSend(rts *device.Header, dst device.Payload, done device
 	delete(p.rtsIn, rts.Seq)
 	p.mu.Unlock()
 
-	r := recvPool.Get().(*rdvRecv)
+	r := recvPool.Get()
 	r.p, r.h, r.n, r.done = p, info.Header, n, done
 	// Without RMA toward the peer, a payload it lent is still Read (LentRMA): plainly, with nothing Written into our
 	// buffer unless that is lent too.
