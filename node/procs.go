@@ -49,7 +49,7 @@ func shareCores(mine, host int) string {
 // Why: with as many Ps as ranks, a rank that computes holds its P, and the Go scheduler runs the loop or a worker
 // only when another P is free; where the ranks hold all of them (a node process bound to each core of a host,
 // GOMPJ_BIND=cores), nothing moved a 1 MiB Iallreduce between two node processes over TCP until the computation
-// ended: 0-1 % of it hid behind busy computation (see README, "Overlap").
+// ended: 0-1 % of it hid behind busy computation (README, "Overlap mode").
 func progressCore(overlap bool) (string, func()) {
 	if _, userSet := os.LookupEnv("GOMAXPROCS"); !overlap || userSet {
 		return "", func() {}
