@@ -81,7 +81,8 @@ receiver using AnySource: compare it with latency. Rank 0 prints OSU's format: "
 "# Size  Bandwidth (MB/s)". The overlap benchmarks of the nonblocking collectives (ibarrier, ibcast, ...
 ireduce_scatter) print OSU's "# Size  Overall(us)  Compute(us)  Pure Comm.(us)  Overlap(%)": the collective is
 started, the rank computes for as long as the collective alone takes (-compute busy: a spinning loop; idle: a
-sleep), then waits; -algo forces the nonblocking algorithm. view ping-pongs 4096 blocks of SIZE bytes 8 KiB apart
+sleep), then waits; -algo forces the nonblocking algorithm (GOMPJ_OVERLAP=1 trades the pure time for more
+overlap, and GOMPJ_BIND=cores binds node processes that share a host). view ping-pongs 4096 blocks of SIZE bytes 8 KiB apart
 as a Vector view, against the same bytes contiguous and packed by hand (SIZE 8: a column); halo times a 2D halo
 exchange of SIZE bytes per neighbour by NeighborAlltoall, its persistent form and Isend/Irecv/Waitall. -alloc
 takes the buffers of latency, bw, bibw, mbw_mr and the collectives from gompj.Alloc, which node processes of one
