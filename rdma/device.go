@@ -149,6 +149,7 @@ type Device struct {
 	done    chan struct{}
 
 	pollMu     sync.Mutex       // held by whoever polls (the progress goroutine or a driving rank)
+	loopHolds  atomic.Bool      // the progress goroutine holds pollMu (Poll yields to it)
 	polls      uint64           // Polls by driving ranks, under pollMu (Poll yields now and then)
 	lastYield  time.Time        // when a Poll last yielded, under pollMu
 	idle       device.IdleYield // driving Polls in a row that found nothing (idleYieldEvery)
