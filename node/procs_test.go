@@ -38,8 +38,9 @@ func TestProcShare(t *testing.T) {
 // Overlap mode takes one more P for the job's progress, and gives it back when the last job that holds it ends;
 // off, or with GOMAXPROCS set by the user, it changes nothing.
 func TestProgressCore(t *testing.T) {
-	if _, set := os.LookupEnv("GOMAXPROCS"); set {
-		t.Skip("GOMAXPROCS is set: progressCore leaves it alone (checked below with t.Setenv)")
+	if v, set := os.LookupEnv("GOMAXPROCS"); set {
+		t.Setenv("GOMAXPROCS", v) // restored when the test ends
+		os.Unsetenv("GOMAXPROCS")
 	}
 	base := runtime.GOMAXPROCS(0)
 	if line, restore := progressCore(false); line != "" || runtime.GOMAXPROCS(0) != base {
